@@ -1,0 +1,5 @@
+"""``python -m rlrepro``."""
+
+from rlrepro.cli import main
+
+raise SystemExit(main())

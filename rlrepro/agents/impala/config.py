@@ -1,0 +1,107 @@
+"""Hyper-parameters of the IMPALA agent (Espeholt et al. 2018), one documented field each.
+
+Defaults follow the paper's Atari table (Table G.1) where it gives a value and the released code
+(``deepmind/scalable_agent``) where the paper is silent; see ``impala.notes.md`` §1.3-1.5 and §5.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+Correction = Literal["vtrace", "one_step_is", "epsilon", "none"]
+LrSchedule = Literal["linear_to_zero", "constant"]
+
+CORRECTIONS: tuple[str, ...] = ("vtrace", "one_step_is", "epsilon", "none")
+LR_SCHEDULES: tuple[str, ...] = ("linear_to_zero", "constant")
+
+
+@dataclasses.dataclass(frozen=True)
+class ImpalaConfig:
+    """Everything the IMPALA learner, actor and loop need; frozen (hashable, safe as a jit static argument).
+
+    Attributes:
+      discount: gamma. 0.99 (Tables D.3, G.1).
+      unroll_length: T, environment steps per unroll (trajectory length n). 20 (Table G.1; DMLab 100).
+      batch_size: B, trajectories per learner batch; the synchronous actor steps B environments in
+        parallel, so each update consumes T * B environment steps. 32 (Table G.1).
+      learning_rate: initial RMSProp learning rate. 6e-4 (Table G.1).
+      rmsprop_decay: RMSProp second-moment decay. 0.99 (released code; the paper does not state it).
+      rmsprop_epsilon: RMSProp epsilon, inside the square root (TF1 semantics). 0.01 (Table G.1).
+      rmsprop_momentum: RMSProp momentum. 0.0 (Tables D.3, G.1).
+      max_grad_norm: global gradient-norm clip; None disables it. 40.0 (Table G.1; DMLab: none).
+      lr_schedule: "linear_to_zero" anneals the learning rate linearly to 0 over ``total_updates``
+        (Table G.1; the code anneals over frames, which is the same since every update consumes T * B
+        frames); "constant" keeps it fixed.
+      total_updates: number of learner updates of the whole run; sets the length of the lr schedule.
+      entropy_cost: weight of the entropy bonus (summed over batch and time). 0.01 (Table G.1).
+      baseline_cost: baseline loss scaling. 0.5 (Tables D.3, G.1). Applied as in the released code:
+        ``baseline_cost * 0.5 * sum (v_s - V(x_s))^2``, i.e. an effective weight of 0.25 on the summed
+        squared error (notes §4 item 1, §5 item 2).
+      reward_clip: rewards are clipped to [-c, c] in the learner before V-trace; None leaves them
+        unclipped. 1.0 (Table G.1).
+      correction: off-policy correction (§5.2.2, Table 2). "vtrace": V-trace targets and
+        advantages; "one_step_is": uncorrected n-step value targets, pg advantage multiplied by the
+        clipped importance weight ("V-trace without traces"); "epsilon": no correction, with
+        ``log(pi(a) + epsilon_correction)`` in the pg term; "none": no correction at all.
+      rho_bar: truncation of rho in the V-trace temporal differences. 1.0 (§5.2.2).
+      c_bar: truncation of the traces c_i. 1.0 (§5.2.2; hard-coded in the released code).
+      pg_rho_bar: truncation of rho in the policy-gradient advantage (also the clip of the
+        "one_step_is" weight). 1.0 (released code ``clip_pg_rho_threshold``).
+      lambda_: V-trace lambda of Remark 2 (multiplies the traces). 1.0.
+      epsilon_correction: the epsilon of the "epsilon" correction. 1e-6 (§5.2.2).
+      policy_lag: L, the actor acts with parameters exactly L updates old (0 = on-policy). Used for
+        the controlled policy-lag ablation (Fig. E.1).
+      hidden_sizes: widths of the ReLU MLP torso (toy environments; conv torsos come later).
+    """
+
+    discount: float = 0.99
+    unroll_length: int = 20
+    batch_size: int = 32
+    learning_rate: float = 6e-4
+    rmsprop_decay: float = 0.99
+    rmsprop_epsilon: float = 0.01
+    rmsprop_momentum: float = 0.0
+    max_grad_norm: float | None = 40.0
+    lr_schedule: LrSchedule = "linear_to_zero"
+    total_updates: int = 10_000
+    entropy_cost: float = 0.01
+    baseline_cost: float = 0.5
+    reward_clip: float | None = 1.0
+    correction: Correction = "vtrace"
+    rho_bar: float = 1.0
+    c_bar: float = 1.0
+    pg_rho_bar: float = 1.0
+    lambda_: float = 1.0
+    epsilon_correction: float = 1e-6
+    policy_lag: int = 0
+    hidden_sizes: tuple[int, ...] = (64, 64)
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.correction not in CORRECTIONS:
+            problems.append(f"correction must be one of {CORRECTIONS}, got {self.correction!r}")
+        if self.lr_schedule not in LR_SCHEDULES:
+            problems.append(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
+        for name in ("unroll_length", "batch_size", "total_updates"):
+            if getattr(self, name) < 1:
+                problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
+        if self.policy_lag < 0:
+            problems.append(f"policy_lag must be >= 0, got {self.policy_lag}")
+        if not 0.0 <= self.discount <= 1.0:
+            problems.append(f"discount must be in [0, 1], got {self.discount}")
+        if not 0.0 <= self.lambda_ <= 1.0:
+            problems.append(f"lambda_ must be in [0, 1], got {self.lambda_}")
+        if self.max_grad_norm is not None and self.max_grad_norm <= 0:
+            problems.append(f"max_grad_norm must be > 0 or None, got {self.max_grad_norm}")
+        if self.reward_clip is not None and self.reward_clip <= 0:
+            problems.append(f"reward_clip must be > 0 or None, got {self.reward_clip}")
+        if not self.hidden_sizes or any(h < 1 for h in self.hidden_sizes):
+            problems.append(f"hidden_sizes must be non-empty positive widths, got {self.hidden_sizes}")
+        if problems:
+            raise ValueError("invalid ImpalaConfig: " + "; ".join(problems))
+
+    @property
+    def frames_per_update(self) -> int:
+        """Environment steps consumed by one learner update (T * B)."""
+        return self.unroll_length * self.batch_size

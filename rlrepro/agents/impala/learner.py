@@ -1,0 +1,196 @@
+"""The IMPALA learner (Espeholt et al. 2018, §4.2) as a pair of pure functions ``init`` and ``update``.
+
+``update`` re-runs the network on the T + 1 observations of a time-major batch, computes the
+off-policy-corrected targets of the configured correction (§5.2.2), and takes one TF1-style RMSProp
+step on the actor-critic loss summed over batch and time (Table D.1 note). Both functions are pure:
+jit them with the config closed over (``make_learner``) and ``vmap`` them over seeds.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+
+from rlrepro.agents.impala.config import ImpalaConfig
+from rlrepro.agents.impala.networks import ActorCritic, apply_time_major, make_network
+from rlrepro.losses import entropy, log_prob, policy_gradient_loss, vtrace
+
+Params = Any
+
+
+class Batch(NamedTuple):
+    """A time-major batch of B unrolls of length T (notes §1.4).
+
+    Attributes:
+      observations: [T + 1, B, *obs]; the first is the last observation of the previous unroll, the
+        last is only used for the bootstrap value V(x_T).
+      actions: [T, B] int32, a_t taken at observations[t].
+      rewards: [T, B] float32, raw (unclipped) r_t of the transition t -> t + 1.
+      dones: [T, B] bool, terminated | truncated of the transition t -> t + 1. Both cut the traces
+        (discount_t = gamma * (1 - done_t)): time limits are treated as terminal, as in the released
+        code, because with same-step auto-reset observations[t + 1] already belongs to the next episode.
+      behaviour_logits: [T, B, A], the actor's logits mu(.|x_t).
+    """
+
+    observations: jax.Array
+    actions: jax.Array
+    rewards: jax.Array
+    dones: jax.Array
+    behaviour_logits: jax.Array
+
+
+class LearnerState(NamedTuple):
+    """Network parameters, RMSProp state and the number of updates taken so far (int32)."""
+
+    params: Params
+    opt_state: optax.OptState
+    step: jax.Array
+
+
+class LearnerMetrics(NamedTuple):
+    """Scalars of one update. Losses are sums over batch and time; ``entropy`` is the mean per step."""
+
+    total_loss: jax.Array
+    pg_loss: jax.Array
+    baseline_loss: jax.Array
+    entropy_loss: jax.Array
+    entropy: jax.Array
+    grad_norm: jax.Array
+    mean_rho: jax.Array
+    learning_rate: jax.Array
+
+
+class Learner(NamedTuple):
+    """``init(key) -> LearnerState`` and ``update(state, batch) -> (state, metrics)`` for one config."""
+
+    init: Callable[[jax.Array], LearnerState]
+    update: Callable[[LearnerState, Batch], tuple[LearnerState, LearnerMetrics]]
+
+
+def make_lr_schedule(config: ImpalaConfig) -> optax.Schedule:
+    """Learning rate per update count: linear to 0 at ``total_updates`` (Table G.1) or constant."""
+    if config.lr_schedule == "constant":
+        return optax.constant_schedule(config.learning_rate)
+    return optax.linear_schedule(config.learning_rate, 0.0, config.total_updates)
+
+
+def make_optimizer(config: ImpalaConfig) -> optax.GradientTransformation:
+    """TF1 RMSProp (eps inside the square root, accumulator initialised to 1; notes §1.5), after optional clipping."""
+    rmsprop = optax.rmsprop(
+        make_lr_schedule(config),
+        decay=config.rmsprop_decay,
+        eps=config.rmsprop_epsilon,
+        initial_scale=1.0,
+        eps_in_sqrt=True,
+        momentum=config.rmsprop_momentum or None,
+    )
+    if config.max_grad_norm is None:
+        return rmsprop
+    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), rmsprop)
+
+
+def init(key: jax.Array, config: ImpalaConfig, observation_shape: tuple[int, ...], num_actions: int) -> LearnerState:
+    """Fresh parameters from ``key``, fresh RMSProp state, step 0."""
+    params = make_network(config, num_actions).init(key, jnp.zeros((1, *observation_shape), jnp.float32))
+    return LearnerState(params=params, opt_state=make_optimizer(config).init(params), step=jnp.zeros((), jnp.int32))
+
+
+def _per_stream(fn: Callable[..., jax.Array], **kwargs: Any) -> Callable[..., jax.Array]:
+    """Map a single-stream [T, ...] loss over the batch axis 1 of time-major arrays."""
+    return jax.vmap(functools.partial(fn, **kwargs), in_axes=1, out_axes=1)
+
+
+def corrected_targets(
+    config: ImpalaConfig,
+    v_tm1: jax.Array,
+    v_t: jax.Array,
+    r_t: jax.Array,
+    discount_t: jax.Array,
+    rho_tm1: jax.Array,
+) -> tuple[jax.Array, jax.Array]:
+    """Value errors ``v_s - V(x_s)`` and pg advantages of the configured correction (§5.2.2, notes §2.5).
+
+    "vtrace" uses the importance ratios in both. The other three run V-trace with all rho = c = 1,
+    i.e. the uncorrected n-step return and advantage ``r_s + gamma v_{s+1} - V(x_s)``; "one_step_is"
+    then multiplies the advantage by ``min(pg_rho_bar, rho_s)``. All inputs are [T, B].
+    """
+    on_policy = config.correction != "vtrace"
+    stream_vtrace = _per_stream(
+        vtrace,
+        lambda_=config.lambda_,
+        clip_rho_threshold=config.rho_bar,
+        clip_pg_rho_threshold=config.pg_rho_bar,
+        clip_c_threshold=config.c_bar,
+    )
+    target_rho = jnp.ones_like(rho_tm1) if on_policy else rho_tm1
+    out = stream_vtrace(v_tm1, v_t, r_t, discount_t, target_rho)
+    pg_advantage = out.pg_advantage
+    if config.correction == "one_step_is":
+        pg_advantage = pg_advantage * jnp.minimum(config.pg_rho_bar, rho_tm1)
+    return out.errors, pg_advantage
+
+
+def loss_fn(
+    params: Params, batch: Batch, config: ImpalaConfig, network: ActorCritic
+) -> tuple[jax.Array, LearnerMetrics]:
+    """IMPALA actor-critic loss, summed over batch and time (§4.2; released-code scaling, notes §1.3).
+
+    ``sum -log pi(a|x) pg_adv + baseline_cost * 0.5 * sum (v_s - V(x_s))^2 - entropy_cost * sum H(pi)``.
+    The returned metrics leave ``grad_norm`` and ``learning_rate`` at 0 for ``update`` to fill in.
+    """
+    logits, values = apply_time_major(network, params, batch.observations)
+    logits_tm1, v_tm1, v_t = logits[:-1], values[:-1], values[1:]
+    rewards = batch.rewards.astype(jnp.float32)
+    if config.reward_clip is not None:
+        rewards = jnp.clip(rewards, -config.reward_clip, config.reward_clip)
+    discount_t = config.discount * (1.0 - batch.dones.astype(jnp.float32))
+
+    stream_log_prob = _per_stream(log_prob)
+    log_rho = stream_log_prob(logits_tm1, batch.actions) - stream_log_prob(batch.behaviour_logits, batch.actions)
+    rho_tm1 = jax.lax.stop_gradient(jnp.exp(log_rho))
+    errors, pg_advantage = corrected_targets(config, v_tm1, v_t, rewards, discount_t, rho_tm1)
+
+    epsilon = config.epsilon_correction if config.correction == "epsilon" else 0.0
+    pg_loss = jnp.sum(_per_stream(policy_gradient_loss, log_prob_epsilon=epsilon)(logits_tm1, batch.actions, pg_advantage))
+    baseline_loss = config.baseline_cost * 0.5 * jnp.sum(jnp.square(errors))
+    entropies = _per_stream(entropy)(logits_tm1)
+    entropy_loss = -config.entropy_cost * jnp.sum(entropies)
+    total_loss = pg_loss + baseline_loss + entropy_loss
+    zero = jnp.zeros((), jnp.float32)
+    metrics = LearnerMetrics(
+        total_loss=total_loss,
+        pg_loss=pg_loss,
+        baseline_loss=baseline_loss,
+        entropy_loss=entropy_loss,
+        entropy=jnp.mean(entropies),
+        grad_norm=zero,
+        mean_rho=jnp.mean(rho_tm1),
+        learning_rate=zero,
+    )
+    return total_loss, metrics
+
+
+def update(state: LearnerState, batch: Batch, config: ImpalaConfig) -> tuple[LearnerState, LearnerMetrics]:
+    """One learner step: gradient of ``loss_fn``, optional global-norm clip, TF1 RMSProp with the lr schedule."""
+    network = make_network(config, batch.behaviour_logits.shape[-1])
+    grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, batch, config, network)
+    updates, opt_state = make_optimizer(config).update(grads, state.opt_state, state.params)
+    params = optax.apply_updates(state.params, updates)
+    metrics = metrics._replace(
+        grad_norm=optax.tree.norm(grads),
+        learning_rate=jnp.asarray(make_lr_schedule(config)(state.step), jnp.float32),
+    )
+    return LearnerState(params=params, opt_state=opt_state, step=state.step + 1), metrics
+
+
+def make_learner(config: ImpalaConfig, observation_shape: tuple[int, ...], num_actions: int) -> Learner:
+    """``init`` and ``update`` with the config and shapes closed over (pure; jit and vmap them freely)."""
+    return Learner(
+        init=functools.partial(init, config=config, observation_shape=tuple(observation_shape), num_actions=num_actions),
+        update=functools.partial(update, config=config),
+    )

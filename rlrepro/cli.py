@@ -1,0 +1,204 @@
+"""Command line: validate | plan | train | aggregate | report | schema | mlflow-sync.
+
+Heavy imports (jax, mlflow, matplotlib) happen inside the commands that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rlrepro.environments.errors import BackendMissingError
+from rlrepro.specs import SCALES, SpecError
+
+SCHEMA_PATH = Path("specs") / "spec.schema.json"
+
+
+def _add_scale(parser: argparse.ArgumentParser, default: str = "cpu") -> None:
+    parser.add_argument("--scale", choices=SCALES, default=default, help=f"Run size (default: {default}).")
+
+
+def _add_results(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--results", type=Path, default=Path("results"), help="Results base; a scale writes to <base>/<scale>/ (default: results)."
+    )
+
+
+def _results_root(args: argparse.Namespace) -> Path:
+    from rlrepro.workflow import results_root
+
+    return results_root(args.results, args.scale)
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    from rlrepro.specs import load_specs
+
+    loaded = load_specs(args.paths or ["specs"])
+    for path, spec in loaded:
+        print(f"ok  {path}  ({spec.paper}/{spec.experiment}, {len(spec.variant_list())} variants)")
+    print(f"{len(loaded)} spec(s) valid")
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from rlrepro.workflow import plan
+
+    plans = plan(args.specs, args.scale, args.only)
+    rows, total = [], 0
+    for experiment in plans:
+        for job in experiment.jobs:
+            for unit in job.units:
+                rows.append((unit.paper, unit.experiment, unit.variant, unit.env, str(unit.seed), f"{unit.frames:,}"))
+                total += unit.frames
+    if args.json:
+        print(json.dumps([dict(zip(("paper", "experiment", "variant", "env", "seed", "frames"), r)) for r in rows]))
+        return 0
+    header = ("paper", "experiment", "variant", "env", "seed", "frames")
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    for row in [header, *rows]:
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
+    jobs = sum(len(p.jobs) for p in plans)
+    print(f"\n{len(rows)} run unit(s) in {jobs} job(s) at scale '{args.scale}'; total {total:,} frames")
+    return 0
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    from rlrepro.specs.schema import schema_text
+
+    text = schema_text()
+    if args.check:
+        current = args.output.read_text() if args.output.exists() else ""
+        if current != text:
+            print(f"{args.output} is out of date: run `rlrepro schema`", file=sys.stderr)
+            return 1
+        print(f"{args.output} is up to date")
+        return 0
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(text)
+    print(f"wrote {args.output}")
+    return 0
+
+
+def cmd_train(args: argparse.Namespace) -> int:
+    from rlrepro.training.runner import train_job
+
+    seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else None
+    train_job(
+        spec_path=args.spec,
+        scale=args.scale,
+        variant=args.variant,
+        env=args.env,
+        seeds=seeds,
+        results=args.results,
+        progress=args.progress,
+        track=not args.no_mlflow,
+    )
+    return 0
+
+
+def cmd_aggregate(args: argparse.Namespace) -> int:
+    from rlrepro.results.tables import aggregate_experiment
+
+    aggregate_experiment(args.spec, scale=args.scale, results=_results_root(args))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from rlrepro.results.report import write_report
+
+    write_report(args.specs, scale=args.scale, results=_results_root(args), only=args.only)
+    return 0
+
+
+def cmd_mlflow_sync(args: argparse.Namespace) -> int:
+    from rlrepro.tracking import default_tracking_uri, ensure_store, sync_all
+
+    root = _results_root(args)
+    uri = args.uri or default_tracking_uri(args.results)
+    ensure_store(uri)
+    counts = sync_all(root / "runs", uri=uri, only=args.only)
+    print(" ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "nothing to sync")
+    return 0
+
+
+def cmd_init_store(args: argparse.Namespace) -> int:
+    from rlrepro.tracking import ensure_store
+
+    ensure_store(args.uri)
+    if args.marker:
+        args.marker.parent.mkdir(parents=True, exist_ok=True)
+        args.marker.write_text(json.dumps({"uri": args.uri}) + "\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="rlrepro", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("validate", help="Validate spec files (default: all of specs/).")
+    p.add_argument("paths", nargs="*", type=Path)
+    p.set_defaults(func=cmd_validate)
+
+    p = sub.add_parser("plan", help="List run units, their frames and the total.")
+    _add_scale(p)
+    p.add_argument("--specs", nargs="+", default=["specs"], help="Spec files or directories.")
+    p.add_argument("--only", default=None, help="PAPER or PAPER/EXPERIMENT (comma-separated).")
+    p.add_argument("--json", action="store_true", help="Print JSON.")
+    p.set_defaults(func=cmd_plan)
+
+    p = sub.add_parser("schema", help="Write (or --check) the JSON schema of the spec models.")
+    p.add_argument("--output", type=Path, default=SCHEMA_PATH)
+    p.add_argument("--check", action="store_true", help="Fail if the file differs from the models.")
+    p.set_defaults(func=cmd_schema)
+
+    p = sub.add_parser("train", help="Train the seeds of one (variant, env) of a spec.")
+    p.add_argument("--spec", type=Path, required=True)
+    _add_scale(p)
+    p.add_argument("--variant", required=True)
+    p.add_argument("--env", required=True)
+    p.add_argument("--seeds", default=None, help="Comma-separated seeds (default: all of the scale).")
+    _add_results(p)
+    p.add_argument("--progress", choices=("auto", "bar", "lines"), default="auto")
+    p.add_argument("--no-mlflow", action="store_true", help="Write run folders only (sync later).")
+    p.set_defaults(func=cmd_train)
+
+    p = sub.add_parser("aggregate", help="Write the table and plot of one experiment.")
+    p.add_argument("--spec", type=Path, required=True)
+    _add_scale(p)
+    _add_results(p)
+    p.set_defaults(func=cmd_aggregate)
+
+    p = sub.add_parser("report", help="Write REPORT.md: every experiment, every claim.")
+    _add_scale(p)
+    p.add_argument("--specs", nargs="+", default=["specs"])
+    p.add_argument("--only", default=None)
+    _add_results(p)
+    p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("mlflow-sync", help="Re-ingest run folders into MLflow (idempotent).")
+    _add_scale(p)
+    _add_results(p)
+    p.add_argument("--uri", default=None, help="Tracking URI (default: MLFLOW_TRACKING_URI or results/mlflow.db).")
+    p.add_argument("--only", default=None)
+    p.set_defaults(func=cmd_mlflow_sync)
+
+    p = sub.add_parser("init-store", help="Create the MLflow store once, before jobs fan out.")
+    p.add_argument("--uri", required=True)
+    p.add_argument("--marker", type=Path, default=None)
+    p.set_defaults(func=cmd_init_store)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except SpecError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except BackendMissingError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 3
+

@@ -1,0 +1,1 @@
+"""Environments: pure-JAX toy tasks (jit/vmap-able) and host environments (Atari, MuJoCo, ...)."""

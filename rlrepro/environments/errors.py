@@ -1,0 +1,5 @@
+"""Errors raised when an environment cannot be created."""
+
+
+class BackendMissingError(RuntimeError):
+    """The environment's backend is not installed (e.g. DeepMind Lab); the message says what and how."""

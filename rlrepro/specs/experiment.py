@@ -1,0 +1,194 @@
+"""The experiment spec: one YAML file under ``specs/<paper>/<experiment>.yaml``."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Annotated, Any, Literal, Union
+
+from pydantic import Field, model_validator
+
+from rlrepro.specs.agents import AgentSpec
+from rlrepro.specs.common import Name, PositiveCount, Scale, SpecModel
+from rlrepro.specs.environments import EnvSpec
+
+Overrides = dict[str, Any]
+
+
+class PaperReference(SpecModel):
+    """Where in the paper the experiment comes from."""
+
+    title: str = Field(description="Paper title.")
+    citation: str = Field(description="Authors, year, venue.")
+    where: str = Field(description="Section, table or figure reproduced, e.g. 'Section 5.2.2, Table 2, Fig. E.1'.")
+    notes: str = Field("", description="Deviations from the paper's setting and why.")
+
+
+class VariantSpec(SpecModel):
+    """A named change of the agent, e.g. another correction or policy lag."""
+
+    name: Name = Field(description="Variant name (folder name and table row).")
+    agent: Overrides = Field(
+        default_factory=dict,
+        description="Agent fields to override: nested mappings or dotted keys, e.g. {loss.correction: none}.",
+    )
+
+
+class VariantGridSpec(SpecModel):
+    """The Cartesian product of agent-field values; each combination is a variant."""
+
+    grid: dict[str, list[Any]] = Field(
+        min_length=1,
+        description="Dotted agent field -> values, e.g. {loss.correction: [vtrace, none], policy_lag: [0, 32]}.",
+    )
+    names: dict[str, str] = Field(
+        default_factory=dict,
+        description="Short label per dotted field used in variant names (default: the last part of the field).",
+    )
+
+    def expand(self) -> list[VariantSpec]:
+        keys = list(self.grid)
+        variants = []
+        for values in itertools.product(*(self.grid[k] for k in keys)):
+            label = "__".join(f"{self.names.get(k, k.split('.')[-1])}={_label(v)}" for k, v in zip(keys, values))
+            variants.append(VariantSpec(name=label, agent=dict(zip(keys, values))))
+        return variants
+
+
+def _label(value: Any) -> str:
+    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+
+
+class ScaleSpec(SpecModel):
+    """How the experiment runs at a reduced scale."""
+
+    frames: PositiveCount = Field(description="Frames per run (Python int; write 2e6 or 2_000_000).")
+    seeds: PositiveCount = Field(description="Number of seeds (0..seeds-1).")
+    environments: list[str] | None = Field(None, description="Environment ids to run (default: all).")
+    variants: list[str] | None = Field(None, description="Variant names to run (default: all).")
+    agent: Overrides = Field(default_factory=dict, description="Agent overrides at this scale (e.g. smaller batches).")
+    expected_minutes: float | None = Field(
+        None, ge=0, description="Wall time of the whole experiment at this scale on 2 CPU cores (for planning)."
+    )
+
+
+class BudgetSpec(SpecModel):
+    """The paper's budget: what the ``paper`` scale runs."""
+
+    frames: PositiveCount = Field(description="Frames per run in the paper.")
+    seeds: PositiveCount = Field(description="Seeds (or runs) per setting in the paper.")
+
+
+class RunSpec(SpecModel):
+    """How a run reports progress and checkpoints."""
+
+    updates_per_chunk: PositiveCount = Field(
+        50, description="Learner updates per compiled chunk: metrics are written and a checkpoint taken after each."
+    )
+    final_fraction: float = Field(
+        0.1, gt=0, le=1, description="Final return = mean episode return over this last fraction of the frames."
+    )
+    seeds_per_job: PositiveCount | None = Field(
+        None, description="Seeds trained together (vmapped) in one job; default: all seeds of a variant in one job."
+    )
+
+
+class OrderingClaim(SpecModel):
+    """A variant beats others on a metric, e.g. V-trace is best at large lag."""
+
+    kind: Literal["ordering"] = Field(description="Claim kind.")
+    id: Name = Field(description="Claim id.")
+    statement: str = Field(description="The claim in words, as the paper makes it.")
+    metric: Literal["final_return"] = Field("final_return", description="Per-run metric compared.")
+    better: str = Field(description="Variant that should score highest.")
+    worse: list[str] = Field(min_length=1, description="Variants it should beat.")
+    environments: list[str] | None = Field(None, description="Environment ids where it must hold (default: all run).")
+    judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
+    paper_evidence: str = Field("", description="Where the paper shows it.")
+
+
+class ThresholdClaim(SpecModel):
+    """A variant's metric on an environment is at least (or at most) a value, within a tolerance."""
+
+    kind: Literal["threshold"] = Field(description="Claim kind.")
+    id: Name = Field(description="Claim id.")
+    statement: str = Field(description="The claim in words.")
+    metric: Literal["final_return"] = Field("final_return", description="Per-run metric compared (mean over seeds).")
+    variant: str = Field(description="Variant name.")
+    environment: str = Field(description="Environment id.")
+    op: Literal[">=", "<="] = Field(description="Comparison.")
+    value: float = Field(description="Threshold.")
+    tolerance: float = Field(0.0, ge=0, description="Allowed shortfall.")
+    judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
+    paper_evidence: str = Field("", description="Where the paper shows it.")
+
+
+ClaimSpec = Annotated[Union[OrderingClaim, ThresholdClaim], Field(discriminator="kind")]
+
+
+class PaperTableSpec(SpecModel):
+    """Numbers the paper reports for this experiment, shown verbatim beside ours."""
+
+    caption: str = Field(description="What the numbers are and where they come from.")
+    columns: list[str] = Field(min_length=1, description="Column headers.")
+    rows: list[list[Any]] = Field(description="Rows, as printed in the paper.")
+
+
+class ExperimentSpec(SpecModel):
+    """One experiment of one paper: agent, environments, variants, budgets, claims."""
+
+    paper: Name = Field(description="Paper id (folder under specs/).")
+    experiment: Name = Field(description="Experiment id (file name under specs/<paper>/).")
+    reference: PaperReference = Field(description="Where the experiment comes from in the paper.")
+    agent: AgentSpec = Field(description="The agent and its paper hyper-parameters.")
+    environments: list[EnvSpec] = Field(min_length=1, description="Environments the experiment runs on.")
+    variants: list[VariantSpec] | VariantGridSpec = Field(
+        default_factory=lambda: [VariantSpec(name="default")],
+        description="Variants of the agent: a list of named overrides, or a grid.",
+    )
+    budget: BudgetSpec = Field(description="The paper's budget (the 'paper' scale).")
+    scales: dict[Literal["smoke", "cpu"], ScaleSpec] = Field(description="Reduced scales: smoke and cpu.")
+    run: RunSpec = Field(default_factory=RunSpec, description="Progress and checkpoint settings.")
+    claims: list[ClaimSpec] = Field(default_factory=list, description="Claims of the paper checked by this experiment.")
+    paper_table: PaperTableSpec | None = Field(None, description="The paper's numbers, shown beside ours.")
+
+    @model_validator(mode="after")
+    def _check_references(self) -> "ExperimentSpec":
+        env_ids = [env.id for env in self.environments]
+        if len(set(env_ids)) != len(env_ids):
+            raise ValueError(f"environment ids must be unique, got {env_ids}")
+        names = [v.name for v in self.variant_list()]
+        if len(set(names)) != len(names):
+            raise ValueError(f"variant names must be unique, got {names}")
+        for scale_name in ("smoke", "cpu"):
+            if scale_name not in self.scales:
+                raise ValueError(f"scales.{scale_name} is required (every spec runs at smoke and cpu scale)")
+            scale = self.scales[scale_name]
+            _check_subset(f"scales.{scale_name}.environments", scale.environments, env_ids)
+            _check_subset(f"scales.{scale_name}.variants", scale.variants, names)
+        for i, claim in enumerate(self.claims):
+            if isinstance(claim, OrderingClaim):
+                _check_subset(f"claims[{i}].better", [claim.better], names)
+                _check_subset(f"claims[{i}].worse", claim.worse, names)
+                _check_subset(f"claims[{i}].environments", claim.environments, env_ids)
+            else:
+                _check_subset(f"claims[{i}].variant", [claim.variant], names)
+                _check_subset(f"claims[{i}].environment", [claim.environment], env_ids)
+        return self
+
+    def variant_list(self) -> list[VariantSpec]:
+        """The variants, with a grid expanded."""
+        return self.variants.expand() if isinstance(self.variants, VariantGridSpec) else list(self.variants)
+
+    def scale(self, scale: Scale) -> ScaleSpec:
+        """The run size at a scale; ``paper`` is the paper's budget on every environment and variant."""
+        if scale == "paper":
+            return ScaleSpec(frames=self.budget.frames, seeds=self.budget.seeds)
+        return self.scales[scale]
+
+
+def _check_subset(field: str, chosen: list[str] | None, known: list[str]) -> None:
+    unknown = sorted(set(chosen or []) - set(known))
+    if unknown:
+        raise ValueError(f"{field}: unknown {unknown}; expected some of {known}")
+
+

@@ -1,0 +1,165 @@
+"""Load, validate and resolve specs; errors name the file, the field, what was expected and what was found."""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import json
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import TypeAdapter, ValidationError
+
+from rlrepro.specs.agents import AGENT_KINDS, AgentSpec
+from rlrepro.specs.common import Scale
+from rlrepro.specs.environments import ENV_KINDS
+from rlrepro.specs.experiment import ExperimentSpec, VariantSpec
+from rlrepro.specs.yaml_io import load_yaml
+
+_UNION_TAGS = set(AGENT_KINDS) | set(ENV_KINDS) | {"ordering", "threshold", "mlp", "impala_shallow", "impala_deep"}
+_AGENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(AgentSpec)
+
+
+class SpecError(ValueError):
+    """A spec that does not validate. ``problems`` holds one line per error."""
+
+    def __init__(self, source: str, problems: list[str]):
+        self.source = source
+        self.problems = problems
+        super().__init__(f"{source}: invalid spec\n" + "\n".join(f"  {p}" for p in problems))
+
+
+def load_spec(path: str | Path) -> ExperimentSpec:
+    """Read and validate one spec file."""
+    path = Path(path)
+    try:
+        data = load_yaml(path)
+    except (OSError, yaml.YAMLError) as error:
+        raise SpecError(str(path), [f"cannot read YAML: {error}"]) from error
+    if not isinstance(data, dict):
+        raise SpecError(str(path), [f"expected a mapping at the top level, found {type(data).__name__}"])
+    spec = validate_spec(data, source=str(path))
+    if spec.experiment != path.stem:
+        raise SpecError(str(path), [f"experiment: expected the file name '{path.stem}', found '{spec.experiment}'"])
+    for variant in spec.variant_list():
+        for scale in ("smoke", "cpu", "paper"):
+            resolve_agent(spec, variant, scale, source=str(path))  # type: ignore[arg-type]
+    return spec
+
+
+def validate_spec(data: Mapping[str, Any], *, source: str = "<spec>") -> ExperimentSpec:
+    """Validate a parsed spec (strict JSON semantics: strings are never coerced to numbers)."""
+    try:
+        return ExperimentSpec.model_validate_json(json.dumps(data, allow_nan=True))
+    except ValidationError as error:
+        raise SpecError(source, format_errors(error)) from None
+    except (TypeError, ValueError) as error:
+        raise SpecError(source, [f"not JSON-compatible data: {error}"]) from None
+
+
+def format_errors(error: ValidationError, prefix: str = "") -> list[str]:
+    """One line per pydantic error: field path, what was expected, what was found."""
+    lines = []
+    for item in error.errors(include_url=False):
+        field = _field_path(item["loc"], prefix)
+        if item["type"] == "extra_forbidden":
+            lines.append(f"{field}: unknown key (not a field of this model; check the spelling)")
+            continue
+        if item["type"] == "value_error" and not item["loc"]:
+            lines.append(_expected(item["msg"]))  # cross-field checks name their own fields
+            continue
+        found = item.get("input")
+        found_text = "missing" if item["type"] == "missing" else f"{found!r} ({type(found).__name__})"
+        lines.append(f"{field}: expected {_expected(item['msg'])}; found {found_text}")
+    return lines
+
+
+def _expected(message: str) -> str:
+    for lead in ("Input should be ", "Value error, "):
+        if message.startswith(lead):
+            return message[len(lead):]
+    return message[0].lower() + message[1:] if message else message
+
+
+def _field_path(loc: tuple[Any, ...], prefix: str) -> str:
+    parts: list[str] = [prefix] if prefix else []
+    for i, element in enumerate(loc):
+        if isinstance(element, int):
+            parts[-1:] = [f"{parts[-1]}[{element}]"] if parts else [f"[{element}]"]
+        elif element in _UNION_TAGS and i < len(loc) - 1:
+            continue
+        elif element.startswith(("list[", "VariantGridSpec")):
+            continue
+        else:
+            parts.append(element)
+    return ".".join(parts) or "<top level>"
+
+
+def resolve_agent(spec: ExperimentSpec, variant: VariantSpec, scale: Scale, *, source: str = "<spec>") -> Any:
+    """The agent of one variant at one scale: spec agent, then variant overrides, then scale overrides."""
+    data = spec.agent.model_dump(mode="json")
+    data = apply_overrides(data, variant.agent)
+    if scale != "paper":
+        data = apply_overrides(data, spec.scales[scale].agent)
+    try:
+        return _AGENT_ADAPTER.validate_json(json.dumps(data))
+    except ValidationError as error:
+        where = f"agent (variant '{variant.name}' at scale '{scale}')"
+        raise SpecError(source, format_errors(error, prefix=where)) from None
+
+
+def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """Deep-merge overrides (nested mappings or dotted keys) into a copy of ``data``."""
+    result = copy.deepcopy(data)
+    for key, value in overrides.items():
+        target = result
+        parts = key.split(".")
+        for part in parts[:-1]:
+            target = target.setdefault(part, {})
+            if not isinstance(target, dict):
+                raise SpecError("<overrides>", [f"{key}: cannot set a field below a non-mapping value"])
+        leaf = parts[-1]
+        if isinstance(value, Mapping) and isinstance(target.get(leaf), dict):
+            target[leaf] = apply_overrides(target[leaf], value)
+        else:
+            target[leaf] = copy.deepcopy(value)
+    return result
+
+
+def spec_hash(spec: ExperimentSpec) -> str:
+    """A short, stable hash of the validated spec (canonical JSON)."""
+    canonical = json.dumps(spec.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:12]
+
+
+def find_spec_files(paths: Iterable[str | Path]) -> list[Path]:
+    """Spec files under the given files or directories (``*.yaml``/``*.yml``, schema files excluded), sorted."""
+    found: list[Path] = []
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            found.extend(p for p in path.rglob("*.y*ml") if p.suffix in (".yaml", ".yml"))
+        elif path.exists():
+            found.append(path)
+        else:
+            raise SpecError(str(path), ["no such file or directory"])
+    return sorted(set(found))
+
+
+def load_specs(paths: Iterable[str | Path]) -> list[tuple[Path, ExperimentSpec]]:
+    """Load every spec under ``paths``; raise one SpecError listing all invalid files."""
+    loaded, problems = [], []
+    for path in find_spec_files(paths):
+        try:
+            loaded.append((path, load_spec(path)))
+        except SpecError as error:
+            problems.append(str(error))
+    if problems:
+        raise SpecError(f"{len(problems)} invalid spec file(s)", problems)
+    keys = [(s.paper, s.experiment) for _, s in loaded]
+    duplicates = sorted({k for k in keys if keys.count(k) > 1})
+    if duplicates:
+        raise SpecError("specs", [f"paper/experiment defined twice: {'/'.join(d)}" for d in duplicates])
+    return loaded

@@ -1,0 +1,59 @@
+"""YAML loading that reads what researchers naturally write as they mean it.
+
+PyYAML implements YAML 1.1, where ``1e-3`` and ``3e6`` are strings (its float pattern needs a
+dot) and ``yes``/``no``/``on``/``off`` are booleans. Specs are loaded with YAML 1.2 semantics
+for those two cases: exponent floats are numbers, and only ``true``/``false`` are booleans.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+_FLOAT_PATTERN = re.compile(
+    r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
+    |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
+    |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+    |[-+]?\.(?:inf|Inf|INF)
+    |\.(?:nan|NaN|NAN))$""",
+    re.X,
+)
+_BOOL_PATTERN = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+
+
+class SpecLoader(yaml.SafeLoader):
+    """SafeLoader with YAML 1.2 floats and booleans."""
+
+
+def _replace_resolver(tag: str, pattern: re.Pattern[str], first: str) -> None:
+    resolvers = {
+        key: [(t, regexp) for t, regexp in values if t != tag]
+        for key, values in SpecLoader.yaml_implicit_resolvers.items()
+    }
+    SpecLoader.yaml_implicit_resolvers = resolvers
+    SpecLoader.add_implicit_resolver(tag, pattern, list(first))
+
+
+_replace_resolver("tag:yaml.org,2002:float", _FLOAT_PATTERN, "-+0123456789.")
+_replace_resolver("tag:yaml.org,2002:bool", _BOOL_PATTERN, "tTfF")
+
+
+def _construct_bool(loader: SpecLoader, node: yaml.ScalarNode) -> bool:
+    return loader.construct_scalar(node).lower() == "true"
+
+
+SpecLoader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
+
+
+def load_yaml(path: Path) -> Any:
+    """Parse a YAML file with :class:`SpecLoader`."""
+    with open(path, encoding="utf-8") as handle:
+        return yaml.load(handle, Loader=SpecLoader)  # noqa: S506 - SafeLoader subclass
+
+
+def loads_yaml(text: str) -> Any:
+    """Parse YAML text with :class:`SpecLoader`."""
+    return yaml.load(text, Loader=SpecLoader)  # noqa: S506 - SafeLoader subclass

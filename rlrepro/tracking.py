@@ -1,0 +1,656 @@
+"""MLflow mirror of run folders: the one module of rlrepro that imports mlflow.
+
+The run folder ``results/runs/<paper>/<experiment>/<variant>/<env>/seed<k>/`` is the source of truth
+(``spec.resolved.json``, ``metrics.jsonl``, ``summary.json``). MLflow is a browsing mirror of it:
+
+* :func:`default_tracking_uri` picks the store (``MLFLOW_TRACKING_URI`` or ``results/mlflow.db``).
+* :func:`ensure_store` creates/migrates a sqlite store once, under a file lock, before jobs fan out
+  (two processes opening a fresh sqlite store at once crash inside MLflow's migrations).
+* :class:`RunTracker` mirrors one run live during training. Every MLflow call is retried with
+  exponential backoff; if the store stays unusable the tracker disables itself with one warning
+  and training goes on (the run folder is complete; ``rlrepro mlflow-sync`` re-ingests it).
+* :func:`sync_run_dir` / :func:`sync_all` re-ingest run folders idempotently.
+
+Identity: every mirrored run carries the tag ``rlrepro.run_key`` (``paper/experiment/variant/env/seed<k>``);
+a completed mirror carries ``rlrepro.summary_sha256`` (sha256 of ``summary.json`` bytes). A mirror is up to
+date iff it is FINISHED and its summary hash equals the folder's.
+
+``mlflow`` is imported lazily inside functions: ``import rlrepro.tracking`` stays cheap (no mlflow,
+no SQLAlchemy), so the Snakemake DAG-building path may import it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import fnmatch
+import hashlib
+import json
+import math
+import os
+import random
+import re
+import sqlite3
+import sys
+import time
+import warnings
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, TypeVar
+
+__all__ = [
+    "RUN_KEY_TAG",
+    "SUMMARY_TAG",
+    "RunTracker",
+    "TrackingWarning",
+    "default_tracking_uri",
+    "ensure_store",
+    "sqlite_db_path",
+    "sync_all",
+    "sync_run_dir",
+]
+
+RUN_KEY_TAG = "rlrepro.run_key"
+SUMMARY_TAG = "rlrepro.summary_sha256"
+
+SPEC_FILE = "spec.resolved.json"
+METRICS_FILE = "metrics.jsonl"
+SUMMARY_FILE = "summary.json"
+
+#: Keys of a metrics.jsonl record that are not metrics (``frames`` is the MLflow step).
+RECORD_META_KEYS = frozenset({"frames", "updates", "wall_time"})
+#: Tags copied from ``spec.resolved.json["run"]``.
+RUN_TAG_KEYS = ("paper", "experiment", "variant", "env", "seed", "scale", "git_commit", "spec_hash")
+
+#: sqlite busy timeout (seconds) put in the default URI. MLflow 3 sets ``PRAGMA busy_timeout = 20000``
+#: on every ORM session itself; the URI's ``timeout`` covers the engine-level calls MLflow makes
+#: outside sessions (schema inspection and verification when a process opens the store).
+SQLITE_TIMEOUT_S = 60
+
+# MLflow 3 limits (mlflow.utils.validation); restated here so that importing this module stays cheap.
+MAX_METRICS_PER_BATCH = 1000
+MAX_PARAMS_TAGS_PER_BATCH = 100
+MAX_KEY_LENGTH = 250
+MAX_PARAM_VAL_LENGTH = 6000
+MAX_TAG_VAL_LENGTH = 8000
+
+_SQLITE_URI = re.compile(r"^sqlite(?:\+\w+)?://(?P<rest>.*)$")
+_BAD_KEY_CHARS = re.compile(r"[^\w.\- ]")  # MLflow also allows '/' and ':'; we avoid both in keys
+
+T = TypeVar("T")
+
+
+class TrackingWarning(RuntimeWarning):
+    """Emitted (once per tracker) when MLflow tracking is disabled for a run."""
+
+
+# --------------------------------------------------------------------------------------------------
+# store location and creation
+
+
+def default_tracking_uri(results_dir: Path | str) -> str:
+    """``$MLFLOW_TRACKING_URI`` if set, else ``sqlite:///<abs results_dir>/mlflow.db?timeout=60``."""
+    env = os.environ.get("MLFLOW_TRACKING_URI", "").strip()
+    if env:
+        return env
+    db = Path(results_dir).expanduser().resolve() / "mlflow.db"
+    return f"sqlite:///{db}?timeout={SQLITE_TIMEOUT_S}"
+
+
+def sqlite_db_path(uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI (query string dropped), or None (other scheme, in-memory)."""
+    m = _SQLITE_URI.match(uri)
+    if not m:
+        return None
+    rest = m.group("rest")
+    if not rest.startswith("/"):  # "sqlite://" (memory) or malformed
+        return None
+    path = rest[1:].split("?", 1)[0]
+    if not path or path == ":memory:":
+        return None
+    return Path(path)
+
+
+def _mlflow_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    for dist in ("mlflow", "mlflow-skinny"):
+        try:
+            return version(dist)
+        except PackageNotFoundError:
+            continue
+    return "unknown"
+
+
+def _db_revision(db: Path) -> str | None:
+    """Alembic revision recorded in an existing sqlite DB (read-only; never creates the file)."""
+    if not db.is_file() or db.stat().st_size == 0:
+        return None
+    try:
+        con = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True, timeout=SQLITE_TIMEOUT_S)
+    except sqlite3.Error:
+        return None
+    try:
+        rows = con.execute("SELECT version_num FROM alembic_version").fetchall()
+        tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.Error:
+        return None
+    finally:
+        con.close()
+    if len(rows) != 1 or not {"experiments", "runs", "metrics"} <= tables:
+        return None
+    return str(rows[0][0])
+
+
+def _ready_file(db: Path) -> Path:
+    return db.with_name(db.name + ".ready")
+
+
+def _store_is_ready(db: Path) -> bool:
+    """Fast check (no mlflow import): the DB was created/verified by this MLflow version and is unchanged."""
+    try:
+        marker = json.loads(_ready_file(db).read_text())
+    except (OSError, ValueError):
+        return False
+    return (
+        isinstance(marker, dict)
+        and marker.get("mlflow") == _mlflow_version()
+        and marker.get("revision") is not None
+        and marker.get("revision") == _db_revision(db)
+    )
+
+
+@contextmanager
+def _file_lock(path: Path) -> Iterator[None]:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        os.close(fd)
+
+
+def ensure_store(uri: str) -> None:
+    """Create (and schema-check) the MLflow store behind a sqlite ``uri`` once; no-op for other schemes.
+
+    Safe to call from several processes at the same moment: creation is serialised by ``flock`` on
+    ``<db>.lock``. Fast no-op (no mlflow import, one read-only sqlite query) when ``<db>.ready`` says this
+    MLflow version already created/verified the DB and the DB's alembic revision still matches.
+    Raises if the store cannot be created or its schema is older than the installed MLflow.
+    """
+    db = sqlite_db_path(uri)
+    if db is None or _store_is_ready(db):
+        return
+    with _file_lock(db.with_name(db.name + ".lock")):
+        if _store_is_ready(db):  # another process finished while we waited
+            return
+        from mlflow import MlflowClient
+        from mlflow.exceptions import MlflowException
+
+        # Opening the store through the public client creates and migrates an empty DB (what
+        # `mlflow db upgrade` does) and verifies the schema of an existing one.
+        try:
+            _retry(lambda: MlflowClient(tracking_uri=uri).search_experiments(max_results=1))
+        except MlflowException as exc:
+            if "out-of-date database schema" in str(exc):
+                raise MlflowException(
+                    f"The MLflow store {uri} was created by an older MLflow. Either back it up and run "
+                    f"`mlflow db upgrade '{uri}'`, or delete {db} and rebuild the mirror from the run "
+                    "folders with `rlrepro mlflow-sync`."
+                ) from exc
+            raise
+        marker = {"mlflow": _mlflow_version(), "revision": _db_revision(db)}
+        tmp = _ready_file(db).with_suffix(f".tmp{os.getpid()}")
+        tmp.write_text(json.dumps(marker))
+        os.replace(tmp, _ready_file(db))
+
+
+# --------------------------------------------------------------------------------------------------
+# retries
+
+
+def _exception_chain(exc: BaseException) -> Iterator[BaseException]:
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+_TRANSIENT_TYPE_NAMES = {
+    "OperationalError",  # sqlite3 / SQLAlchemy: database is locked, disk I/O error, ...
+    "ConnectionError",  # builtin and requests
+    "ConnectTimeout",
+    "ReadTimeout",
+    "Timeout",
+    "TimeoutError",
+    "ChunkedEncodingError",
+}
+_TRANSIENT_MESSAGES = ("database is locked", "database table is locked", "TEMPORARILY_UNAVAILABLE")
+_TRANSIENT_ERROR_CODES = {"TEMPORARILY_UNAVAILABLE", "RESOURCE_EXHAUSTED", "INTERNAL_ERROR"}
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Worth retrying: sqlite lock/operational errors, connection errors, MLflow 503/429/5xx."""
+    for e in _exception_chain(exc):
+        if any(t.__name__ in _TRANSIENT_TYPE_NAMES for t in type(e).__mro__):
+            return True
+        if getattr(e, "error_code", None) in _TRANSIENT_ERROR_CODES:
+            return True
+        msg = str(e)
+        if any(m in msg for m in _TRANSIENT_MESSAGES):
+            return True
+    return False
+
+
+def _retry(
+    fn: Callable[[], T],
+    *,
+    tries: int = 10,
+    base_delay: float = 0.05,
+    max_delay: float = 5.0,
+) -> T:
+    """Call ``fn`` until it succeeds; transient errors are retried with exponential backoff and full jitter
+    (worst case with the defaults: about 20 s of sleeping in total)."""
+    for attempt in range(1, max(1, tries) + 1):
+        try:
+            return fn()
+        except Exception as exc:
+            if attempt >= tries or not _is_transient(exc):
+                raise
+            time.sleep(random.uniform(0.0, min(max_delay, base_delay * 2**attempt)))
+    raise AssertionError("unreachable")
+
+
+# --------------------------------------------------------------------------------------------------
+# run-folder reading and conversion
+
+
+def _read_json(path: Path) -> Any:
+    return json.loads(path.read_text())
+
+
+def read_metric_records(path: Path) -> list[dict]:
+    """Parsed lines of a metrics.jsonl; unparseable lines (e.g. a torn last line) are skipped."""
+    records: list[dict] = []
+    try:
+        fh = path.open()
+    except FileNotFoundError:
+        return records
+    with fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                rec = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(rec, dict):
+                records.append(rec)
+    return records
+
+
+def _file_sha256(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _safe_key(key: str) -> str:
+    """A key MLflow accepts: allowed characters only, not a path that normalises elsewhere, <= 250 chars."""
+    safe = _BAD_KEY_CHARS.sub("_", str(key)).strip()
+    if safe in ("", ".", "..") or safe.startswith(".."):
+        safe = "_" + safe
+    if len(safe) > MAX_KEY_LENGTH:
+        digest = hashlib.sha256(safe.encode()).hexdigest()[:8]
+        safe = f"{safe[: MAX_KEY_LENGTH - 9]}~{digest}"
+    return safe
+
+
+def _truncate(value: str, limit: int) -> str:
+    if len(value) <= limit:
+        return value
+    suffix = f"...[truncated {len(value)} chars]"
+    return value[: limit - len(suffix)] + suffix
+
+
+def _param_value(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, sort_keys=True, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+def flatten_config(config: Mapping[str, Any], prefix: str = "") -> dict[str, str]:
+    """Nested dict -> ``{"a.b.c": "value"}`` with MLflow-safe keys and values (lists become JSON)."""
+    out: dict[str, str] = {}
+
+    def walk(node: Mapping[str, Any], pre: str) -> None:
+        for k, v in node.items():
+            key = f"{pre}{k}"
+            if isinstance(v, Mapping) and v:
+                walk(v, key + ".")
+                continue
+            safe = _safe_key(key)
+            n, base = 2, safe
+            while safe in out:  # two keys that sanitise to the same string
+                safe = _safe_key(f"{base}~{n}")
+                n += 1
+            out[safe] = _truncate(_param_value(v), MAX_PARAM_VAL_LENGTH)
+
+    walk(config, prefix)
+    return out
+
+
+def _is_number(v: Any) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def records_to_metrics(records: Iterable[Mapping[str, Any]], timestamp_ms: int | None = None) -> list:
+    """metrics.jsonl records -> ``mlflow.entities.Metric`` (step = frames; non-numeric values skipped)."""
+    from mlflow.entities import Metric
+
+    ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+    metrics = []
+    for rec in records:
+        frames = rec.get("frames", rec.get("updates", 0))
+        step = int(frames) if _is_number(frames) and math.isfinite(frames) else 0
+        for key, value in rec.items():
+            if key in RECORD_META_KEYS or not _is_number(value):
+                continue
+            metrics.append(Metric(key=_safe_key(key), value=float(value), timestamp=ts, step=step))
+    return metrics
+
+
+def _chunks(items: list, size: int) -> Iterator[list]:
+    for i in range(0, len(items), size):
+        yield items[i : i + size]
+
+
+# --------------------------------------------------------------------------------------------------
+# MLflow helpers (all calls go through _retry)
+
+
+def _client(uri: str):
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def _artifact_location(uri: str, experiment_name: str) -> str | None:
+    """For a sqlite store, artifacts live beside the DB (MLflow's default would be ./mlruns in the cwd)."""
+    db = sqlite_db_path(uri)
+    if db is None:
+        return None  # a tracking server decides
+    parts = [_safe_key(p) for p in experiment_name.split("/")]
+    return str(db.resolve().parent.joinpath("mlartifacts", *parts))
+
+
+def _get_or_create_experiment(client, uri: str, name: str, call: Callable) -> str:
+    exp = call(lambda: client.get_experiment_by_name(name))
+    if exp is None:
+        try:
+            return call(lambda: client.create_experiment(name, artifact_location=_artifact_location(uri, name)))
+        except Exception:
+            exp = call(lambda: client.get_experiment_by_name(name))  # created concurrently by another job
+            if exp is None:
+                raise
+    if exp.lifecycle_stage == "deleted":
+        call(lambda: client.restore_experiment(exp.experiment_id))
+    return exp.experiment_id
+
+
+def _find_runs(client, experiment_id: str, run_key: str, call: Callable) -> list:
+    """Active MLflow runs of ``experiment_id`` tagged with ``run_key``."""
+    quote = "'" if "'" not in run_key else '"'
+    flt = f"tags.`{RUN_KEY_TAG}` = {quote}{run_key}{quote}"
+    runs, token = [], None
+    while True:
+        page = call(lambda: client.search_runs([experiment_id], filter_string=flt, max_results=1000, page_token=token))
+        runs.extend(r for r in page if r.data.tags.get(RUN_KEY_TAG) == run_key)
+        token = page.token
+        if not token:
+            return runs
+
+
+class _RunFolder:
+    """What the mirror needs from a run folder."""
+
+    def __init__(self, run_dir: Path):
+        self.dir = Path(run_dir)
+        resolved = _read_json(self.dir / SPEC_FILE)
+        self.run: dict = dict(resolved["run"])
+        self.config: dict = resolved.get("config") or {}
+        for k in ("paper", "experiment", "variant", "env", "seed"):
+            if k not in self.run:
+                raise KeyError(f"{self.dir / SPEC_FILE}: run.{k} missing")
+        self.run_key: str = self.run.get("run_key") or (
+            f"{self.run['paper']}/{self.run['experiment']}/{self.run['variant']}/{self.run['env']}/seed{self.run['seed']}"
+        )
+        self.experiment_name = f"{self.run['paper']}/{self.run['experiment']}"
+        self.run_name = f"{self.run['variant']}/{self.run['env']}/seed{self.run['seed']}"
+
+    @property
+    def summary_path(self) -> Path:
+        return self.dir / SUMMARY_FILE
+
+    def summary_sha256(self) -> str | None:
+        try:
+            return _file_sha256(self.summary_path)
+        except FileNotFoundError:
+            return None
+
+    def tags(self) -> dict[str, str]:
+        tags = {k: _truncate(str(self.run[k]), MAX_TAG_VAL_LENGTH) for k in RUN_TAG_KEYS if self.run.get(k) is not None}
+        tags[RUN_KEY_TAG] = self.run_key
+        return tags
+
+
+# --------------------------------------------------------------------------------------------------
+# live tracker
+
+
+class RunTracker:
+    """Mirror one run folder into MLflow while it trains. Never raises into training.
+
+    >>> with RunTracker(run_dir, uri=uri) as tracker:   # start(): replaces any previous mirror
+    ...     tracker.log(new_records)                     # the dicts appended to metrics.jsonl
+    ...     # write summary.json last, then leave the block: finish("FINISHED")
+
+    On any MLflow failure that survives the retries, the tracker disables itself, warns once on stderr
+    (:class:`TrackingWarning`) and all further calls are no-ops. ``strict=True`` (used by the sync
+    functions) raises instead.
+    """
+
+    def __init__(self, run_dir: Path | str, *, uri: str, retries: int | None = None, strict: bool = False):
+        self.run_dir = Path(run_dir)
+        self.uri = uri
+        # sqlite: 10 tries with backoff. A tracking server: MLflow's HTTP client already retries each
+        # request with backoff (MLFLOW_HTTP_REQUEST_MAX_RETRIES), so only 2 tries of our own.
+        if retries is None:
+            retries = 10 if sqlite_db_path(uri) is not None else 2
+        self.retries = retries
+        self.strict = strict
+        self.enabled = True
+        self.run_id: str | None = None
+        self.experiment_id: str | None = None
+        self.replaced_runs: list[str] = []  # ids of deleted previous mirrors
+        self._client = None
+        self._folder: _RunFolder | None = None
+        self._finished = False
+
+    # -- plumbing
+    def _call(self, fn: Callable[[], T]) -> T:
+        return _retry(fn, tries=self.retries)
+
+    def _disable(self, exc: BaseException) -> None:
+        if self.strict:
+            raise exc
+        was_enabled, self.enabled = self.enabled, False
+        if not was_enabled:
+            return
+        key = self._folder.run_key if self._folder else str(self.run_dir)
+        msg = (
+            f"rlrepro: MLflow tracking disabled for run {key} ({type(exc).__name__}: {str(exc)[:500]}; "
+            f"store {self.uri}). Training continues; the run folder {self.run_dir} is intact (it is the "
+            "source of truth) and `rlrepro mlflow-sync` will re-ingest it into MLflow."
+        )
+        warnings.warn(msg, TrackingWarning, stacklevel=3)
+
+    @property
+    def active(self) -> bool:
+        return self.enabled and self.run_id is not None and not self._finished
+
+    def _log_metrics(self, metrics: list) -> None:
+        for chunk in _chunks(metrics, MAX_METRICS_PER_BATCH):
+            self._call(lambda: self._client.log_batch(self.run_id, metrics=chunk, synchronous=True))
+
+    # -- API
+    def start(self) -> RunTracker:
+        """Create the MLflow run (deleting earlier mirrors of this run_key) and log everything on disk."""
+        if not self.enabled or self.run_id is not None:
+            return self
+        try:
+            from mlflow.entities import Param
+
+            ensure_store(self.uri)
+            self._folder = folder = _RunFolder(self.run_dir)
+            self._client = client = _client(self.uri)
+            self.experiment_id = _get_or_create_experiment(client, self.uri, folder.experiment_name, self._call)
+            for old in _find_runs(client, self.experiment_id, folder.run_key, self._call):
+                self._call(lambda: client.delete_run(old.info.run_id))
+                self.replaced_runs.append(old.info.run_id)
+            run = self._call(
+                lambda: client.create_run(self.experiment_id, run_name=folder.run_name, tags=folder.tags())
+            )
+            self.run_id = run.info.run_id
+            params = [Param(k, v) for k, v in flatten_config(folder.config).items()]
+            for chunk in _chunks(params, MAX_PARAMS_TAGS_PER_BATCH):
+                self._call(lambda: client.log_batch(self.run_id, params=chunk, synchronous=True))
+            self._call(lambda: client.log_artifact(self.run_id, str(self.run_dir / SPEC_FILE)))
+            self._log_metrics(records_to_metrics(read_metric_records(self.run_dir / METRICS_FILE)))
+        except Exception as exc:
+            self._disable(exc)
+        return self
+
+    def log(self, records: Iterable[Mapping[str, Any]] | Mapping[str, Any]) -> None:
+        """Log metric records (the same dicts appended to metrics.jsonl), batched."""
+        if not self.active:
+            return
+        if isinstance(records, Mapping):
+            records = [records]
+        try:
+            self._log_metrics(records_to_metrics(records))
+        except Exception as exc:
+            self._disable(exc)
+
+    def finish(self, status: str = "FINISHED") -> None:
+        """Log summary.json (if present) with its sha256 tag, then terminate the run with ``status``."""
+        if not self.active:
+            return
+        try:
+            client = self._client
+            assert self._folder is not None
+            sha = self._folder.summary_sha256()
+            if sha is not None and status == "FINISHED":
+                self._call(lambda: client.log_artifact(self.run_id, str(self._folder.summary_path)))
+                self._call(lambda: client.set_tag(self.run_id, SUMMARY_TAG, sha))
+            self._call(lambda: client.set_terminated(self.run_id, status=status))
+        except Exception as exc:
+            self._disable(exc)
+        finally:
+            self._finished = True
+
+    def __enter__(self) -> RunTracker:
+        return self.start()
+
+    def __exit__(self, exc_type, exc, tb) -> bool:
+        if exc_type is None:
+            self.finish("FINISHED")
+        elif issubclass(exc_type, KeyboardInterrupt):
+            self.finish("KILLED")
+        else:
+            self.finish("FAILED")
+        return False
+
+
+# --------------------------------------------------------------------------------------------------
+# re-ingestion
+
+
+def sync_run_dir(run_dir: Path | str, *, uri: str, force: bool = False) -> str:
+    """Mirror one run folder; returns ``"skipped"``, ``"created"`` or ``"replaced"``. Raises on failure.
+
+    * complete folder (summary.json): skipped iff a FINISHED mirror with the same summary sha256 exists
+      (other mirrors of the same run_key are then deleted); otherwise (re-)created and FINISHED.
+    * incomplete folder: mirrored with status KILLED and no summary tag, so a later sync replaces it;
+      skipped if its mirror is RUNNING (a live tracker is writing it; ``force=True`` replaces it anyway).
+    """
+    ensure_store(uri)
+    folder = _RunFolder(Path(run_dir))
+    client = _client(uri)
+    call = _retry
+    sha = folder.summary_sha256()
+
+    exp = call(lambda: client.get_experiment_by_name(folder.experiment_name))
+    existing = []
+    if exp is not None and exp.lifecycle_stage == "active":
+        existing = _find_runs(client, exp.experiment_id, folder.run_key, call)
+
+    if not force and existing:
+        if sha is not None:
+            current = [
+                r for r in existing if r.info.status == "FINISHED" and r.data.tags.get(SUMMARY_TAG) == sha
+            ]
+        else:
+            current = [r for r in existing if r.info.status == "RUNNING"]
+        if current:
+            keep = max(current, key=lambda r: r.info.start_time or 0)
+            for r in existing:
+                if r.info.run_id != keep.info.run_id:
+                    call(lambda: client.delete_run(r.info.run_id))
+            return "skipped"
+
+    tracker = RunTracker(folder.dir, uri=uri, strict=True)
+    tracker.start()
+    tracker.finish("FINISHED" if sha is not None else "KILLED")
+    return "replaced" if tracker.replaced_runs else "created"
+
+
+def _matches(run_key: str, only: str | None) -> bool:
+    if not only:
+        return True
+    only = only.strip("/")
+    return run_key == only or run_key.startswith(only + "/") or fnmatch.fnmatchcase(run_key, only)
+
+
+def sync_all(runs_root: Path | str, *, uri: str, only: str | None = None, force: bool = False) -> dict[str, int]:
+    """Re-ingest every run folder under ``runs_root`` (``results/runs``). Idempotent.
+
+    ``only`` selects run keys by prefix (``"impala"``, ``"impala/atari57"``) or glob
+    (``"*/seed0"``). Returns counts per outcome: created, replaced, skipped, failed (a folder that
+    cannot be read or mirrored is counted, reported on stderr, and the others still sync).
+    """
+    counts = {"created": 0, "replaced": 0, "skipped": 0, "failed": 0}
+    root = Path(runs_root)
+    ensure_store(uri)
+    for spec in sorted(root.rglob(SPEC_FILE)):
+        run_dir = spec.parent
+        try:
+            run_key = _RunFolder(run_dir).run_key
+        except Exception as exc:
+            counts["failed"] += 1
+            print(f"rlrepro mlflow-sync: cannot read {spec}: {exc}", file=sys.stderr)
+            continue
+        if not _matches(run_key, only):
+            continue
+        try:
+            counts[sync_run_dir(run_dir, uri=uri, force=force)] += 1
+        except Exception as exc:
+            counts["failed"] += 1
+            print(f"rlrepro mlflow-sync: failed to mirror {run_dir}: {type(exc).__name__}: {exc}", file=sys.stderr)
+    return counts

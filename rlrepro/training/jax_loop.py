@@ -1,0 +1,166 @@
+"""The all-in-JAX IMPALA training loop for pure-JAX environments: act, then update, scanned in chunks.
+
+One synchronous actor steps B environments for T steps with parameters exactly ``policy_lag``
+updates old (the controlled policy lag of IMPALA App. E, Fig. E.1; 0 = on-policy), then the learner
+takes one update on that batch. ``run_chunk`` scans ``updates_per_chunk`` such steps inside one jitted
+call. Everything is written for ONE seed and is deterministic given the key; ``init_batch`` and
+``run_chunk_batch`` are the same functions ``jit(vmap(...))``-ed over a leading seed axis.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rlrepro.agents.impala.actor import ActorState, EpisodeStats, init_actor, unroll
+from rlrepro.agents.impala.config import ImpalaConfig
+from rlrepro.agents.impala.learner import Learner, LearnerMetrics, LearnerState, Params, make_learner
+from rlrepro.agents.impala.networks import make_network
+from rlrepro.environments.base import JaxEnv
+
+
+class TrainState(NamedTuple):
+    """Everything one seed's run carries; a pytree of arrays only (checkpointable with numpy).
+
+    Attributes:
+      learner: parameters, RMSProp state and update count.
+      actor: the B environment states, the last observation and the running episode returns.
+      params_history: ring buffer of the last L + 1 parameter snapshots (leaves [L + 1, ...]); the
+        snapshot after update k sits in slot ``k % (L + 1)``.
+      rng: raw uint32 PRNG key data, [2].
+      frames: int32 environment steps taken so far (toy envs have no action repeat; overflows past
+        2**31 - 1, far beyond toy budgets).
+    """
+
+    learner: LearnerState
+    actor: ActorState
+    params_history: Params
+    rng: jax.Array
+    frames: jax.Array
+
+
+class ChunkMetrics(NamedTuple):
+    """Learner metrics averaged over the updates of a chunk, plus episode and frame counts.
+
+    ``episodes``: episodes completed during the chunk; ``mean_return``: mean undiscounted raw
+    return of those episodes (NaN if none); ``frames``: environment steps at the end of the chunk.
+    """
+
+    total_loss: jax.Array
+    pg_loss: jax.Array
+    baseline_loss: jax.Array
+    entropy_loss: jax.Array
+    entropy: jax.Array
+    grad_norm: jax.Array
+    mean_rho: jax.Array
+    learning_rate: jax.Array
+    episodes: jax.Array
+    mean_return: jax.Array
+    frames: jax.Array
+
+
+class JaxTrainer(NamedTuple):
+    """Jitted ``init(key)``, ``run_chunk(state)`` for one seed, and their ``vmap``-over-seeds versions."""
+
+    init: Callable[[jax.Array], TrainState]
+    run_chunk: Callable[[TrainState], tuple[TrainState, ChunkMetrics]]
+    init_batch: Callable[[jax.Array], TrainState]
+    run_chunk_batch: Callable[[TrainState], tuple[TrainState, ChunkMetrics]]
+
+
+def _raw_key(key: jax.Array) -> jax.Array:
+    """Raw uint32 key data, so that the state stays a plain-array pytree."""
+    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
+        return jax.random.key_data(key)
+    return key
+
+
+def actor_slot(learner_step: jax.Array, policy_lag: int) -> jax.Array:
+    """Ring-buffer slot holding the parameters ``policy_lag`` updates old when ``learner_step`` updates are done.
+
+    Slot ``(k + 1) % (L + 1)`` holds the snapshot after update ``k - L`` (the initial parameters while
+    ``k < L``); it is overwritten by the snapshot after update ``k + 1``, once the actor has used it.
+    """
+    return (learner_step + 1) % (policy_lag + 1)
+
+
+def actor_params(state: TrainState, config: ImpalaConfig) -> Params:
+    """The parameters the actor uses for the next unroll: the learner's, ``config.policy_lag`` updates old."""
+    slot = actor_slot(state.learner.step, config.policy_lag)
+    return jax.tree.map(lambda history: history[slot], state.params_history)
+
+
+def init_train_state(key: jax.Array, env: JaxEnv, config: ImpalaConfig, learner: Learner) -> TrainState:
+    """Fresh learner, B reset environments, a history filled with the initial parameters, frames 0."""
+    learner_key, actor_key, rng = jax.random.split(_raw_key(key), 3)
+    learner_state = learner.init(learner_key)
+    history = jax.tree.map(
+        lambda p: jnp.broadcast_to(p, (config.policy_lag + 1, *p.shape)), learner_state.params
+    )
+    return TrainState(
+        learner=learner_state,
+        actor=init_actor(actor_key, env, config.batch_size),
+        params_history=history,
+        rng=rng,
+        frames=jnp.zeros((), jnp.int32),
+    )
+
+
+def train_step(
+    state: TrainState, env: JaxEnv, config: ImpalaConfig, learner: Learner
+) -> tuple[TrainState, tuple[LearnerMetrics, EpisodeStats]]:
+    """One unroll with the lagged parameters, one learner update, and the new snapshot into the ring buffer."""
+    rng, unroll_key = jax.random.split(state.rng)
+    network = make_network(config, env.num_actions)
+    actor, batch, stats = unroll(
+        unroll_key, actor_params(state, config), state.actor,
+        env=env, network=network, unroll_length=config.unroll_length,
+    )
+    learner_state, metrics = learner.update(state.learner, batch)
+    slot = actor_slot(state.learner.step, config.policy_lag)
+    history = jax.tree.map(lambda h, p: h.at[slot].set(p), state.params_history, learner_state.params)
+    frames = state.frames + config.frames_per_update
+    return TrainState(learner_state, actor, history, rng, frames), (metrics, stats)
+
+
+def run_chunk(
+    state: TrainState, env: JaxEnv, config: ImpalaConfig, learner: Learner, updates_per_chunk: int
+) -> tuple[TrainState, ChunkMetrics]:
+    """``updates_per_chunk`` train steps in a ``lax.scan``; metrics averaged over the chunk."""
+
+    def step(carry: TrainState, _: None) -> tuple[TrainState, tuple[LearnerMetrics, EpisodeStats]]:
+        return train_step(carry, env, config, learner)
+
+    state, (metrics, stats) = jax.lax.scan(step, state, None, length=updates_per_chunk)
+    episodes = jnp.sum(stats.ended.astype(jnp.int32))
+    mean_return = jnp.where(episodes > 0, jnp.sum(stats.returns) / jnp.maximum(episodes, 1), jnp.nan)
+    means = jax.tree.map(jnp.mean, metrics)
+    chunk = ChunkMetrics(**means._asdict(), episodes=episodes, mean_return=mean_return, frames=state.frames)
+    return state, chunk
+
+
+def make_jax_trainer(env: JaxEnv, config: ImpalaConfig, *, updates_per_chunk: int) -> JaxTrainer:
+    """Build the jitted IMPALA loop for a pure-JAX ``env``.
+
+    Args:
+      env: a ``JaxEnv`` (same-step auto-reset).
+      config: the agent's hyper-parameters; ``config.total_updates`` sets the lr schedule only.
+      updates_per_chunk: learner updates per ``run_chunk`` call (each consumes T * B env steps).
+    """
+    if updates_per_chunk < 1:
+        raise ValueError(f"updates_per_chunk must be >= 1, got {updates_per_chunk}")
+    learner = make_learner(config, env.observation_shape, env.num_actions)
+    init_fn = functools.partial(init_train_state, env=env, config=config, learner=learner)
+    chunk_fn = functools.partial(
+        run_chunk, env=env, config=config, learner=learner, updates_per_chunk=updates_per_chunk
+    )
+    return JaxTrainer(
+        init=jax.jit(init_fn),
+        run_chunk=jax.jit(chunk_fn),
+        init_batch=jax.jit(jax.vmap(init_fn)),
+        run_chunk_batch=jax.jit(jax.vmap(chunk_fn)),
+    )

@@ -1,0 +1,221 @@
+"""Run one training job: the seeds of one (variant, env) of a spec, with files, checkpoints and MLflow.
+
+Files per run unit (``<results>/<scale>/runs/<paper>/<experiment>/<variant>/<env>/seed<k>/``):
+``spec.resolved.json`` first, ``metrics.jsonl`` appended and flushed after every chunk, and
+``summary.json`` last (atomically; it marks completion). After every chunk the job's state is
+checkpointed outside the declared outputs; a killed job started again resumes from the last
+checkpoint, and its metrics are cut back to that checkpoint first, so they have no gaps and no
+duplicates (training is deterministic, so the re-run chunk writes the same numbers).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from rlrepro.agents.registry import TrainerProgram, build_trainer
+from rlrepro.environments.availability import require_backend
+from rlrepro.provenance import git_commit
+from rlrepro.specs import ExperimentSpec, Scale, load_spec, resolve_agent, spec_hash
+from rlrepro.training import checkpoint
+from rlrepro.training.progress import Progress
+from rlrepro.workflow import RunUnit, config_hash, results_root
+
+
+def train_job(
+    *,
+    spec_path: Path,
+    scale: Scale,
+    variant: str,
+    env: str,
+    seeds: tuple[int, ...] | None,
+    results: Path,
+    progress: str = "auto",
+    track: bool = True,
+) -> list[Path]:
+    """Train (or resume) the seeds of one (variant, env); returns the run folders."""
+    spec = load_spec(spec_path)
+    variant_spec = _pick([v.name for v in spec.variant_list()], variant, "variant", spec_path)
+    env_spec = spec.environments[_pick([e.id for e in spec.environments], env, "env", spec_path)]
+    require_backend(env_spec)
+    size = spec.scale(scale)
+    seeds = seeds if seeds is not None else tuple(range(size.seeds))
+    agent = resolve_agent(spec, spec.variant_list()[variant_spec], scale, source=str(spec_path))
+    program = build_trainer(agent, env_spec, frames=size.frames, run=spec.run)
+
+    root = results_root(results, scale)
+    units = [RunUnit(spec.paper, spec.experiment, variant, env, seed, size.frames) for seed in seeds]
+    digest = config_hash(spec, variant, env, scale)
+    run_dirs = [unit.run_dir(root) for unit in units]
+    for unit, run_dir in zip(units, run_dirs):
+        _write_resolved(run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_spec.model_dump(mode="json"))
+    ckpt = units[0].checkpoint_dir(root).parent / f"seeds{'-'.join(map(str, seeds))}.npz"
+
+    state = program.init_batch(jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds]))
+    start_chunk, wall_offset = 0, 0.0
+    meta = checkpoint.load_meta(ckpt)
+    if meta and meta.get("config_hash") == digest and meta.get("seeds") == list(seeds):
+        state = checkpoint.restore(ckpt, state)
+        start_chunk, wall_offset = meta["chunk"], meta["wall_time"]
+        print(f"resuming from {ckpt} at chunk {start_chunk}/{program.num_chunks}", flush=True)
+    for run_dir in run_dirs:
+        _cut_metrics(run_dir / "metrics.jsonl", start_chunk * program.updates_per_chunk)
+        (run_dir / "summary.json").unlink(missing_ok=True)
+
+    trackers = _start_trackers(run_dirs, results) if track else []
+    label = f"{spec.paper}/{spec.experiment} {variant} {env} seeds {','.join(map(str, seeds))}"
+    bar = Progress(
+        program.num_chunks * program.frames_per_chunk,
+        label=label,
+        start_frames=start_chunk * program.frames_per_chunk,
+        mode=progress,
+    )
+    started = time.monotonic()
+    for chunk in range(start_chunk, program.num_chunks):
+        state, metrics = program.run_chunk_batch(state)
+        wall_time = wall_offset + time.monotonic() - started
+        records = _records(jax.device_get(metrics), chunk + 1, program, wall_time, len(seeds))
+        for run_dir, record in zip(run_dirs, records):
+            _append_jsonl(run_dir / "metrics.jsonl", record)
+        checkpoint.save(ckpt, state, {"config_hash": digest, "seeds": list(seeds), "chunk": chunk + 1, "wall_time": wall_time})
+        for tracker, record in zip(trackers, records):
+            tracker.log([record])
+        bar.update(records[0]["frames"], _nanmean([r["episode_return"] for r in records]))
+
+    for run_dir, tracker in zip(run_dirs, trackers or [None] * len(run_dirs)):
+        _write_summary(run_dir, spec, digest, program, final_fraction=spec.run.final_fraction)
+        if tracker is not None:
+            tracker.finish()
+    return run_dirs
+
+
+def _pick(names: list[str], name: str, what: str, spec_path: Path) -> int:
+    if name not in names:
+        raise ValueError(f"{spec_path}: unknown {what} '{name}'; expected one of {names}")
+    return names.index(name)
+
+
+def _write_resolved(
+    run_dir: Path, unit: RunUnit, spec: ExperimentSpec, scale: str, digest: str, agent: dict, env: dict
+) -> None:
+    run_dir.mkdir(parents=True, exist_ok=True)
+    info = {
+        "run": {
+            "paper": unit.paper,
+            "experiment": unit.experiment,
+            "variant": unit.variant,
+            "env": unit.env,
+            "seed": unit.seed,
+            "scale": scale,
+            "frames": unit.frames,
+            "spec_hash": spec_hash(spec),
+            "config_hash": digest,
+            "git_commit": git_commit(),
+            "run_key": f"{scale}/{unit.relpath}",
+        },
+        "config": {"agent": agent, "env": env, "frames": unit.frames, "run": spec.run.model_dump(mode="json")},
+        "spec": spec.model_dump(mode="json"),
+    }
+    _write_json_atomic(run_dir / "spec.resolved.json", info)
+
+
+def _records(metrics: Any, chunk: int, program: TrainerProgram, wall_time: float, num_seeds: int) -> list[dict]:
+    values = {name: np.asarray(value) for name, value in metrics._asdict().items()}
+    records = []
+    for i in range(num_seeds):
+        record: dict[str, Any] = {
+            "frames": chunk * program.frames_per_chunk,
+            "updates": chunk * program.updates_per_chunk,
+            "wall_time": round(wall_time, 3),
+            "episode_return": float(values["mean_return"][i]),
+            "episodes": int(values["episodes"][i]),
+        }
+        for name, value in values.items():
+            if name not in ("mean_return", "episodes", "frames"):
+                record[name] = float(value[i])
+        records.append(record)
+    return records
+
+
+def _append_jsonl(path: Path, record: dict) -> None:
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(record) + "\n")
+        handle.flush()
+
+
+def read_metrics(path: Path) -> list[dict]:
+    """The records of a metrics file (a torn last line from a crash is ignored)."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            break
+    return records
+
+
+def _cut_metrics(path: Path, max_updates: int) -> None:
+    """Keep the records up to the checkpoint (nothing for a fresh start)."""
+    kept = [r for r in read_metrics(path) if r["updates"] <= max_updates]
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def final_return(records: list[dict], total_frames: int, fraction: float) -> tuple[float, int]:
+    """Mean episode return over the last ``fraction`` of the frames, weighted by episodes per chunk."""
+    start = total_frames * (1.0 - fraction)
+    window = [r for r in records if r["frames"] > start and r["episodes"] > 0 and math.isfinite(r["episode_return"])]
+    episodes = sum(r["episodes"] for r in window)
+    if episodes == 0:
+        return math.nan, 0
+    return sum(r["episode_return"] * r["episodes"] for r in window) / episodes, episodes
+
+
+def _write_summary(run_dir: Path, spec: ExperimentSpec, digest: str, program: TrainerProgram, *, final_fraction: float) -> None:
+    records = read_metrics(run_dir / "metrics.jsonl")
+    last = records[-1]
+    value, episodes = final_return(records, last["frames"], final_fraction)
+    run = json.loads((run_dir / "spec.resolved.json").read_text())["run"]
+    summary = {
+        "run": run,
+        "frames": last["frames"],
+        "updates": last["updates"],
+        "wall_time": last["wall_time"],
+        "final": {"final_return": value, "final_episodes": episodes, "final_fraction": final_fraction},
+        "completed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    _write_json_atomic(run_dir / "summary.json", summary)
+
+
+def _write_json_atomic(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _start_trackers(run_dirs: list[Path], results: Path) -> list[Any]:
+    from rlrepro.tracking import RunTracker, default_tracking_uri
+
+    uri = default_tracking_uri(results)
+    trackers = []
+    for run_dir in run_dirs:
+        tracker = RunTracker(run_dir, uri=uri)
+        tracker.start()
+        trackers.append(tracker)
+    return trackers
+
+
+def _nanmean(values: list[float]) -> float:
+    finite = [v for v in values if math.isfinite(v)]
+    return sum(finite) / len(finite) if finite else math.nan

@@ -1,0 +1,402 @@
+"""rlrepro.tracking: store creation, live tracker, re-ingestion, sqlite concurrency, failure isolation.
+
+MLflow is slow to import and to migrate a fresh sqlite store (~2-4 s), so one store is created per
+session and copied into each test's tmp_path (with its ``.ready`` marker, so ensure_store takes its fast path).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from rlrepro import tracking as T
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --------------------------------------------------------------------------------------------------
+# helpers
+
+
+def make_run(
+    runs_root: Path,
+    *,
+    paper: str = "toy",
+    experiment: str = "catch",
+    variant: str = "base",
+    env: str = "Catch",
+    seed: int = 0,
+    steps: int = 5,
+    frames_per_step: int = 1000,
+    complete: bool = True,
+    config: dict | None = None,
+    final_return: float = 1.0,
+) -> Path:
+    """Fabricate a run folder as the trainer writes it."""
+    run_key = f"{paper}/{experiment}/{variant}/{env}/seed{seed}"
+    run_dir = runs_root / paper / experiment / variant / env / f"seed{seed}"
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if config is None:
+        config = {"agent": {"lr": 3e-4, "net": {"torso": "shallow", "widths": [16, 32]}}, "discount": 0.99}
+    resolved = {
+        "run": {
+            "paper": paper,
+            "experiment": experiment,
+            "variant": variant,
+            "env": env,
+            "seed": seed,
+            "scale": "smoke",
+            "spec_hash": "abc123",
+            "git_commit": "deadbeef",
+            "run_key": run_key,
+        },
+        "config": config,
+        "spec": {"name": experiment, "variants": [variant]},
+    }
+    (run_dir / "spec.resolved.json").write_text(json.dumps(resolved, indent=1))
+    write_metrics(run_dir, range(steps), frames_per_step=frames_per_step)
+    if complete:
+        write_summary(run_dir, final_return=final_return, frames=steps * frames_per_step)
+    return run_dir
+
+
+def metric_record(i: int, frames_per_step: int = 1000) -> dict:
+    return {
+        "frames": (i + 1) * frames_per_step,
+        "updates": i + 1,
+        "wall_time": 0.5 * (i + 1),
+        "return": float(i),
+        "loss": 1.0 / (i + 1),
+    }
+
+
+def write_metrics(run_dir: Path, steps, frames_per_step: int = 1000) -> list[dict]:
+    recs = [metric_record(i, frames_per_step) for i in steps]
+    with (run_dir / "metrics.jsonl").open("a") as fh:
+        for r in recs:
+            fh.write(json.dumps(r) + "\n")
+    return recs
+
+
+def write_summary(run_dir: Path, final_return: float = 1.0, frames: int = 5000) -> None:
+    (run_dir / "summary.json").write_text(json.dumps({"final": {"return": final_return}, "frames": frames, "wall_time": 2.5}))
+
+
+def client_for(uri: str):
+    from mlflow import MlflowClient
+
+    return MlflowClient(tracking_uri=uri)
+
+
+def runs_for_key(uri: str, run_key: str) -> list:
+    client = client_for(uri)
+    exps = client.search_experiments()
+    return client.search_runs([e.experiment_id for e in exps], filter_string=f"tags.`rlrepro.run_key` = '{run_key}'")
+
+
+def all_active_runs(uri: str) -> list:
+    client = client_for(uri)
+    return client.search_runs([e.experiment_id for e in client.search_experiments()], max_results=1000)
+
+
+def subprocess_env() -> dict:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + os.pathsep + env.get("PYTHONPATH", "")
+    env.pop("MLFLOW_TRACKING_URI", None)
+    return env
+
+
+# --------------------------------------------------------------------------------------------------
+# fixtures
+
+
+@pytest.fixture(scope="session")
+def template_db(tmp_path_factory) -> Path:
+    d = tmp_path_factory.mktemp("template")
+    uri = f"sqlite:///{d}/mlflow.db?timeout=60"
+    T.ensure_store(uri)
+    return d / "mlflow.db"
+
+
+@pytest.fixture
+def store(tmp_path, template_db, monkeypatch) -> str:
+    """A ready, empty sqlite store in this test's results dir; returns its URI."""
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    results = tmp_path / "results"
+    results.mkdir()
+    shutil.copy(template_db, results / "mlflow.db")
+    shutil.copy(template_db.with_name("mlflow.db.ready"), results / "mlflow.db.ready")
+    return T.default_tracking_uri(results)
+
+
+# --------------------------------------------------------------------------------------------------
+# tests
+
+
+def test_import_is_cheap():
+    code = "import sys, rlrepro.tracking; print('mlflow' in sys.modules, 'sqlalchemy' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], env=subprocess_env(), capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "False"]
+
+
+def test_default_tracking_uri(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    uri = T.default_tracking_uri(tmp_path / "results")
+    assert uri == f"sqlite:///{(tmp_path / 'results').resolve()}/mlflow.db?timeout={T.SQLITE_TIMEOUT_S}"
+    assert T.sqlite_db_path(uri) == (tmp_path / "results" / "mlflow.db").resolve()
+    assert T.sqlite_db_path("http://localhost:5000") is None
+    assert T.sqlite_db_path("sqlite://") is None
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://mlflow.example:5000")
+    assert T.default_tracking_uri(tmp_path) == "http://mlflow.example:5000"
+    T.ensure_store("http://mlflow.example:5000")  # non-sqlite: no-op, no network
+
+
+def test_sqlite_timeout_query_reaches_sqlite(tmp_path):
+    """SQLAlchemy's pysqlite dialect passes ?timeout= to sqlite3.connect (the busy timeout)."""
+    import sqlalchemy
+
+    engine = sqlalchemy.create_engine(f"sqlite:///{tmp_path}/t.db?timeout=42")
+    with engine.connect() as conn:
+        assert conn.exec_driver_sql("PRAGMA busy_timeout").scalar() == 42000
+    engine.dispose()
+
+
+def test_ensure_store_two_processes_at_once(tmp_path):
+    results = tmp_path / "results"
+    uri = f"sqlite:///{results}/mlflow.db?timeout=60"
+    code = "import sys; from rlrepro.tracking import ensure_store; ensure_store(sys.argv[1])"
+    procs = [
+        subprocess.Popen([sys.executable, "-c", code, uri], env=subprocess_env(), stderr=subprocess.PIPE, text=True)
+        for _ in range(2)
+    ]
+    errs = [p.communicate(timeout=120)[1] for p in procs]
+    assert [p.returncode for p in procs] == [0, 0], errs
+    db = results / "mlflow.db"
+    assert T._db_revision(db) is not None
+    assert (results / "mlflow.db.ready").exists()
+    # idempotent, and the fast path neither imports mlflow nor takes long
+    code = "import sys, time; from rlrepro.tracking import ensure_store; t=time.perf_counter(); ensure_store(sys.argv[1]); print('mlflow' in sys.modules, time.perf_counter()-t)"
+    out = subprocess.run([sys.executable, "-c", code, uri], env=subprocess_env(), capture_output=True, text=True, check=True)
+    imported, secs = out.stdout.split()
+    assert imported == "False" and float(secs) < 0.5
+    T.ensure_store(uri)
+    # the store works
+    client = client_for(uri)
+    assert client.get_experiment("0") is not None
+
+
+def test_round_trip_start_log_finish(store, tmp_path):
+    config = {
+        "agent": {"lr": 3e-4, "net": {"torso": "shallow", "widths": [16, 32]}},
+        "discount": 0.99,
+        "weird key/with:chars": True,
+        "long": "x" * 7000,
+    }
+    run_dir = make_run(tmp_path / "runs", steps=3, complete=False, config=config)
+    with (run_dir / "metrics.jsonl").open("a") as fh:  # NaN as the trainer may write it, plus a torn line
+        fh.write('{"frames": 3500, "updates": 4, "wall_time": 1.9, "return": NaN, "loss": 0.3}\n')
+    tracker = T.RunTracker(run_dir, uri=store).start()
+    assert tracker.active
+    new = write_metrics(run_dir, range(3, 6))
+    tracker.log(new)
+    tracker.log({"frames": 7000, "return": 9.0, "note": "not a metric", "flag": True})
+    write_summary(run_dir, final_return=5.0, frames=6000)
+    tracker.finish()
+    assert tracker.enabled and not tracker.active
+
+    client = client_for(store)
+    run = client.get_run(tracker.run_id)
+    tags = run.data.tags
+    assert run.info.status == "FINISHED"
+    assert run.info.run_name == "base/Catch/seed0"
+    assert client.get_experiment(run.info.experiment_id).name == "toy/catch"
+    expected_tags = {
+        "paper": "toy", "experiment": "catch", "variant": "base", "env": "Catch", "seed": "0",
+        "scale": "smoke", "git_commit": "deadbeef", "spec_hash": "abc123",
+        "rlrepro.run_key": "toy/catch/base/Catch/seed0",
+        "rlrepro.summary_sha256": hashlib.sha256((run_dir / "summary.json").read_bytes()).hexdigest(),
+    }
+    assert {k: tags.get(k) for k in expected_tags} == expected_tags
+    params = run.data.params
+    assert params["agent.lr"] == "0.0003"
+    assert params["agent.net.torso"] == "shallow"
+    assert params["agent.net.widths"] == "[16, 32]"
+    assert params["weird key_with_chars"] == "true"
+    assert len(params["long"]) == T.MAX_PARAM_VAL_LENGTH and "truncated" in params["long"]
+
+    hist = client.get_metric_history(tracker.run_id, "return")
+    by_step = {m.step: m.value for m in hist}
+    assert sorted(by_step) == [1000, 2000, 3000, 3500, 4000, 5000, 6000, 7000]
+    assert by_step[2000] == 1.0 and by_step[7000] == 9.0 and math.isnan(by_step[3500])
+    assert len(client.get_metric_history(tracker.run_id, "loss")) == 7
+    for not_metric in ("frames", "updates", "wall_time", "note", "flag"):
+        assert client.get_metric_history(tracker.run_id, not_metric) == []
+
+    artifacts = {a.path for a in client.list_artifacts(tracker.run_id)}
+    assert artifacts == {"spec.resolved.json", "summary.json"}
+    # artifacts live beside the DB, not in the working directory
+    assert Path(run.info.artifact_uri.removeprefix("file://")).is_relative_to(tmp_path / "results")
+
+    # a resumed run re-mirrors from the files: the old MLflow run is replaced, not duplicated
+    with T.RunTracker(run_dir, uri=store) as again:
+        pass
+    assert again.replaced_runs == [tracker.run_id]
+    runs = runs_for_key(store, "toy/catch/base/Catch/seed0")
+    assert [r.info.run_id for r in runs] == [again.run_id]
+    assert len(client.get_metric_history(again.run_id, "return")) == 7  # everything in metrics.jsonl
+
+
+def test_context_manager_marks_failed_run(store, tmp_path):
+    run_dir = make_run(tmp_path / "runs", complete=False)
+    with pytest.raises(ValueError):
+        with T.RunTracker(run_dir, uri=store) as tracker:
+            raise ValueError("training blew up")
+    run = client_for(store).get_run(tracker.run_id)
+    assert run.info.status == "FAILED" and "rlrepro.summary_sha256" not in run.data.tags
+
+
+def test_sync_all_idempotent_replace_and_partial(store, tmp_path):
+    runs = tmp_path / "runs"
+    a = make_run(runs, seed=0)
+    make_run(runs, seed=1)
+    make_run(runs, paper="other", experiment="walk", env="RandomWalk", seed=0)
+
+    assert T.sync_all(runs, uri=store) == {"created": 3, "replaced": 0, "skipped": 0, "failed": 0}
+    assert T.sync_all(runs, uri=store) == {"created": 0, "replaced": 0, "skipped": 3, "failed": 0}
+    assert len(all_active_runs(store)) == 3
+    assert T.sync_all(runs, uri=store, only="other") == {"created": 0, "replaced": 0, "skipped": 1, "failed": 0}
+
+    write_summary(a, final_return=42.0)  # changed result -> the mirror is stale
+    assert T.sync_run_dir(a, uri=store) == "replaced"
+    assert T.sync_run_dir(a, uri=store) == "skipped"
+    assert len(all_active_runs(store)) == 3
+
+    # a partial folder is mirrored as KILLED without summary tag, then replaced once complete
+    p = make_run(runs, seed=2, complete=False)
+    assert T.sync_run_dir(p, uri=store) == "created"
+    (mirror,) = runs_for_key(store, "toy/catch/base/Catch/seed2")
+    assert mirror.info.status == "KILLED" and "rlrepro.summary_sha256" not in mirror.data.tags
+    assert T.sync_run_dir(p, uri=store) == "replaced"  # still partial: re-mirrored from the files
+    write_metrics(p, range(5, 8))
+    write_summary(p, frames=8000)
+    assert T.sync_all(runs, uri=store) == {"created": 0, "replaced": 1, "skipped": 3, "failed": 0}
+    (mirror,) = runs_for_key(store, "toy/catch/base/Catch/seed2")
+    assert mirror.info.status == "FINISHED"
+    assert len(client_for(store).get_metric_history(mirror.info.run_id, "return")) == 8
+    assert len(all_active_runs(store)) == 4
+
+    # a live (RUNNING) mirror of an unfinished run is left alone; a broken folder is counted, not fatal
+    live_dir = make_run(runs, seed=3, complete=False)
+    live = T.RunTracker(live_dir, uri=store).start()
+    (runs / "broken" / "x").mkdir(parents=True)
+    (runs / "broken" / "x" / "spec.resolved.json").write_text("{not json")
+    counts = T.sync_all(runs, uri=store)
+    assert counts == {"created": 0, "replaced": 0, "skipped": 5, "failed": 1}
+    assert [r.info.run_id for r in runs_for_key(store, "toy/catch/base/Catch/seed3")] == [live.run_id]
+    live.finish("KILLED")
+
+
+CONCURRENT_WRITER = textwrap.dedent(
+    """
+    import json, sys, warnings
+    from pathlib import Path
+    from rlrepro.tracking import RunTracker
+    warnings.simplefilter("error")
+    run_dir, uri = Path(sys.argv[1]), sys.argv[2]
+    tracker = RunTracker(run_dir, uri=uri).start()
+    steps = 1000                       # 2 metrics per record -> 2,000 metric values
+    for lo in range(0, steps, 50):     # batches of 100 values, as a trainer flushing every 50 records
+        recs = [{"frames": 4 * (i + 1), "updates": i + 1, "wall_time": 0.0, "return": float(i), "loss": -float(i)}
+                for i in range(lo, lo + 50)]
+        tracker.log(recs)
+    (run_dir / "summary.json").write_text(json.dumps({"final": {"return": 999.0}, "frames": 4000}))
+    tracker.finish()
+    assert tracker.enabled
+    print(tracker.run_id)
+    """
+)
+
+
+def test_three_concurrent_writers(store, tmp_path):
+    run_dirs = [make_run(tmp_path / "runs", seed=s, steps=0, complete=False) for s in range(3)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", CONCURRENT_WRITER, str(d), store],
+            env=subprocess_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        )
+        for d in run_dirs
+    ]
+    outs = [p.communicate(timeout=180) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [o[1][-2000:] for o in outs]
+    client = client_for(store)
+    for out, _ in outs:
+        run_id = out.strip().splitlines()[-1]
+        run = client.get_run(run_id)
+        assert run.info.status == "FINISHED"
+        for key in ("return", "loss"):
+            hist = client.get_metric_history(run_id, key)
+            assert len(hist) == 1000
+            assert sorted(m.step for m in hist) == [4 * (i + 1) for i in range(1000)]
+    assert len(all_active_runs(store)) == 3
+
+
+def test_broken_uri_disables_tracking_without_raising(tmp_path):
+    blocker = tmp_path / "not_a_dir"
+    blocker.write_text("a file where the store's directory should be")
+    uri = f"sqlite:///{blocker}/sub/mlflow.db"
+    run_dir = make_run(tmp_path / "runs", complete=False)
+    before = {p.name: p.read_bytes() for p in run_dir.iterdir()}
+    t0 = time.perf_counter()
+    with pytest.warns(T.TrackingWarning, match="mlflow-sync") as caught:
+        with T.RunTracker(run_dir, uri=uri) as tracker:
+            tracker.log([metric_record(10)])
+            tracker.log([metric_record(11)])
+    assert len(caught) == 1  # one warning, not one per call
+    assert time.perf_counter() - t0 < 10
+    assert not tracker.enabled and tracker.run_id is None
+    assert {p.name: p.read_bytes() for p in run_dir.iterdir()} == before
+    with pytest.raises(OSError):
+        T.sync_run_dir(run_dir, uri=uri)  # the explicit sync command does report the failure
+
+
+def test_lock_errors_are_retried_then_disable(store, tmp_path, monkeypatch):
+    """A store that stays locked: retried with backoff, then one warning; a transient lock: recovered."""
+    import sqlite3
+
+    assert T._is_transient(sqlite3.OperationalError("database is locked"))
+    assert not T._is_transient(ValueError("bad param"))
+
+    run_dir = make_run(tmp_path / "runs", complete=False)
+    tracker = T.RunTracker(run_dir, uri=store, retries=3).start()
+    calls = {"n": 0}
+    real = tracker._client.log_batch
+
+    def flaky(*a, **kw):
+        calls["n"] += 1
+        if calls["n"] <= 2:
+            raise sqlite3.OperationalError("database is locked")
+        return real(*a, **kw)
+
+    monkeypatch.setattr(tracker._client, "log_batch", flaky)
+    tracker.log([metric_record(10)])
+    assert tracker.enabled and calls["n"] == 3
+
+    def locked(*a, **kw):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(tracker._client, "log_batch", locked)
+    with pytest.warns(T.TrackingWarning):
+        tracker.log([metric_record(11)])
+    assert not tracker.enabled
+    tracker.log([metric_record(12)])  # no-op, no second warning
+    tracker.finish()
