@@ -4,10 +4,10 @@
 #   snakemake -c2 --config specs=/path/to/my/specs   specs outside the repository
 # Config keys: scale (smoke|cpu|paper), specs (comma-separated files/dirs), only (PAPER[/EXPERIMENT],...),
 # results (base folder; a scale writes to <results>/<scale>/). MLFLOW_TRACKING_URI selects a tracking server.
-import os
 import sys
 from pathlib import Path
 
+from rlrepro.tracking import default_tracking_uri
 from rlrepro.workflow import missing_backend, plan, results_root
 
 SCALE = config.get("scale", "cpu")
@@ -15,9 +15,9 @@ SPECS = [s for s in str(config.get("specs", "specs")).split(",") if s]
 ONLY = config.get("only") or None
 BASE = Path(config.get("results", "results"))
 RESULTS = results_root(BASE, SCALE)
-PY = sys.executable
-MLFLOW_URI = os.environ.get("MLFLOW_TRACKING_URI") or f"sqlite:///{BASE.resolve()}/mlflow.db"
-STORE_MARKER = str(BASE / ".mlflow-store.json")
+# The results base is passed as a function: the train command derives its run folders from it.
+COMMON = dict(py=sys.executable, base=lambda wildcards: str(BASE), scale=SCALE)
+ENV = "envs/rlrepro.yaml"  # documents the software; no conda here: rules run in the current (pip) environment
 
 # Experiments whose backend is missing (DMLab) are left out of the default target and listed in the
 # report; asked for by name (config only=...), they run and fail at once with a clear message.
@@ -27,18 +27,21 @@ PLAN_BY_KEY = {p.key: p for p in PLANS}
 
 rule all:
     input:
-        f"{RESULTS}/REPORT.md",
+        RESULTS / "REPORT.md",
 
 
 rule mlflow_store:
     output:
-        STORE_MARKER,
+        BASE / ".mlflow-store.json",
     log:
-        f"{BASE}/logs/mlflow_store.log",
+        BASE / "logs" / "mlflow_store.log",
     params:
-        uri=MLFLOW_URI,
+        **COMMON,
+        uri=default_tracking_uri(BASE),
+    conda:
+        ENV
     shell:
-        "{PY:q} -m rlrepro init-store --uri {params.uri:q} --marker {output:q} > {log:q} 2>&1"
+        "{params.py:q} -m rlrepro init-store --uri {params.uri:q} --marker {output:q} > {log:q} 2>&1"
 
 
 for _plan in PLANS:
@@ -48,21 +51,24 @@ for _plan in PLANS:
             name:
                 _job.name
             input:
-                store=ancient(STORE_MARKER),
+                store=ancient(BASE / ".mlflow-store.json"),
             output:
                 _job.summaries(RESULTS),
             log:
                 _job.log(RESULTS),
             params:
+                **COMMON,
                 spec=str(_job.spec_path),
                 variant=_job.variant,
                 env=_job.env,
                 seeds=",".join(map(str, _job.seeds)),
-                config_hash=_job.config_hash,
+                config_hash=_job.config_hash,  # a changed config re-runs the job (rerun trigger: params)
             threads: 1
+            conda:
+                ENV
             shell:
-                "{PY:q} -m rlrepro train --spec {params.spec:q} --scale " + SCALE + " --variant {params.variant:q}"
-                " --env {params.env:q} --seeds {params.seeds} --results {BASE:q} --progress lines > {log:q} 2>&1"
+                "{params.py:q} -m rlrepro train --spec {params.spec:q} --scale {params.scale} --variant {params.variant:q}"
+                " --env {params.env:q} --seeds {params.seeds} --results {params.base:q} --progress lines > {log:q} 2>&1"
 
 
 def experiment_summaries(wildcards):
@@ -73,27 +79,37 @@ rule aggregate:
     input:
         experiment_summaries,
     output:
-        md=f"{RESULTS}/tables/{{paper}}/{{experiment}}.md",
-        csv=f"{RESULTS}/tables/{{paper}}/{{experiment}}.csv",
-        png=f"{RESULTS}/tables/{{paper}}/{{experiment}}.png",
+        md=RESULTS / "tables/{paper}/{experiment}.md",
+        csv=RESULTS / "tables/{paper}/{experiment}.csv",
+        png=RESULTS / "tables/{paper}/{experiment}.png",
+        json=RESULTS / "tables/{paper}/{experiment}.json",
     log:
-        f"{RESULTS}/logs/aggregate/{{paper}}/{{experiment}}.log",
+        RESULTS / "logs/aggregate/{paper}/{experiment}.log",
     params:
+        **COMMON,
         spec=lambda wildcards: str(PLAN_BY_KEY[f"{wildcards.paper}/{wildcards.experiment}"].spec_path),
+    conda:
+        ENV
     shell:
-        "({PY:q} -m rlrepro mlflow-sync --scale " + SCALE + " --results {BASE:q} --only {wildcards.paper}/{wildcards.experiment}"
-        " && {PY:q} -m rlrepro aggregate --spec {params.spec:q} --scale " + SCALE + " --results {BASE:q}) > {log:q} 2>&1"
+        "({params.py:q} -m rlrepro mlflow-sync --scale {params.scale} --results {params.base:q}"
+        " --only {wildcards.paper}/{wildcards.experiment}"
+        " && {params.py:q} -m rlrepro aggregate --spec {params.spec:q} --scale {params.scale}"
+        " --results {params.base:q}) > {log:q} 2>&1"
 
 
 rule report:
     input:
         [p.table_paths(RESULTS)["md"] for p in PLANS],
     output:
-        f"{RESULTS}/REPORT.md",
+        RESULTS / "REPORT.md",
     log:
-        f"{RESULTS}/logs/report.log",
+        RESULTS / "logs/report.log",
     params:
-        specs=" ".join(f"'{s}'" for s in SPECS),
-        only=f"--only {ONLY}" if ONLY else "",
+        **COMMON,
+        specs=SPECS,
+        only=["--only", ONLY] if ONLY else [],
+    conda:
+        ENV
     shell:
-        "{PY:q} -m rlrepro report --specs {params.specs} {params.only} --scale " + SCALE + " --results {BASE:q} > {log:q} 2>&1"
+        "{params.py:q} -m rlrepro report --specs {params.specs:q} {params.only:q} --scale {params.scale}"
+        " --results {params.base:q} > {log:q} 2>&1"

@@ -101,14 +101,14 @@ def cmd_train(args: argparse.Namespace) -> int:
 def cmd_aggregate(args: argparse.Namespace) -> int:
     from rlrepro.results.tables import aggregate_experiment
 
-    aggregate_experiment(args.spec, scale=args.scale, results=_results_root(args))
+    aggregate_experiment(args.spec, scale=args.scale, results=args.results)
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
     from rlrepro.results.report import write_report
 
-    write_report(args.specs, scale=args.scale, results=_results_root(args), only=args.only)
+    write_report(args.specs, scale=args.scale, results=args.results, only=args.only)
     return 0
 
 
@@ -118,7 +118,8 @@ def cmd_mlflow_sync(args: argparse.Namespace) -> int:
     root = _results_root(args)
     uri = args.uri or default_tracking_uri(args.results)
     ensure_store(uri)
-    counts = sync_all(root / "runs", uri=uri, only=args.only)
+    only = f"{args.scale}/{args.only.strip('/')}" if args.only else None  # run keys start with the scale
+    counts = sync_all(root / "runs", uri=uri, only=only)
     print(" ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "nothing to sync")
     return 0
 

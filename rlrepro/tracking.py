@@ -428,9 +428,9 @@ class _RunFolder:
         for k in ("paper", "experiment", "variant", "env", "seed"):
             if k not in self.run:
                 raise KeyError(f"{self.dir / SPEC_FILE}: run.{k} missing")
-        self.run_key: str = self.run.get("run_key") or (
-            f"{self.run['paper']}/{self.run['experiment']}/{self.run['variant']}/{self.run['env']}/seed{self.run['seed']}"
-        )
+        r = self.run
+        default_key = f"{r['paper']}/{r['experiment']}/{r['variant']}/{r['env']}/seed{r['seed']}"
+        self.run_key: str = r.get("run_key") or default_key
         self.experiment_name = f"{self.run['paper']}/{self.run['experiment']}"
         self.run_name = f"{self.run['variant']}/{self.run['env']}/seed{self.run['seed']}"
 
@@ -457,9 +457,11 @@ class _RunFolder:
 class RunTracker:
     """Mirror one run folder into MLflow while it trains. Never raises into training.
 
-    >>> with RunTracker(run_dir, uri=uri) as tracker:   # start(): replaces any previous mirror
-    ...     tracker.log(new_records)                     # the dicts appended to metrics.jsonl
-    ...     # write summary.json last, then leave the block: finish("FINISHED")
+    Usage::
+
+        with RunTracker(run_dir, uri=uri) as tracker:   # start(): replaces any previous mirror
+            tracker.log(new_records)                     # the dicts appended to metrics.jsonl
+            ...                                          # write summary.json last; leaving: finish()
 
     On any MLflow failure that survives the retries, the tracker disables itself, warns once on stderr
     (:class:`TrackingWarning`) and all further calls are no-ops. ``strict=True`` (used by the sync
@@ -493,6 +495,12 @@ class RunTracker:
         was_enabled, self.enabled = self.enabled, False
         if not was_enabled:
             return
+        if self.run_id is not None and not self._finished:
+            # Best effort, no retries: a mirror left RUNNING would look live to `rlrepro mlflow-sync`.
+            try:
+                self._client.set_terminated(self.run_id, status="FAILED")
+            except Exception:
+                pass
         key = self._folder.run_key if self._folder else str(self.run_dir)
         msg = (
             f"rlrepro: MLflow tracking disabled for run {key} ({type(exc).__name__}: {str(exc)[:500]}; "
@@ -616,8 +624,16 @@ def sync_run_dir(run_dir: Path | str, *, uri: str, force: bool = False) -> str:
             return "skipped"
 
     tracker = RunTracker(folder.dir, uri=uri, strict=True)
-    tracker.start()
-    tracker.finish("FINISHED" if sha is not None else "KILLED")
+    try:
+        tracker.start()
+        tracker.finish("FINISHED" if sha is not None else "KILLED")
+    except Exception:
+        if tracker.run_id is not None:  # do not leave a half-written mirror that looks live
+            try:
+                client.set_terminated(tracker.run_id, status="FAILED")
+            except Exception:
+                pass
+        raise
     return "replaced" if tracker.replaced_runs else "created"
 
 

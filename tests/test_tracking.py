@@ -89,7 +89,8 @@ def write_metrics(run_dir: Path, steps, frames_per_step: int = 1000) -> list[dic
 
 
 def write_summary(run_dir: Path, final_return: float = 1.0, frames: int = 5000) -> None:
-    (run_dir / "summary.json").write_text(json.dumps({"final": {"return": final_return}, "frames": frames, "wall_time": 2.5}))
+    summary = {"final": {"return": final_return}, "frames": frames, "wall_time": 2.5}
+    (run_dir / "summary.json").write_text(json.dumps(summary))
 
 
 def client_for(uri: str):
@@ -185,8 +186,13 @@ def test_ensure_store_two_processes_at_once(tmp_path):
     assert T._db_revision(db) is not None
     assert (results / "mlflow.db.ready").exists()
     # idempotent, and the fast path neither imports mlflow nor takes long
-    code = "import sys, time; from rlrepro.tracking import ensure_store; t=time.perf_counter(); ensure_store(sys.argv[1]); print('mlflow' in sys.modules, time.perf_counter()-t)"
-    out = subprocess.run([sys.executable, "-c", code, uri], env=subprocess_env(), capture_output=True, text=True, check=True)
+    code = (
+        "import sys, time; from rlrepro.tracking import ensure_store; t = time.perf_counter(); "
+        "ensure_store(sys.argv[1]); print('mlflow' in sys.modules, time.perf_counter() - t)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code, uri], env=subprocess_env(), capture_output=True, text=True, check=True
+    )
     imported, secs = out.stdout.split()
     assert imported == "False" and float(secs) < 0.5
     T.ensure_store(uri)
@@ -400,3 +406,6 @@ def test_lock_errors_are_retried_then_disable(store, tmp_path, monkeypatch):
     assert not tracker.enabled
     tracker.log([metric_record(12)])  # no-op, no second warning
     tracker.finish()
+    # the abandoned mirror is marked FAILED (not left RUNNING), so the next sync replaces it
+    assert client_for(store).get_run(tracker.run_id).info.status == "FAILED"
+    assert T.sync_run_dir(run_dir, uri=store) == "replaced"

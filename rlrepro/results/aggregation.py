@@ -142,3 +142,20 @@ def summarize(
         low, high = _percentile_interval(values[name], confidence)
         summary[name] = {"point": point, "low": low, "high": high}
     return summary
+
+
+def difference_of_means_ci(
+    better: npt.ArrayLike, worse: npt.ArrayLike, reps: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
+    """mean(better) - mean(worse) with a bootstrap CI, resampling each group's runs independently.
+
+    Returns (point, low, high). With one run in each group the interval collapses to the point.
+    """
+    _check_bootstrap_args(reps, confidence)
+    a = _as_score_matrix(np.asarray(better, dtype=np.float64).reshape(-1, 1))[:, 0]
+    b = _as_score_matrix(np.asarray(worse, dtype=np.float64).reshape(-1, 1))[:, 0]
+    rng = np.random.default_rng(seed)
+    resampled_a = a[rng.integers(0, len(a), size=(reps, len(a)))].mean(axis=1)
+    resampled_b = b[rng.integers(0, len(b), size=(reps, len(b)))].mean(axis=1)
+    low, high = _percentile_interval(resampled_a - resampled_b, confidence)
+    return float(a.mean() - b.mean()), low, high

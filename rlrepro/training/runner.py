@@ -10,6 +10,7 @@ duplicates (training is deterministic, so the re-run chunk writes the same numbe
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import os
@@ -70,7 +71,6 @@ def train_job(
         _cut_metrics(run_dir / "metrics.jsonl", start_chunk * program.updates_per_chunk)
         (run_dir / "summary.json").unlink(missing_ok=True)
 
-    trackers = _start_trackers(run_dirs, results) if track else []
     label = f"{spec.paper}/{spec.experiment} {variant} {env} seeds {','.join(map(str, seeds))}"
     bar = Progress(
         program.num_chunks * program.frames_per_chunk,
@@ -78,22 +78,22 @@ def train_job(
         start_frames=start_chunk * program.frames_per_chunk,
         mode=progress,
     )
-    started = time.monotonic()
-    for chunk in range(start_chunk, program.num_chunks):
-        state, metrics = program.run_chunk_batch(state)
-        wall_time = wall_offset + time.monotonic() - started
-        records = _records(jax.device_get(metrics), chunk + 1, program, wall_time, len(seeds))
-        for run_dir, record in zip(run_dirs, records):
-            _append_jsonl(run_dir / "metrics.jsonl", record)
-        checkpoint.save(ckpt, state, {"config_hash": digest, "seeds": list(seeds), "chunk": chunk + 1, "wall_time": wall_time})
-        for tracker, record in zip(trackers, records):
-            tracker.log([record])
-        bar.update(records[0]["frames"], _nanmean([r["episode_return"] for r in records]))
-
-    for run_dir, tracker in zip(run_dirs, trackers or [None] * len(run_dirs)):
-        _write_summary(run_dir, spec, digest, program, final_fraction=spec.run.final_fraction)
-        if tracker is not None:
-            tracker.finish()
+    with contextlib.ExitStack() as stack:  # trackers end FINISHED, or FAILED/KILLED on an exception
+        trackers = [stack.enter_context(tracker) for tracker in _trackers(run_dirs, results)] if track else []
+        started = time.monotonic()
+        for chunk in range(start_chunk, program.num_chunks):
+            state, metrics = program.run_chunk_batch(state)
+            wall_time = wall_offset + time.monotonic() - started
+            records = _records(jax.device_get(metrics), chunk + 1, program, wall_time, len(seeds))
+            for run_dir, record in zip(run_dirs, records):
+                _append_jsonl(run_dir / "metrics.jsonl", record)
+            meta = {"config_hash": digest, "seeds": list(seeds), "chunk": chunk + 1, "wall_time": wall_time}
+            checkpoint.save(ckpt, state, meta)
+            for tracker, record in zip(trackers, records):
+                tracker.log([record])
+            bar.update(records[0]["frames"], _nanmean([r["episode_return"] for r in records]))
+        for run_dir in run_dirs:
+            _write_summary(run_dir, final_fraction=spec.run.final_fraction)
     return run_dirs
 
 
@@ -182,7 +182,7 @@ def final_return(records: list[dict], total_frames: int, fraction: float) -> tup
     return sum(r["episode_return"] * r["episodes"] for r in window) / episodes, episodes
 
 
-def _write_summary(run_dir: Path, spec: ExperimentSpec, digest: str, program: TrainerProgram, *, final_fraction: float) -> None:
+def _write_summary(run_dir: Path, *, final_fraction: float) -> None:
     records = read_metrics(run_dir / "metrics.jsonl")
     last = records[-1]
     value, episodes = final_return(records, last["frames"], final_fraction)
@@ -204,16 +204,11 @@ def _write_json_atomic(path: Path, data: dict) -> None:
     os.replace(tmp, path)
 
 
-def _start_trackers(run_dirs: list[Path], results: Path) -> list[Any]:
+def _trackers(run_dirs: list[Path], results: Path) -> list[Any]:
     from rlrepro.tracking import RunTracker, default_tracking_uri
 
     uri = default_tracking_uri(results)
-    trackers = []
-    for run_dir in run_dirs:
-        tracker = RunTracker(run_dir, uri=uri)
-        tracker.start()
-        trackers.append(tracker)
-    return trackers
+    return [RunTracker(run_dir, uri=uri) for run_dir in run_dirs]
 
 
 def _nanmean(values: list[float]) -> float:

@@ -1,0 +1,64 @@
+"""REPORT.md: every experiment and every claim of the selected specs, on one page."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from pathlib import Path
+
+from rlrepro.provenance import git_commit
+from rlrepro.results.claims import NOT_JUDGED
+from rlrepro.specs import Scale
+from rlrepro.workflow import ExperimentPlan, missing_backend, plan, results_root
+
+
+def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: str | None = None) -> Path:
+    """Write ``<results>/<scale>/REPORT.md`` from the experiments' table JSON files."""
+    root = results_root(results, scale)
+    plans = plan(specs, scale, only)
+    summary_rows, sections = [], []
+    for experiment in plans:
+        reason = missing_backend(experiment)
+        table_json = Path(experiment.table_paths(root)["md"]).with_suffix(".json")
+        if reason or not table_json.exists():
+            why = f"not run on this machine: {reason}" if reason else "not run (no table yet)"
+            summary_rows += [_row(experiment, c.id, NOT_JUDGED, why) for c in experiment.spec.claims]
+            sections.append(f"### {experiment.key}\n\n{why}\n")
+            continue
+        data = json.loads(table_json.read_text())
+        summary_rows += [_row(experiment, c["claim"], c["verdict"], c["detail"]) for c in data["claims"]]
+        prov = data["provenance"]
+        sections.append(
+            f"### {experiment.key}\n\n{experiment.spec.reference.where}. Scale {prov['scale']}, {prov['seeds']} seeds, "
+            f"{prov['frames_per_run']:,} frames per run, spec hash `{prov['spec_hash']}`. "
+            f"Table: [tables/{experiment.key}.md](tables/{experiment.key}.md)\n\n"
+            f"![curves](tables/{experiment.key}.png)\n"
+        )
+    counts = {}
+    for row in summary_rows:
+        counts[row[2]] = counts.get(row[2], 0) + 1
+    lines = [
+        f"# rlrepro report — scale '{scale}'",
+        "",
+        f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')} at commit `{git_commit()}`.",
+        f"{len(plans)} experiment(s), {len(summary_rows)} claim(s): "
+        + (", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())) or "none"),
+        "",
+        "## Claims",
+        "",
+        "| experiment | claim | verdict | evidence |",
+        "|---|---|---|---|",
+        *[f"| {e} | {c} | **{v}** | {d} |" for e, c, v, d in summary_rows],
+        "",
+        "## Experiments",
+        "",
+        *sections,
+    ]
+    path = root / "REPORT.md"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines))
+    return path
+
+
+def _row(experiment: ExperimentPlan, claim: str, verdict: str, detail: str) -> tuple[str, str, str, str]:
+    return experiment.key, claim, verdict, detail.replace("|", "\\|").replace("\n", " ")

@@ -1,0 +1,129 @@
+"""The per-experiment table: our numbers beside the paper's, claim verdicts, provenance; plus CSV, PNG, JSON."""
+
+from __future__ import annotations
+
+import csv
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+
+from rlrepro.provenance import git_commit
+from rlrepro.results.aggregation import aggregate_mean, stratified_bootstrap_ci
+from rlrepro.results.claims import Verdict, judge_claims
+from rlrepro.results.collect import CellResult, collect
+from rlrepro.results.plots import plot_learning_curves
+from rlrepro.specs import Scale, load_spec, spec_hash
+from rlrepro.workflow import ExperimentPlan, plan_experiment, results_root
+
+
+def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dict[str, Path]:
+    """Write ``tables/<paper>/<experiment>.{md,csv,png,json}`` under the scale root; returns the paths."""
+    spec = load_spec(spec_path)
+    plan = plan_experiment(Path(spec_path), spec, scale)
+    root = results_root(results, scale)
+    cells = collect(plan, root)
+    verdicts = judge_claims(spec, scale, cells)
+    paths = {ext: Path(p) for ext, p in plan.table_paths(root).items()}
+    paths["json"] = paths["md"].with_suffix(".json")
+    paths["md"].parent.mkdir(parents=True, exist_ok=True)
+    rows = _rows(cells)
+    provenance = _provenance(plan, scale, cells)
+    _write_csv(paths["csv"], rows, provenance)
+    paths["md"].write_text(_markdown(plan, rows, verdicts, provenance, paths["png"].name))
+    plot_learning_curves(cells, paths["png"], title=f"{plan.key} at scale '{scale}' ({provenance['seeds']} seeds)")
+    paths["json"].write_text(
+        json.dumps({"provenance": provenance, "rows": rows, "claims": [v.as_dict() for v in verdicts]}, indent=2) + "\n"
+    )
+    return paths
+
+
+def _rows(cells: dict[tuple[str, str], CellResult]) -> list[dict]:
+    rows = []
+    for (variant, env), cell in cells.items():
+        finite = [v for v in cell.final if math.isfinite(v)]
+        if finite:
+            point, low, high = stratified_bootstrap_ci(np.asarray(finite)[:, None], aggregate_mean)
+        else:
+            point = low = high = math.nan
+        rows.append(
+            {
+                "variant": variant,
+                "env": env,
+                "seeds": len(cell.seeds),
+                "frames": max(cell.frames),
+                "final_return_mean": point,
+                "ci95_low": low,
+                "ci95_high": high,
+                "per_seed": ";".join(f"{v:.4g}" for v in cell.final),
+            }
+        )
+    return rows
+
+
+def _provenance(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], CellResult]) -> dict:
+    commits = sorted(set().union(*(c.commits for c in cells.values())))
+    return {
+        "experiment": plan.key,
+        "spec": str(plan.spec_path),
+        "spec_hash": spec_hash(plan.spec),
+        "scale": scale,
+        "seeds": max(len(c.seeds) for c in cells.values()),
+        "frames_per_run": max(max(c.frames) for c in cells.values()),
+        "run_commits": commits,
+        "run_spec_hashes": sorted(set().union(*(c.spec_hashes for c in cells.values()))),
+        "table_commit": git_commit(),
+        "metric": f"final_return: mean episode return over the last {plan.spec.run.final_fraction:.0%} of frames",
+    }
+
+
+def _write_csv(path: Path, rows: list[dict], provenance: dict) -> None:
+    extra = {k: provenance[k] for k in ("experiment", "scale", "spec_hash")}
+    extra["run_commits"] = ";".join(provenance["run_commits"])
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, fieldnames=[*extra, *rows[0]])
+        writer.writeheader()
+        for row in rows:
+            writer.writerow({**extra, **row})
+
+
+def _fmt(value: float) -> str:
+    return "n/a" if not math.isfinite(value) else f"{value:.3g}"
+
+
+def _markdown(plan: ExperimentPlan, rows: list[dict], verdicts: list[Verdict], prov: dict, png: str) -> str:
+    spec = plan.spec
+    envs = list(dict.fromkeys(r["env"] for r in rows))
+    by_cell = {(r["variant"], r["env"]): r for r in rows}
+    variants = list(dict.fromkeys(r["variant"] for r in rows))
+    lines = [
+        f"# {spec.paper}/{spec.experiment}",
+        "",
+        f"{spec.reference.title} ({spec.reference.citation}), {spec.reference.where}.",
+        "",
+        f"- scale: **{prov['scale']}**, seeds: {prov['seeds']}, frames per run: {prov['frames_per_run']:,}",
+        f"- spec: `{prov['spec']}` (hash `{prov['spec_hash']}`; runs made with spec hash(es) "
+        f"{', '.join(f'`{h}`' for h in prov['run_spec_hashes'])}: a run is reused only while its resolved config is unchanged)",
+        f"- code: runs at commit(s) {', '.join(f'`{c}`' for c in prov['run_commits'])}; table at `{prov['table_commit']}`",
+        f"- metric: {prov['metric']}; cells: mean over seeds [95% stratified-bootstrap CI]",
+    ]
+    if spec.reference.notes:
+        lines += [f"- setting: {spec.reference.notes}"]
+    lines += ["", "## Our results", "", "| variant | " + " | ".join(envs) + " |", "|---" * (len(envs) + 1) + "|"]
+    for variant in variants:
+        cells = []
+        for env in envs:
+            row = by_cell.get((variant, env))
+            cells.append(
+                "—" if row is None else f"{_fmt(row['final_return_mean'])} [{_fmt(row['ci95_low'])}, {_fmt(row['ci95_high'])}]"
+            )
+        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    if spec.paper_table:
+        table = spec.paper_table
+        lines += ["", "## The paper's numbers", "", table.caption, "", "| " + " | ".join(table.columns) + " |"]
+        lines += ["|---" * len(table.columns) + "|"] + ["| " + " | ".join(str(c) for c in row) + " |" for row in table.rows]
+    lines += ["", "## Claims", ""]
+    lines += [f"- **{v.claim}**: {v.verdict}. {v.statement} — {v.detail}" for v in verdicts] or ["- (no claims)"]
+    lines += ["", f"![learning curves]({png})", ""]
+    return "\n".join(lines)
