@@ -3,7 +3,8 @@
 #   snakemake -c2 --config scale=smoke only=impala   a quick look at one paper
 #   snakemake -c2 --config specs=/path/to/my/specs   specs outside the repository
 # Config keys: scale (smoke|cpu|paper), specs (comma-separated files/dirs), only (PAPER[/EXPERIMENT],...),
-# results (base folder; a scale writes to <results>/<scale>/). MLFLOW_TRACKING_URI selects a tracking server.
+# results (base folder; a scale writes to <results>/<scale>/), gpus (per training job, for cluster profiles).
+# MLFLOW_TRACKING_URI selects a tracking server.
 import sys
 from pathlib import Path
 
@@ -16,6 +17,7 @@ ONLY = config.get("only") or None
 BASE = Path(config.get("results", "results"))
 RESULTS = results_root(BASE, SCALE)
 # The results base is passed as a function: the train command derives its run folders from it.
+GPUS = int(config.get("gpus", 0))  # GPUs per training job (cluster profiles); 0 on CPU machines
 COMMON = dict(py=sys.executable, base=lambda wildcards: str(BASE), scale=SCALE)
 ENV = "envs/rlrepro.yaml"  # documents the software; no conda here: rules run in the current (pip) environment
 
@@ -64,6 +66,8 @@ for _plan in PLANS:
                 seeds=",".join(map(str, _job.seeds)),
                 config_hash=_job.config_hash,  # a changed config re-runs the job (rerun trigger: params)
             threads: 1
+            resources:
+                gpu=GPUS,
             conda:
                 ENV
             shell:

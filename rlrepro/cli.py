@@ -6,6 +6,7 @@ Heavy imports (jax, mlflow, matplotlib) happen inside the commands that need the
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -46,15 +47,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
     from rlrepro.workflow import plan
 
     plans = plan(args.specs, args.scale, args.only)
-    rows, total = [], 0
-    for experiment in plans:
-        for job in experiment.jobs:
-            for unit in job.units:
-                rows.append((unit.paper, unit.experiment, unit.variant, unit.env, str(unit.seed), f"{unit.frames:,}"))
-                total += unit.frames
+    units = [unit for experiment in plans for job in experiment.jobs for unit in job.units]
     if args.json:
-        print(json.dumps([dict(zip(("paper", "experiment", "variant", "env", "seed", "frames"), r)) for r in rows]))
+        print(json.dumps([dataclasses.asdict(unit) for unit in units]))
         return 0
+    rows = [(u.paper, u.experiment, u.variant, u.env, str(u.seed), f"{u.frames:,}") for u in units]
+    total = sum(u.frames for u in units)
     header = ("paper", "experiment", "variant", "env", "seed", "frames")
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     for row in [header, *rows]:

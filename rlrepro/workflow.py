@@ -60,7 +60,9 @@ class Job:
     @property
     def name(self) -> str:
         raw = f"train_{self.paper}_{self.experiment}_{self.variant}_{self.env}_s{self.seeds[0]}_{self.seeds[-1]}"
-        return re.sub(r"\W", "_", raw)
+        # Snakemake rule names must be identifiers; the hash keeps 'lag=8' and 'lag-8' apart.
+        key = f"{self.paper}/{self.experiment}/{self.variant}/{self.env}/{self.seeds}"
+        return re.sub(r"\W", "_", raw) + "_" + hashlib.sha1(key.encode()).hexdigest()[:8]
 
     def summaries(self, root: Path | str) -> list[str]:
         return [str(unit.run_dir(root) / "summary.json") for unit in self.units]

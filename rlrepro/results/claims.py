@@ -65,8 +65,9 @@ def _judge_ordering(claim: OrderingClaim, cells: dict[tuple[str, str], CellResul
             ok = low > 0
             holds &= ok
             lines.append(f"{env}: {claim.better} - {worse_name} = {diff:+.3g} [95% CI {low:+.3g}, {high:+.3g}] {'ok' if ok else 'FAILS'}")
-    if missing:
-        return Verdict(claim.id, claim.statement, NOT_JUDGED, "not run at this scale: " + "; ".join(missing), claim.paper_evidence)
+    if missing or not lines:
+        why = "not run at this scale: " + "; ".join(missing) if missing else "no runs to compare"
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, why, claim.paper_evidence)
     verdict = REPRODUCED if holds else NOT_REPRODUCED
     rule = "every difference's bootstrap 95% CI (over seeds) must lie above 0"
     return Verdict(claim.id, claim.statement, verdict, f"{rule}. " + "; ".join(lines), claim.paper_evidence)

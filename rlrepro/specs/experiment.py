@@ -55,7 +55,14 @@ class VariantGridSpec(SpecModel):
 
 
 def _label(value: Any) -> str:
-    return "null" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
+    """A folder-safe label: null, true/false, 64x64 for lists, the value otherwise."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return str(value).lower()
+    if isinstance(value, (list, tuple)):
+        return "x".join(_label(v) for v in value)
+    return str(value)
 
 
 class ScaleSpec(SpecModel):
@@ -63,8 +70,8 @@ class ScaleSpec(SpecModel):
 
     frames: PositiveCount = Field(description="Frames per run (Python int; write 2e6 or 2_000_000).")
     seeds: PositiveCount = Field(description="Number of seeds (0..seeds-1).")
-    environments: list[str] | None = Field(None, description="Environment ids to run (default: all).")
-    variants: list[str] | None = Field(None, description="Variant names to run (default: all).")
+    environments: list[str] | None = Field(None, min_length=1, description="Environment ids to run (default: all).")
+    variants: list[str] | None = Field(None, min_length=1, description="Variant names to run (default: all).")
     agent: Overrides = Field(default_factory=dict, description="Agent overrides at this scale (e.g. smaller batches).")
     expected_minutes: float | None = Field(
         None, ge=0, description="Wall time of the whole experiment at this scale on 2 CPU cores (for planning)."

@@ -67,6 +67,11 @@ def format_errors(error: ValidationError, prefix: str = "") -> list[str]:
         if item["type"] == "extra_forbidden":
             lines.append(f"{field}: unknown key (not a field of this model; check the spelling)")
             continue
+        if item["type"] == "union_tag_invalid":
+            expected = item.get("ctx", {}).get("expected_tags", "")
+            found = item.get("ctx", {}).get("tag")
+            lines.append(f"{field}.kind: expected one of {expected}; found {found!r}")
+            continue
         if item["type"] == "value_error" and not item["loc"]:
             lines.append(_expected(item["msg"]))  # cross-field checks name their own fields
             continue

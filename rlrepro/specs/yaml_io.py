@@ -1,8 +1,9 @@
 """YAML loading that reads what researchers naturally write as they mean it.
 
 PyYAML implements YAML 1.1, where ``1e-3`` and ``3e6`` are strings (its float pattern needs a
-dot) and ``yes``/``no``/``on``/``off`` are booleans. Specs are loaded with YAML 1.2 semantics
-for those two cases: exponent floats are numbers, and only ``true``/``false`` are booleans.
+dot), ``yes``/``no``/``on``/``off`` are booleans, ``010`` is octal 8 and ``1:30`` is 90. Specs are
+loaded with YAML 1.2 semantics for these: exponent floats are numbers, only ``true``/``false`` are
+booleans, ``010`` is 10 and ``1:30`` is a string.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ import yaml
 _FLOAT_PATTERN = re.compile(
     r"""^(?:[-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
     |[-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
-    |\.[0-9_]+(?:[eE][-+]?[0-9]+)?
+    |[-+]?\.[0-9_]+(?:[eE][-+]?[0-9]+)?
     |[-+]?\.(?:inf|Inf|INF)
     |\.(?:nan|NaN|NAN))$""",
     re.X,
 )
 _BOOL_PATTERN = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+# Decimal, 0x hex and 0o octal; no YAML 1.1 leading-zero octal (010 is 10) and no base-60 (1:30 is a string).
+_INT_PATTERN = re.compile(r"^(?:[-+]?[0-9][0-9_]*|0x[0-9a-fA-F_]+|0o[0-7_]+)$")
 
 
 class SpecLoader(yaml.SafeLoader):
@@ -39,13 +42,22 @@ def _replace_resolver(tag: str, pattern: re.Pattern[str], first: str) -> None:
 
 _replace_resolver("tag:yaml.org,2002:float", _FLOAT_PATTERN, "-+0123456789.")
 _replace_resolver("tag:yaml.org,2002:bool", _BOOL_PATTERN, "tTfF")
+_replace_resolver("tag:yaml.org,2002:int", _INT_PATTERN, "-+0123456789")
 
 
 def _construct_bool(loader: SpecLoader, node: yaml.ScalarNode) -> bool:
     return loader.construct_scalar(node).lower() == "true"
 
 
+def _construct_int(loader: SpecLoader, node: yaml.ScalarNode) -> int:
+    text = loader.construct_scalar(node).replace("_", "")
+    if text.startswith(("0x", "0o")):
+        return int(text, 0)
+    return int(text, 10)
+
+
 SpecLoader.add_constructor("tag:yaml.org,2002:bool", _construct_bool)
+SpecLoader.add_constructor("tag:yaml.org,2002:int", _construct_int)
 
 
 def load_yaml(path: Path) -> Any:

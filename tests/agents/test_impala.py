@@ -114,7 +114,8 @@ def test_losses_are_summed_over_batch_and_time_not_averaged():
     params = _learner_state(config).params
     batch = _catch_batch(config, _learner_state(config, seed=1).params)  # off-policy: rho != 1
     loss, metrics = _loss_and_metrics(config, params, batch)
-    loss2, metrics2 = _loss_and_metrics(dataclasses.replace(config, batch_size=2 * B), params, _duplicate_along_batch(batch))
+    doubled = dataclasses.replace(config, batch_size=2 * B)
+    loss2, metrics2 = _loss_and_metrics(doubled, params, _duplicate_along_batch(batch))
     np.testing.assert_allclose(loss2, 2 * loss, rtol=1e-5)
     for name in ("pg_loss", "baseline_loss", "entropy_loss"):
         np.testing.assert_allclose(getattr(metrics2, name), 2 * getattr(metrics, name), rtol=1e-5)
@@ -149,7 +150,8 @@ def test_rewards_are_clipped_in_the_learner():
 def test_linear_lr_schedule_reaches_zero_at_total_updates():
     config = _config(learning_rate=0.1, total_updates=100)
     schedule = make_lr_schedule(config)
-    np.testing.assert_allclose([schedule(0), schedule(50), schedule(100), schedule(150)], [0.1, 0.05, 0.0, 0.0], atol=1e-8)
+    rates = [schedule(0), schedule(50), schedule(100), schedule(150)]
+    np.testing.assert_allclose(rates, [0.1, 0.05, 0.0, 0.0], atol=1e-8)
     assert make_lr_schedule(dataclasses.replace(config, lr_schedule="constant"))(100) == pytest.approx(0.1)
 
 
@@ -194,7 +196,9 @@ def test_gradient_clipping_caps_the_global_norm():
     want, _ = plain.update({"a": jnp.asarray(3.0), "b": jnp.asarray(4.0)}, plain.init(params), params)
     chex.assert_trees_all_close(got, want, rtol=1e-6)
     small = {"a": jnp.asarray(0.3), "b": jnp.asarray(0.4)}  # norm 0.5 < 5: untouched
-    chex.assert_trees_all_close(clipped.update(small, clipped.init(params), params)[0], plain.update(small, plain.init(params), params)[0])
+    chex.assert_trees_all_close(
+        clipped.update(small, clipped.init(params), params)[0], plain.update(small, plain.init(params), params)[0]
+    )
 
 
 def test_update_is_jittable_and_vmappable_over_seeds():

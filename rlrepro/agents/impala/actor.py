@@ -15,7 +15,7 @@ import jax.numpy as jnp
 
 from rlrepro.agents.impala.learner import Batch, Params
 from rlrepro.agents.impala.networks import ActorCritic
-from rlrepro.environments.base import JaxEnv, TimeStep
+from rlrepro.environments.base import JaxEnv
 
 
 class ActorState(NamedTuple):
@@ -74,7 +74,6 @@ def _act_and_step(
     action = jax.random.categorical(action_key, logits).astype(jnp.int32)
     env_keys = jax.random.split(env_key, action.shape[0])
     env_state, timestep = jax.vmap(env.step)(env_keys, state.env_state, action)
-    timestep: TimeStep
     reward = timestep.reward.astype(jnp.float32)
     done = jnp.logical_or(timestep.terminated, timestep.truncated)
     episode_return = state.episode_return + reward

@@ -156,7 +156,8 @@ def loss_fn(
     errors, pg_advantage = corrected_targets(config, v_tm1, v_t, rewards, discount_t, rho_tm1)
 
     epsilon = config.epsilon_correction if config.correction == "epsilon" else 0.0
-    pg_loss = jnp.sum(_per_stream(policy_gradient_loss, log_prob_epsilon=epsilon)(logits_tm1, batch.actions, pg_advantage))
+    stream_pg_loss = _per_stream(policy_gradient_loss, log_prob_epsilon=epsilon)
+    pg_loss = jnp.sum(stream_pg_loss(logits_tm1, batch.actions, pg_advantage))
     baseline_loss = config.baseline_cost * 0.5 * jnp.sum(jnp.square(errors))
     entropies = _per_stream(entropy)(logits_tm1)
     entropy_loss = -config.entropy_cost * jnp.sum(entropies)
@@ -191,6 +192,8 @@ def update(state: LearnerState, batch: Batch, config: ImpalaConfig) -> tuple[Lea
 def make_learner(config: ImpalaConfig, observation_shape: tuple[int, ...], num_actions: int) -> Learner:
     """``init`` and ``update`` with the config and shapes closed over (pure; jit and vmap them freely)."""
     return Learner(
-        init=functools.partial(init, config=config, observation_shape=tuple(observation_shape), num_actions=num_actions),
+        init=functools.partial(
+            init, config=config, observation_shape=tuple(observation_shape), num_actions=num_actions
+        ),
         update=functools.partial(update, config=config),
     )

@@ -1,0 +1,342 @@
+"""Tables and the report from fabricated finished run folders (the files rlrepro/training/runner.py writes)."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rlrepro.cli import main
+from rlrepro.provenance import git_commit
+from rlrepro.results.collect import MissingRunsError, collect
+from rlrepro.results.report import write_report
+from rlrepro.results.tables import aggregate_experiment
+from rlrepro.specs import ExperimentSpec, load_spec, spec_hash
+from rlrepro.workflow import RunUnit, config_hash, plan_experiment, results_root
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+RUN_COMMIT = "0123abc"
+FINALS = {"a": [10.0, 11.0, 12.0], "b": [1.0, 2.0, 3.0]}  # per seed, on every environment
+
+_TOY: dict[str, Any] = {
+    "paper": "toy",
+    "experiment": "mini",
+    "reference": {"title": "A Toy Paper", "citation": "Someone et al., 2024", "where": "Table 2", "notes": "toy tasks"},
+    "agent": {
+        "kind": "impala",
+        "optimizer": {"learning_rate": 0.001, "epsilon": 0.01},
+        "loss": {"entropy_cost": 0.01},
+        "unroll_length": 5,
+        "batch_size": 4,
+    },
+    "environments": [
+        {"kind": "jax", "id": "catch", "name": "catch"},
+        {"kind": "jax", "id": "cartpole", "name": "cartpole"},
+    ],
+    "variants": [{"name": "a"}, {"name": "b", "agent": {"loss.correction": "none"}}],
+    "budget": {"frames": 1000, "seeds": 5},
+    "scales": {"smoke": {"frames": 100, "seeds": 1}, "cpu": {"frames": 200, "seeds": 3}},
+    "run": {"updates_per_chunk": 10, "final_fraction": 0.25},
+    "claims": [
+        {"kind": "ordering", "id": "a_beats_b", "statement": "a scores higher than b.", "better": "a", "worse": ["b"],
+         "judged_at": ["cpu"], "paper_evidence": "Table 2"},
+        {"kind": "threshold", "id": "a_reaches_5", "statement": "a reaches 5 on catch.", "variant": "a",
+         "environment": "catch", "op": ">=", "value": 5.0, "judged_at": ["cpu"]},
+        {"kind": "ordering", "id": "b_beats_a_at_scale", "statement": "b wins with the paper's budget.", "better": "b",
+         "worse": ["a"], "judged_at": ["paper"]},
+    ],
+    "paper_table": {
+        "caption": "Table 2 of the paper.", "columns": ["variant", "catch"], "rows": [["a", 46.8], ["b", 40.3]]
+    },
+}
+
+
+def _dmlab() -> dict[str, Any]:
+    data = copy.deepcopy(_TOY)
+    data.update(paper="lab", experiment="watermaze")
+    data["environments"] = [{"kind": "dmlab", "id": "rooms_watermaze", "level": "rooms_watermaze"}]
+    data["claims"] = [{"kind": "threshold", "id": "lab_claim", "statement": "s", "variant": "a",
+                       "environment": "rooms_watermaze", "op": ">=", "value": 1.0, "judged_at": ["cpu"]}]
+    return data
+
+
+def write_spec(folder: Path, data: dict[str, Any]) -> Path:
+    path = folder / data["paper"] / f"{data['experiment']}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def _curve(final: float) -> list[tuple[int, float, int]]:
+    """(frames, episode_return, episodes) per 50-frame chunk; the last quarter of 200 frames averages to ``final``."""
+    return [(50, 0.0, 2), (100, final / 2, 2), (150, math.nan, 0), (200, final, 4)]
+
+
+def fabricate_run(root: Path, spec: ExperimentSpec, unit: RunUnit, final: float, scale: str = "cpu") -> Path:
+    """spec.resolved.json, metrics.jsonl and summary.json as the runner writes them."""
+    run_dir = unit.run_dir(root)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    run = {
+        "paper": unit.paper, "experiment": unit.experiment, "variant": unit.variant, "env": unit.env, "seed": unit.seed,
+        "scale": scale, "frames": unit.frames, "spec_hash": spec_hash(spec),
+        "config_hash": config_hash(spec, unit.variant, unit.env, scale), "git_commit": RUN_COMMIT,
+        "run_key": f"{scale}/{unit.relpath}",
+    }
+    resolved = {"run": run, "config": {"frames": unit.frames}, "spec": spec.model_dump(mode="json")}
+    (run_dir / "spec.resolved.json").write_text(json.dumps(resolved, indent=2) + "\n", encoding="utf-8")
+    records = [
+        {
+            "frames": f, "updates": 10 * (i + 1), "wall_time": 0.5 * (i + 1),
+            "episode_return": r, "episodes": n, "loss": 0.1,
+        }
+        for i, (f, r, n) in enumerate(_curve(final))
+    ]
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    summary = {
+        "run": run,
+        "frames": records[-1]["frames"],
+        "updates": records[-1]["updates"],
+        "wall_time": records[-1]["wall_time"],
+        "final": {"final_return": final, "final_episodes": 4, "final_fraction": spec.run.final_fraction},
+        "completed_at": "2024-01-01T00:00:00+00:00",
+    }
+    (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
+    return run_dir
+
+
+def fabricate_all(spec_path: Path, results: Path, scale: str = "cpu") -> list[Path]:
+    spec = load_spec(spec_path)
+    root = results_root(results, scale)
+    units = [u for job in plan_experiment(spec_path, spec, scale).jobs for u in job.units]
+    return [fabricate_run(root, spec, u, FINALS[u.variant][u.seed], scale) for u in units]
+
+
+@pytest.fixture(scope="module")
+def aggregated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """One aggregation and one report over a toy experiment, a DMLab experiment and an unrun toy experiment."""
+    base = tmp_path_factory.mktemp("tables")
+    specs = base / "specs"
+    toy = write_spec(specs, _TOY)
+    write_spec(specs, _dmlab())
+    unrun = copy.deepcopy(_TOY)
+    unrun["experiment"] = "unrun"
+    write_spec(specs, unrun)
+    results = base / "results"
+    fabricate_all(toy, results)
+    paths = aggregate_experiment(toy, scale="cpu", results=results)
+    report = write_report([specs], scale="cpu", results=results)
+    return {"toy": toy, "results": results, "paths": paths, "report": report, "specs": specs}
+
+
+# --- the runner's file format ------------------------------------------------------------------------------
+
+
+def test_fabricated_summary_matches_what_the_runner_writes(tmp_path: Path) -> None:
+    from rlrepro.training import runner  # imports jax: kept to this one test
+
+    toy = write_spec(tmp_path / "specs", _TOY)
+    [run_dir, *_] = fabricate_all(toy, tmp_path / "results")
+    fabricated = json.loads((run_dir / "summary.json").read_text())
+    runner._write_summary(run_dir, final_fraction=0.25)
+    written = json.loads((run_dir / "summary.json").read_text())
+    assert set(written) == set(fabricated)
+    assert set(written["final"]) == set(fabricated["final"])
+    assert written["run"] == fabricated["run"]
+    assert written["frames"] == fabricated["frames"] == 200
+    # the last quarter of 200 frames is the chunk at frame 200: final_return = its episode return
+    assert written["final"]["final_return"] == fabricated["final"]["final_return"] == FINALS["a"][0]
+
+
+# --- collect -----------------------------------------------------------------------------------------------
+
+
+def test_collect_reads_every_run(aggregated: dict[str, Any]) -> None:
+    toy = aggregated["toy"]
+    experiment = plan_experiment(toy, load_spec(toy), "cpu")
+    cells = collect(experiment, results_root(aggregated["results"], "cpu"))
+    assert set(cells) == {(v, e) for v in "ab" for e in ("catch", "cartpole")}
+    cell = cells[("a", "cartpole")]
+    assert (cell.seeds, cell.final, cell.frames) == ([0, 1, 2], [10.0, 11.0, 12.0], [200, 200, 200])
+    assert cell.commits == {RUN_COMMIT} and cell.spec_hashes == {spec_hash(load_spec(toy))}
+    assert cell.curves[0] == [(50, 0.0), (100, 5.0), (200, 10.0)]  # the NaN chunk (no episode ended) is left out
+
+
+def test_missing_runs_raise_naming_them(tmp_path: Path) -> None:
+    toy = write_spec(tmp_path / "specs", _TOY)
+    results = tmp_path / "results"
+    run_dirs = fabricate_all(toy, results)
+    gone = [d for d in run_dirs if d.match("b/cartpole/seed2") or d.match("a/catch/seed0")]
+    assert len(gone) == 2
+    for run_dir in gone:
+        (run_dir / "summary.json").unlink()
+    with pytest.raises(MissingRunsError) as caught:
+        aggregate_experiment(toy, scale="cpu", results=results)
+    message = str(caught.value)
+    assert message.startswith("toy/mini: 2 run(s) not finished (no summary.json)")
+    for run_dir in gone:
+        assert str(run_dir) in message
+    assert not (results / "cpu" / "tables").exists()
+
+
+def test_runs_of_another_scale_do_not_count(tmp_path: Path) -> None:
+    toy = write_spec(tmp_path / "specs", _TOY)
+    fabricate_all(toy, tmp_path / "results", scale="cpu")
+    with pytest.raises(MissingRunsError, match=r"4 run\(s\) not finished"):  # smoke: 2 variants x 2 envs x 1 seed
+        aggregate_experiment(toy, scale="smoke", results=tmp_path / "results")
+
+
+# --- the experiment table --------------------------------------------------------------------------------------
+
+
+def test_aggregate_writes_md_csv_png_json_under_the_scale_root(aggregated: dict[str, Any]) -> None:
+    base = aggregated["results"] / "cpu" / "tables" / "toy"
+    assert aggregated["paths"] == {ext: base / f"mini.{ext}" for ext in ("md", "csv", "png", "json")}
+    assert all(p.is_file() for p in aggregated["paths"].values())
+
+
+def test_png_is_a_png(aggregated: dict[str, Any]) -> None:
+    data = aggregated["paths"]["png"].read_bytes()
+    assert data[:8] == PNG_MAGIC
+    assert len(data) > 1000
+
+
+def test_markdown_has_provenance(aggregated: dict[str, Any]) -> None:
+    md = aggregated["paths"]["md"].read_text(encoding="utf-8")
+    toy = aggregated["toy"]
+    assert md.startswith("# toy/mini\n")
+    assert "A Toy Paper (Someone et al., 2024), Table 2." in md
+    assert "- scale: **cpu**, seeds: 3, frames per run: 200" in md
+    assert f"(hash `{spec_hash(load_spec(toy))}`" in md
+    assert f"- code: runs at commit(s) `{RUN_COMMIT}`; table at `{git_commit()}`" in md
+    assert "over the last 25% of frames" in md
+    assert "- setting: toy tasks" in md
+
+
+def test_markdown_puts_our_numbers_beside_the_paper_table(aggregated: dict[str, Any]) -> None:
+    md = aggregated["paths"]["md"].read_text(encoding="utf-8")
+    ours, _, rest = md.partition("## The paper's numbers")
+    assert "| variant | catch | cartpole |" in ours
+    # cells: mean over seeds [95% CI]; a: mean(10, 11, 12) = 11, b: mean(1, 2, 3) = 2
+    [row_a] = [line for line in ours.splitlines() if line.startswith("| a |")]
+    [row_b] = [line for line in ours.splitlines() if line.startswith("| b |")]
+    assert row_a.count("| 11 [") == 2 and row_b.count("| 2 [") == 2
+    assert "Table 2 of the paper." in rest
+    assert "| variant | catch |" in rest and "| a | 46.8 |" in rest and "| b | 40.3 |" in rest
+    assert "![learning curves](mini.png)" in md
+
+
+def test_markdown_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
+    claims = aggregated["paths"]["md"].read_text(encoding="utf-8").partition("## Claims")[2]
+    lines = [line for line in claims.splitlines() if line.startswith("- **")]
+    assert [line.split(":")[0] for line in lines] == [
+        "- **a_beats_b**", "- **a_reaches_5**", "- **b_beats_a_at_scale**"
+    ]
+    assert lines[0].startswith("- **a_beats_b**: reproduced. a scores higher than b.")
+    assert "catch: a - b = +9" in lines[0]
+    assert lines[1].startswith("- **a_reaches_5**: reproduced.")
+    assert "mean 11 [95% CI" in lines[1]
+    assert lines[2].startswith("- **b_beats_a_at_scale**: not judged at this scale.")
+    assert "judged at scale(s) paper" in lines[2]
+
+
+def test_csv_has_one_row_per_cell(aggregated: dict[str, Any]) -> None:
+    with open(aggregated["paths"]["csv"], newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert [(r["variant"], r["env"]) for r in rows] == [
+        ("a", "catch"), ("a", "cartpole"), ("b", "catch"), ("b", "cartpole")
+    ]
+    expected_hash = spec_hash(load_spec(aggregated["toy"]))
+    for row in rows:
+        provenance = (row["experiment"], row["scale"], row["spec_hash"], row["run_commits"])
+        assert provenance == ("toy/mini", "cpu", expected_hash, RUN_COMMIT)
+        assert (row["seeds"], row["frames"]) == ("3", "200")
+        mean, low, high = float(row["final_return_mean"]), float(row["ci95_low"]), float(row["ci95_high"])
+        assert mean == (11.0 if row["variant"] == "a" else 2.0)
+        assert mean - 1.0 <= low <= mean <= high <= mean + 1.0  # resampled means of 3 seeds 1 apart
+        assert row["per_seed"] == ("10;11;12" if row["variant"] == "a" else "1;2;3")
+
+
+def test_json_has_provenance_rows_and_claims(aggregated: dict[str, Any]) -> None:
+    data = json.loads(aggregated["paths"]["json"].read_text(encoding="utf-8"))
+    assert data["provenance"]["scale"] == "cpu" and data["provenance"]["seeds"] == 3
+    assert data["provenance"]["run_commits"] == [RUN_COMMIT]
+    assert len(data["rows"]) == 4
+    assert [(c["claim"], c["verdict"]) for c in data["claims"]] == [
+        ("a_beats_b", "reproduced"), ("a_reaches_5", "reproduced"), ("b_beats_a_at_scale", "not judged at this scale")
+    ]
+
+
+def test_reversed_results_are_not_reproduced_in_the_table(tmp_path: Path) -> None:
+    data = copy.deepcopy(_TOY)
+    data["claims"][0].update(better="b", worse=["a"])
+    toy = write_spec(tmp_path / "specs", data)
+    fabricate_all(toy, tmp_path / "results")
+    paths = aggregate_experiment(toy, scale="cpu", results=tmp_path / "results")
+    verdicts = {c["claim"]: c["verdict"] for c in json.loads(paths["json"].read_text())["claims"]}
+    assert verdicts["a_beats_b"] == "not reproduced"
+
+
+def test_cli_aggregate_and_report(tmp_path: Path) -> None:
+    toy = write_spec(tmp_path / "specs", _TOY)
+    results = tmp_path / "results"
+    fabricate_all(toy, results)
+    assert main(["aggregate", "--spec", str(toy), "--scale", "cpu", "--results", str(results)]) == 0
+    assert (results / "cpu" / "tables" / "toy" / "mini.md").is_file()
+    assert main(["report", "--specs", str(tmp_path / "specs"), "--scale", "cpu", "--results", str(results)]) == 0
+    assert "| toy/mini | a_beats_b | **reproduced** |" in (results / "cpu" / "REPORT.md").read_text()
+
+
+# --- the report --------------------------------------------------------------------------------------------
+
+
+def test_report_is_written_under_the_scale_root(aggregated: dict[str, Any]) -> None:
+    assert aggregated["report"] == aggregated["results"] / "cpu" / "REPORT.md"
+    text = aggregated["report"].read_text(encoding="utf-8")
+    assert text.startswith("# rlrepro report — scale 'cpu'")
+    assert f"at commit `{git_commit()}`" in text
+    # toy/mini: 2 reproduced + 1 not judged; lab/watermaze and toy/unrun: every claim not judged
+    assert "3 experiment(s), 7 claim(s): 5 not judged at this scale, 2 reproduced" in text
+
+
+def test_report_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
+    text = aggregated["report"].read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| toy/mini |")]
+    assert [line.split(" | ")[1:3] for line in rows] == [
+        ["a_beats_b", "**reproduced**"],
+        ["a_reaches_5", "**reproduced**"],
+        ["b_beats_a_at_scale", "**not judged at this scale**"],
+    ]
+    section = text.partition("### toy/mini")[2].partition("###")[0]
+    assert "Table 2. Scale cpu, 3 seeds, 200 frames per run" in section
+    assert f"spec hash `{spec_hash(load_spec(aggregated['toy']))}`" in section
+    assert "[tables/toy/mini.md](tables/toy/mini.md)" in section and "tables/toy/mini.png" in section
+
+
+def test_report_lists_dmlab_experiments_as_not_run_with_the_reason(aggregated: dict[str, Any]) -> None:
+    text = aggregated["report"].read_text(encoding="utf-8")
+    [row] = [line for line in text.splitlines() if line.startswith("| lab/watermaze |")]
+    assert "| lab_claim | **not judged at this scale** | not run on this machine: DeepMind Lab is not installed" in row
+    assert "deepmind_lab" in row
+    section = text.partition("### lab/watermaze")[2].partition("###")[0]
+    assert section.strip().startswith("not run on this machine: DeepMind Lab is not installed")
+
+
+def test_report_lists_an_experiment_without_a_table_as_not_run(aggregated: dict[str, Any]) -> None:
+    text = aggregated["report"].read_text(encoding="utf-8")
+    rows = [line for line in text.splitlines() if line.startswith("| toy/unrun |")]
+    assert len(rows) == 3 and all("**not judged at this scale** | not run (no table yet)" in r for r in rows)
+
+
+def test_report_only_selects(aggregated: dict[str, Any], tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    path = write_report([aggregated["specs"]], scale="smoke", results=results, only="lab")
+    text = path.read_text(encoding="utf-8")
+    assert path == results / "smoke" / "REPORT.md"
+    assert "1 experiment(s), 1 claim(s): 1 not judged at this scale" in text
+    assert "toy/mini" not in text

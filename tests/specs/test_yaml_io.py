@@ -1,0 +1,114 @@
+"""The spec YAML loader reads numbers and booleans as researchers mean them (YAML 1.2, not PyYAML's 1.1)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rlrepro.specs import SpecError, load_spec
+from rlrepro.specs.yaml_io import load_yaml, loads_yaml
+
+MINIMAL_YAML = """\
+paper: toy
+experiment: mini
+reference: {title: T, citation: C, where: W}
+agent:
+  kind: impala
+  optimizer: {learning_rate: 1e-3, epsilon: 0.01}
+  loss: {entropy_cost: 0.01}
+  unroll_length: 5
+  batch_size: 4
+environments:
+  - {kind: jax, id: catch, name: catch}
+budget: {frames: 2e8, seeds: 2}
+scales:
+  smoke: {frames: 100, seeds: 1}
+  cpu: {frames: 200, seeds: 1}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("1e-3", 0.001),
+        ("3e6", 3_000_000.0),
+        ("-2E-4", -0.0002),
+        ("+1e3", 1000.0),
+        ("1.5e3", 1500.0),
+        ("2e8", 200_000_000.0),
+        ("0.00048", 0.00048),
+        (".5", 0.5),
+        ("1_000.5", 1000.5),
+    ],
+)
+def test_exponent_and_decimal_floats_load_as_floats(text: str, expected: float) -> None:
+    value = loads_yaml(f"x: {text}")["x"]
+    assert type(value) is float  # PyYAML's own SafeLoader returns the string '1e-3' here
+    assert value == expected
+
+
+def test_stock_pyyaml_reads_exponent_without_dot_as_a_string() -> None:
+    """The reason the custom loader exists: if PyYAML ever changes, this documents what we rely on."""
+    import yaml
+
+    assert yaml.safe_load("x: 1e-3")["x"] == "1e-3"
+    assert loads_yaml("x: 1e-3")["x"] == 0.001
+
+
+@pytest.mark.parametrize(("text", "expected"), [("1_000_000", 1_000_000), ("12_800", 12_800), ("42", 42), ("-7", -7)])
+def test_integers_with_underscores_load_as_ints(text: str, expected: int) -> None:
+    value = loads_yaml(f"x: {text}")["x"]
+    assert type(value) is int
+    assert value == expected
+
+
+@pytest.mark.parametrize("word", ["yes", "no", "on", "off", "Yes", "NO", "On", "y", "n", "Y"])
+def test_yaml_11_boolean_words_stay_strings(word: str) -> None:
+    assert loads_yaml(f"x: {word}")["x"] == word
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"), [("true", True), ("false", False), ("True", True), ("FALSE", False)]
+)
+def test_true_and_false_are_booleans(text: str, expected: bool) -> None:
+    assert loads_yaml(f"x: {text}")["x"] is expected
+
+
+@pytest.mark.parametrize("text", ["'1e-3'", '"1e-3"', "'3e6'"])
+def test_quoted_numbers_stay_strings(text: str) -> None:
+    assert loads_yaml(f"x: {text}")["x"] == text.strip("'\"")
+
+
+def test_null_and_nested_flow_mappings() -> None:
+    data = loads_yaml("a: null\nb: ~\nc: {d: [1, 2e-1, true, on]}")
+    assert data == {"a": None, "b": None, "c": {"d": [1, 0.2, True, "on"]}}
+
+
+def test_load_yaml_reads_a_file(tmp_path: Path) -> None:
+    path = tmp_path / "x.yaml"
+    path.write_text("lr: 6e-4\nframes: 2_000_000\nflag: off\n", encoding="utf-8")
+    assert load_yaml(path) == {"lr": 0.0006, "frames": 2_000_000, "flag": "off"}
+
+
+def test_quoted_learning_rate_is_rejected_naming_the_field(tmp_path: Path) -> None:
+    path = tmp_path / "mini.yaml"
+    path.write_text(MINIMAL_YAML.replace("learning_rate: 1e-3", "learning_rate: '1e-3'"), encoding="utf-8")
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    message = str(caught.value)
+    assert str(path) in message
+    assert "agent.optimizer.learning_rate" in message
+    assert "number" in message  # what was expected
+    assert "'1e-3' (str)" in message  # what was found
+
+
+def test_unquoted_learning_rate_loads(tmp_path: Path) -> None:
+    path = tmp_path / "mini.yaml"
+    path.write_text(MINIMAL_YAML, encoding="utf-8")
+    assert load_spec(path).agent.optimizer.learning_rate == 0.001
+
+
+@pytest.mark.parametrize(("text", "expected"), [("010", 10), ("1:30", "1:30"), ("-.5", -0.5)])
+def test_other_yaml_11_number_forms_read_as_yaml_12(text: str, expected: object) -> None:
+    assert loads_yaml(f"x: {text}")["x"] == expected

@@ -1,0 +1,190 @@
+"""The real command line: validate, plan and schema, in process (capsys) and as `python -m rlrepro`."""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rlrepro.cli import main
+from rlrepro.specs import load_specs
+
+REPO = Path(__file__).resolve().parents[1]
+
+_SPEC: dict[str, Any] = {
+    "paper": "toy",
+    "experiment": "mini",
+    "reference": {"title": "T", "citation": "C", "where": "W"},
+    "agent": {
+        "kind": "impala",
+        "optimizer": {"learning_rate": 0.001, "epsilon": 0.01},
+        "loss": {"entropy_cost": 0.01},
+        "unroll_length": 5,
+        "batch_size": 4,
+    },
+    "environments": [
+        {"kind": "jax", "id": "catch", "name": "catch"},
+        {"kind": "jax", "id": "cartpole", "name": "cartpole"},
+    ],
+    "variants": [{"name": "a"}, {"name": "b", "agent": {"loss.correction": "none"}}, {"name": "c"}],
+    "budget": {"frames": 2_000_000_000, "seeds": 3},
+    "scales": {"smoke": {"frames": 100, "seeds": 1, "variants": ["a"]}, "cpu": {"frames": 1500, "seeds": 4}},
+    "run": {"seeds_per_job": 2},
+}
+
+
+def write(folder: Path, data: dict[str, Any] | None = None) -> Path:
+    data = copy.deepcopy(_SPEC) if data is None else data
+    path = folder / data["paper"] / f"{data['experiment']}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def bad_spec(folder: Path) -> Path:
+    """A spec whose learning rate is the quoted string '1e-3'."""
+    path = write(folder)
+    text = path.read_text(encoding="utf-8")
+    assert "learning_rate: 0.001" in text
+    path.write_text(text.replace("learning_rate: 0.001", "learning_rate: '1e-3'"), encoding="utf-8")
+    return path
+
+
+# --- validate ------------------------------------------------------------------------------------------------
+
+
+def test_validate_all_real_specs_by_default(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(REPO)
+    assert main(["validate"]) == 0
+    out = capsys.readouterr().out
+    count = len(load_specs([REPO / "specs"]))
+    assert f"{count} spec(s) valid" in out
+    assert "ok  specs/impala/offpolicy_correction_toy.yaml  (impala/offpolicy_correction_toy, 12 variants)" in out
+
+
+def test_validate_a_file_outside_the_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path)
+    assert main(["validate", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert f"ok  {path}  (toy/mini, 3 variants)" in captured.out
+    assert "1 spec(s) valid" in captured.out
+    assert captured.err == ""
+
+
+def test_validate_an_invalid_spec_exits_2_with_the_problem_on_stderr(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = bad_spec(tmp_path)
+    assert main(["validate", str(path)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.startswith("error: 1 invalid spec file(s)")
+    assert str(path) in captured.err
+    assert "agent.optimizer.learning_rate: expected a valid number; found '1e-3' (str)" in captured.err
+
+
+def test_validate_a_missing_path_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["validate", str(tmp_path / "nope.yaml")]) == 2
+    assert "no such file or directory" in capsys.readouterr().err
+
+
+def _run(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rlrepro", *args], capture_output=True, text=True, cwd=cwd, timeout=60
+    )
+
+
+def test_python_m_rlrepro_validate(tmp_path: Path) -> None:
+    ok = _run("validate", cwd=REPO)
+    assert ok.returncode == 0, ok.stderr
+    assert re.search(r"^\d+ spec\(s\) valid$", ok.stdout, re.M)
+
+    bad = _run("validate", str(bad_spec(tmp_path)), cwd=tmp_path)
+    assert bad.returncode == 2
+    assert "agent.optimizer.learning_rate" in bad.stderr
+    assert "Traceback" not in bad.stderr
+
+
+# --- plan ----------------------------------------------------------------------------------------------------
+
+
+def test_plan_lists_units_and_the_total(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path)
+    assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert lines[0].split() == ["paper", "experiment", "variant", "env", "seed", "frames"]
+    units = [line.split() for line in lines[1:] if line.startswith("toy ")]
+    # 3 variants x 2 envs x 4 seeds, 1,500 frames each, jobs of 2 seeds
+    assert len(units) == 24
+    assert ["toy", "mini", "b", "cartpole", "3", "1,500"] in units
+    assert out.rstrip().endswith("24 run unit(s) in 12 job(s) at scale 'cpu'; total 36,000 frames")
+
+
+def test_plan_at_smoke_and_paper_scale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path)
+    assert main(["plan", "--scale", "smoke", "--specs", str(tmp_path)]) == 0
+    assert "2 run unit(s) in 2 job(s) at scale 'smoke'; total 200 frames" in capsys.readouterr().out
+    assert main(["plan", "--scale", "paper", "--specs", str(tmp_path)]) == 0
+    # 3 x 2 x 3 = 18 units of 2e9 frames (beyond int32), jobs of seeds (0, 1) and (2,)
+    assert "18 run unit(s) in 12 job(s) at scale 'paper'; total 36,000,000,000 frames" in capsys.readouterr().out
+
+
+def test_plan_only_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path)
+    other = copy.deepcopy(_SPEC)
+    other["paper"] = "other"
+    write(tmp_path, other)
+    assert main(["plan", "--scale", "smoke", "--specs", str(tmp_path), "--only", "other"]) == 0
+    out = capsys.readouterr().out
+    assert "2 run unit(s) in 2 job(s)" in out
+    assert all(not line.startswith("toy ") for line in out.splitlines())
+
+
+def test_plan_total_of_the_real_specs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    expected_units = expected_frames = 0
+    for _, spec in load_specs([REPO / "specs"]):
+        size = spec.scale("smoke")
+        envs = len(size.environments or spec.environments)
+        variants = len(size.variants or spec.variant_list())
+        expected_units += envs * variants * size.seeds
+        expected_frames += envs * variants * size.seeds * size.frames
+    monkeypatch.chdir(REPO)
+    assert main(["plan", "--scale", "smoke"]) == 0
+    summary = capsys.readouterr().out.strip().splitlines()[-1]
+    match = re.fullmatch(r"(\d+) run unit\(s\) in \d+ job\(s\) at scale 'smoke'; total ([\d,]+) frames", summary)
+    assert match, summary
+    assert int(match[1]) == expected_units
+    assert int(match[2].replace(",", "")) == expected_frames
+
+
+def test_plan_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path)
+    assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert len(rows) == 24
+    assert set(rows[0]) == {"paper", "experiment", "variant", "env", "seed", "frames"}
+    assert {(r["variant"], r["env"]) for r in rows} == {(v, e) for v in "abc" for e in ("catch", "cartpole")}
+
+
+def test_plan_json_numbers_are_numbers(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path)
+    assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert sum(r["frames"] for r in rows) == 36_000
+    assert sorted({r["seed"] for r in rows}) == [0, 1, 2, 3]
+
+
+def test_plan_of_an_invalid_spec_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad_spec(tmp_path)
+    assert main(["plan", "--specs", str(tmp_path)]) == 2
+    assert "agent.optimizer.learning_rate" in capsys.readouterr().err

@@ -1,0 +1,310 @@
+"""Specs x scale -> run units -> jobs: the plan Snakemake builds its DAG from."""
+
+from __future__ import annotations
+
+import re
+
+import copy
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from rlrepro.specs import SpecError, load_spec, validate_spec
+from rlrepro.workflow import config_hash, missing_backend, plan, plan_experiment, results_root, select
+
+REPO = Path(__file__).resolve().parents[1]
+TOY = REPO / "specs" / "impala" / "offpolicy_correction_toy.yaml"
+
+_SPEC: dict[str, Any] = {
+    "paper": "toy",
+    "experiment": "mini",
+    "reference": {"title": "T", "citation": "C", "where": "W", "notes": "n"},
+    "agent": {
+        "kind": "impala",
+        "optimizer": {"learning_rate": 0.001, "epsilon": 0.01},
+        "loss": {"entropy_cost": 0.01},
+        "unroll_length": 5,
+        "batch_size": 4,
+    },
+    "environments": [
+        {"kind": "jax", "id": "catch", "name": "catch"},
+        {"kind": "jax", "id": "cartpole", "name": "cartpole", "kwargs": {"max_steps": 50}},
+    ],
+    "variants": [
+        {"name": "a"},
+        {"name": "b", "agent": {"policy_lag": 4}},
+        {"name": "c", "agent": {"loss.correction": "none"}},
+    ],
+    "budget": {"frames": 1000, "seeds": 5},
+    "scales": {
+        "smoke": {
+            "frames": 100, "seeds": 1, "variants": ["a"], "environments": ["cartpole"], "agent": {"batch_size": 2}
+        },
+        "cpu": {"frames": 200, "seeds": 4},
+    },
+    "run": {"seeds_per_job": 3},
+    "claims": [
+        {"kind": "ordering", "id": "a_beats_c", "statement": "s", "better": "a", "worse": ["c"], "judged_at": ["cpu"]}
+    ],
+}
+
+
+def spec_data() -> dict[str, Any]:
+    return copy.deepcopy(_SPEC)
+
+
+def write(folder: Path, data: dict[str, Any]) -> Path:
+    path = folder / data["paper"] / f"{data['experiment']}.yaml"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
+    return path
+
+
+def dmlab_data() -> dict[str, Any]:
+    data = spec_data()
+    data.update(paper="lab", experiment="watermaze", claims=[])
+    data["environments"] = [{"kind": "dmlab", "id": "rooms_watermaze", "level": "rooms_watermaze"}]
+    data["scales"]["smoke"] = {"frames": 100, "seeds": 1}
+    return data
+
+
+@pytest.fixture
+def spec_dir(tmp_path: Path) -> Path:
+    """A spec folder outside the repository with one toy and one DMLab experiment."""
+    folder = tmp_path / "myspecs"
+    write(folder, spec_data())
+    write(folder, dmlab_data())
+    return folder
+
+
+def _only_plan(spec_dir: Path, scale: str):
+    [experiment] = plan([spec_dir], scale, only="toy/mini")
+    return experiment
+
+
+# --- units, seeds, frames and jobs at each scale ---------------------------------------------------------------
+
+
+def test_smoke_plan_keeps_the_selected_variants_and_environments(spec_dir: Path) -> None:
+    experiment = _only_plan(spec_dir, "smoke")
+    assert [(j.variant, j.env, j.seeds, j.frames) for j in experiment.jobs] == [("a", "cartpole", (0,), 100)]
+    [unit] = experiment.jobs[0].units
+    assert unit.relpath == "toy/mini/a/cartpole/seed0"
+
+
+def test_cpu_plan_groups_seeds_into_jobs_of_seeds_per_job(spec_dir: Path) -> None:
+    experiment = _only_plan(spec_dir, "cpu")
+    # 3 variants x 2 envs, 4 seeds in jobs of 3: (0, 1, 2) and (3,)
+    assert len(experiment.jobs) == 12
+    assert {j.seeds for j in experiment.jobs} == {(0, 1, 2), (3,)}
+    units = [u for j in experiment.jobs for u in j.units]
+    assert len(units) == 3 * 2 * 4
+    assert {u.frames for u in units} == {200}
+    assert len({u.relpath for u in units}) == len(units)
+    assert [(j.variant, j.env) for j in experiment.jobs[:4]] == [("a", "catch")] * 2 + [("a", "cartpole")] * 2
+
+
+def test_paper_plan_uses_the_budget_on_every_variant_and_environment(spec_dir: Path) -> None:
+    experiment = _only_plan(spec_dir, "paper")
+    units = [u for j in experiment.jobs for u in j.units]
+    assert len(units) == 3 * 2 * 5
+    assert {u.frames for u in units} == {1000}
+    assert {j.seeds for j in experiment.jobs} == {(0, 1, 2), (3, 4)}
+    assert {u.seed for u in units} == set(range(5))
+
+
+def test_without_seeds_per_job_all_seeds_of_a_cell_are_one_job(tmp_path: Path) -> None:
+    data = spec_data()
+    del data["run"]
+    path = write(tmp_path, data)
+    experiment = plan_experiment(path, load_spec(path), "cpu")
+    assert len(experiment.jobs) == 6
+    assert all(j.seeds == (0, 1, 2, 3) for j in experiment.jobs)
+
+
+def test_real_toy_spec_at_smoke_scale() -> None:
+    experiment = plan_experiment(TOY, load_spec(TOY), "smoke")
+    assert {(j.variant, j.env) for j in experiment.jobs} == {
+        (v, e) for v in ("corr=vtrace__lag=32", "corr=none__lag=32") for e in ("catch", "cartpole")
+    }
+    assert all(j.seeds == (0, 1) and j.frames == 12_800 for j in experiment.jobs)
+
+
+def test_job_paths_and_names(spec_dir: Path) -> None:
+    experiment = _only_plan(spec_dir, "cpu")
+    job = experiment.jobs[1]
+    assert (job.variant, job.env, job.seeds) == ("a", "catch", (3,))
+    root = results_root("out", "cpu")
+    assert root == Path("out/cpu")
+    assert job.summaries(root) == ["out/cpu/runs/toy/mini/a/catch/seed3/summary.json"]
+    assert job.log(root) == "out/cpu/logs/train/toy/mini/a/catch/seeds3-3.log"
+    assert job.units[0].checkpoint_dir(root) == Path("out/cpu/checkpoints/toy/mini/a/catch/seed3")
+    assert re.fullmatch(r"train_toy_mini_a_catch_s3_3_[0-9a-f]{8}", job.name)
+    assert experiment.table_paths(root) == {ext: f"out/cpu/tables/toy/mini.{ext}" for ext in ("md", "csv", "png")}
+    assert len({j.name for j in experiment.jobs}) == len(experiment.jobs)
+
+
+def test_job_names_of_real_specs_are_unique_identifiers() -> None:
+    jobs = [j for s in ("smoke", "cpu", "paper") for p in plan([REPO / "specs"], s) for j in p.jobs]
+    for scale in ("smoke", "cpu", "paper"):
+        names = [j.name for p in plan([REPO / "specs"], scale) for j in p.jobs]
+        assert len(set(names)) == len(names)
+    assert all(j.name.isidentifier() for j in jobs)
+
+
+def test_job_names_stay_unique_when_variant_names_differ_only_in_punctuation(tmp_path: Path) -> None:
+    data = spec_data()
+    data["variants"] = [{"name": "lag=8"}, {"name": "lag-8", "agent": {"policy_lag": 8}}]
+    data["claims"] = []
+    data["scales"]["smoke"].pop("variants")
+    path = write(tmp_path, data)
+    jobs = plan_experiment(path, load_spec(path), "smoke").jobs
+    assert len({j.name for j in jobs}) == len(jobs)  # each becomes a Snakemake rule name
+
+
+# --- selection and spec folders ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("only", "expected"),
+    [
+        (None, {"toy/mini", "lab/watermaze"}),
+        ("toy", {"toy/mini"}),
+        ("toy/", {"toy/mini"}),
+        ("lab/watermaze", {"lab/watermaze"}),
+        ("toy/other", set()),
+        ("toy/mini, lab", {"toy/mini", "lab/watermaze"}),
+        ("to", set()),
+    ],
+)
+def test_only_selects_papers_and_experiments(spec_dir: Path, only: str | None, expected: set[str]) -> None:
+    assert {p.key for p in plan([spec_dir], "smoke", only)} == expected
+
+
+def test_select_on_real_specs() -> None:
+    spec = load_spec(TOY)
+    assert select(spec, "impala") and select(spec, "impala/offpolicy_correction_toy") and select(spec, "")
+    assert not select(spec, "impala/dmlab30") and not select(spec, "frodo")
+
+
+def test_spec_file_outside_the_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write(tmp_path / "elsewhere", spec_data())
+    monkeypatch.chdir(tmp_path)  # neither the repository nor the spec folder
+    [experiment] = plan([path], "cpu")
+    assert experiment.spec_path == path
+    assert all(j.spec_path == path for j in experiment.jobs)
+
+
+def test_plan_of_a_missing_path_is_a_spec_error(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="no such file or directory"):
+        plan([tmp_path / "nope"], "cpu")
+
+
+def test_plan_of_an_invalid_spec_is_a_spec_error(tmp_path: Path) -> None:
+    data = spec_data()
+    data["budget"]["seeds"] = "five"
+    write(tmp_path, data)
+    with pytest.raises(SpecError, match="budget.seeds: expected a valid integer"):
+        plan([tmp_path], "cpu")
+
+
+# --- missing backends ----------------------------------------------------------------------------------------
+
+
+def test_dmlab_experiment_reports_a_missing_backend_and_toy_does_not(spec_dir: Path) -> None:
+    plans = {p.key: p for p in plan([spec_dir], "cpu")}
+    assert missing_backend(plans["toy/mini"]) is None
+    reason = missing_backend(plans["lab/watermaze"])
+    assert reason is not None
+    assert "deepmind_lab" in reason and "Bazel" in reason  # names the package and how to get it
+
+
+def test_real_dmlab_specs_report_a_missing_backend() -> None:
+    for experiment in plan([REPO / "specs"], "smoke"):
+        dmlab = any(e.kind == "dmlab" for e in experiment.spec.environments)
+        assert (missing_backend(experiment) is not None) == dmlab, experiment.key
+
+
+# --- config hash ---------------------------------------------------------------------------------------------
+
+
+def _hash(data: dict[str, Any], variant: str = "a", env: str = "catch", scale: str = "cpu") -> str:
+    return config_hash(validate_spec(data), variant, env, scale)
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["claims"][0].update(statement="reworded", judged_at=["cpu", "paper"]),
+        lambda d: d["claims"].clear(),
+        lambda d: d["reference"].update(notes="a longer description", where="Fig. 2"),
+        lambda d: d.update(paper_table={"caption": "c", "columns": ["x"], "rows": [[1]]}),
+        lambda d: d["run"].update(seeds_per_job=1),
+        lambda d: d["scales"]["cpu"].update(seeds=8, expected_minutes=3.0),
+        lambda d: d["variants"][2]["agent"].update(policy_lag=9),  # another variant
+        lambda d: d["scales"]["smoke"]["agent"].update(batch_size=1),  # another scale
+    ],
+)
+def test_config_hash_ignores_what_does_not_change_the_run(edit) -> None:
+    data = spec_data()
+    edit(data)
+    assert _hash(data) == _hash(spec_data())
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [
+        lambda d: d["agent"]["optimizer"].update(learning_rate=0.002),
+        lambda d: d["agent"]["loss"].update(correction="none"),
+        lambda d: d["variants"][0].update(agent={"unroll_length": 6}),
+        lambda d: d["scales"]["cpu"].update(frames=300),
+        lambda d: d["scales"]["cpu"].update(agent={"batch_size": 8}),
+        lambda d: d["environments"][0].update(kwargs={"rows": 5}),
+        lambda d: d["run"].update(updates_per_chunk=10),
+    ],
+)
+def test_config_hash_changes_with_what_changes_the_run(edit) -> None:
+    data = spec_data()
+    edit(data)
+    assert _hash(data) != _hash(spec_data())
+
+
+def test_config_hash_differs_between_cells_and_is_set_on_jobs(spec_dir: Path) -> None:
+    experiment = _only_plan(spec_dir, "cpu")
+    by_cell = {(j.variant, j.env): j.config_hash for j in experiment.jobs}
+    assert len(set(by_cell.values())) == len(by_cell) == 6
+    spec = experiment.spec
+    assert by_cell[("b", "cartpole")] == config_hash(spec, "b", "cartpole", "cpu")
+    assert config_hash(spec, "a", "catch", "smoke") != config_hash(spec, "a", "catch", "cpu")
+    assert config_hash(spec, "a", "catch", "cpu") == config_hash(load_spec(experiment.spec_path), "a", "catch", "cpu")
+
+
+# --- DAG building stays light -------------------------------------------------------------------------------
+
+_IMPORT_CHECK = """
+import json, sys, time
+start = time.perf_counter()
+import rlrepro.workflow as workflow
+import rlrepro.tracking  # the Snakefile imports it too
+plans = [p for scale in ("smoke", "cpu", "paper") for p in workflow.plan([sys.argv[1]], scale)]
+reasons = [workflow.missing_backend(p) for p in plans]
+elapsed = time.perf_counter() - start
+heavy = sorted(m for m in ("jax", "jaxlib", "mlflow", "matplotlib", "sqlalchemy") if m in sys.modules)
+print(json.dumps({"seconds": elapsed, "heavy": heavy, "jobs": sum(len(p.jobs) for p in plans)}))
+"""
+
+
+def test_planning_every_spec_imports_no_jax_or_mlflow_and_is_fast() -> None:
+    result = subprocess.run(
+        [sys.executable, "-c", _IMPORT_CHECK, str(REPO / "specs")],
+        capture_output=True, text=True, cwd=REPO, timeout=60, check=True,
+    )
+    report = json.loads(result.stdout)
+    assert report["heavy"] == []
+    assert report["jobs"] > 0
+    assert report["seconds"] < 2.0
