@@ -11,7 +11,7 @@ import json
 import sys
 from pathlib import Path
 
-from rlrepro.environments.errors import BackendMissingError
+from rlrepro.environments.errors import BackendMissingError, UnsupportedSetupError
 from rlrepro.specs import SCALES, SpecError
 
 SCHEMA_PATH = Path("specs") / "spec.schema.json"
@@ -194,7 +194,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except SpecError as error:
+    except (SpecError, UnsupportedSetupError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except BackendMissingError as error:

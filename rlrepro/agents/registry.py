@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from rlrepro.environments.availability import require_backend
+from rlrepro.environments.errors import UnsupportedSetupError
 from rlrepro.specs import ImpalaAgentSpec, JaxEnvSpec
 from rlrepro.specs.experiment import RunSpec
 
@@ -28,10 +29,6 @@ class TrainerProgram(NamedTuple):
     num_chunks: int
     updates_per_chunk: int
     frames_per_chunk: int
-
-
-class UnsupportedSetupError(ValueError):
-    """The spec asks for a combination this version cannot train (named in the message)."""
 
 
 def impala_config(agent: ImpalaAgentSpec, total_updates: int) -> Any:

@@ -36,7 +36,7 @@ def load_meta(path: Path) -> dict[str, Any] | None:
     try:
         with np.load(path) as data:
             return json.loads(data[_META].tobytes().decode())
-    except (OSError, KeyError, ValueError):
+    except Exception:  # missing, empty, truncated or foreign file: there is nothing to resume from
         return None
 
 

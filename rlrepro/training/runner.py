@@ -25,7 +25,7 @@ import numpy as np
 from rlrepro.agents.registry import TrainerProgram, build_trainer
 from rlrepro.environments.availability import require_backend
 from rlrepro.provenance import git_commit
-from rlrepro.specs import ExperimentSpec, Scale, load_spec, resolve_agent, spec_hash
+from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, resolve_agent, spec_hash
 from rlrepro.training import checkpoint
 from rlrepro.training.progress import Progress
 from rlrepro.workflow import RunUnit, config_hash, results_root
@@ -63,7 +63,7 @@ def train_job(
     state = program.init_batch(jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds]))
     start_chunk, wall_offset = 0, 0.0
     meta = checkpoint.load_meta(ckpt)
-    if meta and meta.get("config_hash") == digest and meta.get("seeds") == list(seeds):
+    if _can_resume(meta, digest, seeds, run_dirs, program):
         state = checkpoint.restore(ckpt, state)
         start_chunk, wall_offset = meta["chunk"], meta["wall_time"]
         print(f"resuming from {ckpt} at chunk {start_chunk}/{program.num_chunks}", flush=True)
@@ -97,9 +97,21 @@ def train_job(
     return run_dirs
 
 
+def _can_resume(
+    meta: dict | None, digest: str, seeds: tuple[int, ...], run_dirs: list[Path], program: TrainerProgram
+) -> bool:
+    """A checkpoint of this config and these seeds, whose metrics are all still on disk (no gap after resuming)."""
+    if not meta or meta.get("config_hash") != digest or meta.get("seeds") != list(seeds):
+        return False
+    needed = meta["chunk"] * program.updates_per_chunk
+    return all(
+        sum(1 for r in read_metrics(d / "metrics.jsonl") if r["updates"] <= needed) == meta["chunk"] for d in run_dirs
+    )
+
+
 def _pick(names: list[str], name: str, what: str, spec_path: Path) -> int:
     if name not in names:
-        raise ValueError(f"{spec_path}: unknown {what} '{name}'; expected one of {names}")
+        raise SpecError(str(spec_path), [f"--{what} '{name}': unknown; expected one of {names}"])
     return names.index(name)
 
 

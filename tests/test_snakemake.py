@@ -1,0 +1,228 @@
+"""The real Snakefile end to end: a spec outside the repository -> training jobs -> MLflow -> tables -> REPORT.md.
+
+Snakemake runs as a subprocess (``-s <repo>/Snakefile -d <tmp workdir>``) at smoke scale with -c2. The toy spec
+of tests/conftest.py runs only Catch at smoke scale here: 2 variants x 1 env = 2 jobs of 2 seeds, run side by side.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+SNAKEFILE = REPO / "Snakefile"
+VARIANTS = ("vtrace", "none")
+SEEDS = (0, 1)
+CLAIMS = ("vtrace_beats_none", "judged_only_at_paper_scale")
+VERDICTS = ("reproduced", "not reproduced", "not judged at this scale")
+
+
+def snakemake(workdir: Path, *args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:
+    command = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "-d", str(workdir), *args]
+    return subprocess.run(command, cwd=workdir, capture_output=True, text=True, env=env, timeout=timeout)
+
+
+def _output(result: subprocess.CompletedProcess) -> str:
+    return f"exit {result.returncode}\n--- stdout\n{result.stdout[-5000:]}\n--- stderr\n{result.stderr[-5000:]}"
+
+
+class Pipeline:
+    """Where one end-to-end run put its files."""
+
+    def __init__(self, workdir: Path, specs: Path, result: subprocess.CompletedProcess):
+        self.workdir, self.specs, self.result = workdir, specs, result
+        self.base = workdir / "results"
+        self.root = self.base / "smoke"
+        self.config = ["--config", "scale=smoke", f"specs={specs}", f"results={self.base}"]
+
+    def run_dir(self, variant: str, seed: int) -> Path:
+        return self.root / "runs" / "toytest" / "toy_e2e" / variant / "catch" / f"seed{seed}"
+
+    def log(self, variant: str) -> Path:
+        return self.root / "logs" / "train" / "toytest" / "toy_e2e" / variant / "catch" / "seeds0-1.log"
+
+    @property
+    def uri(self) -> str:
+        return f"sqlite:///{self.base / 'mlflow.db'}"
+
+
+@pytest.fixture(scope="module")
+def pipeline(tmp_path_factory: pytest.TempPathFactory, make_toy_spec, subprocess_env) -> Pipeline:
+    specs = tmp_path_factory.mktemp("hidden_specs")  # not under the repository
+    make_toy_spec(specs, experiment="toy_e2e", smoke_environments=["catch"])
+    workdir = tmp_path_factory.mktemp("workdir")
+    p = Pipeline(workdir, specs, None)  # type: ignore[arg-type]
+    p.result = snakemake(workdir, "-c2", *p.config, env=subprocess_env)
+    assert p.result.returncode == 0, _output(p.result)
+    return p
+
+
+@pytest.fixture(scope="module")
+def mlflow_runs(pipeline: Pipeline) -> list:
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=pipeline.uri)
+    experiment = client.get_experiment_by_name("toytest/toy_e2e")
+    assert experiment is not None
+    return client.search_runs([experiment.experiment_id], max_results=1000)
+
+
+def test_every_unit_has_a_summary(pipeline: Pipeline):
+    for variant in VARIANTS:
+        for seed in SEEDS:
+            summary = json.loads((pipeline.run_dir(variant, seed) / "summary.json").read_text())
+            assert summary["run"]["variant"] == variant and summary["run"]["seed"] == seed
+            assert summary["frames"] == 400
+    assert not (pipeline.root / "runs" / "toytest" / "toy_e2e" / "vtrace" / "cartpole").exists()  # not at smoke
+
+
+def test_tables_are_written_in_every_format(pipeline: Pipeline):
+    tables = pipeline.root / "tables" / "toytest"
+    assert sorted(p.name for p in tables.iterdir()) == [f"toy_e2e.{ext}" for ext in ("csv", "json", "md", "png")]
+    assert (tables / "toy_e2e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    table = json.loads((tables / "toy_e2e.json").read_text())
+    assert {row["variant"] for row in table["rows"]} == set(VARIANTS)
+    assert [c["claim"] for c in table["claims"]] == list(CLAIMS)
+    assert table["provenance"]["scale"] == "smoke"
+    md = (tables / "toy_e2e.md").read_text()
+    assert "scale: **smoke**" in md and all(f"**{claim}**" in md for claim in CLAIMS)
+    csv_lines = (tables / "toy_e2e.csv").read_text().splitlines()
+    assert any(line.startswith("vtrace,") or ",vtrace," in line for line in csv_lines)
+
+
+def test_the_report_gives_every_claim_one_verdict_line(pipeline: Pipeline):
+    report = (pipeline.root / "REPORT.md").read_text()
+    assert report.startswith("# rlrepro report — scale 'smoke'")
+    for claim in CLAIMS:
+        rows = [line for line in report.splitlines() if line.startswith(f"| toytest/toy_e2e | {claim} |")]
+        assert len(rows) == 1, report
+        verdict = rows[0].split("|")[3].strip()
+        assert verdict.strip("*") in VERDICTS
+    assert "| toytest/toy_e2e | judged_only_at_paper_scale | **not judged at this scale** |" in report
+
+
+def test_runs_are_mirrored_in_mlflow_once_per_unit_with_tags_and_steps(pipeline: Pipeline, mlflow_runs):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=pipeline.uri)
+    keys = sorted(run.data.tags["rlrepro.run_key"] for run in mlflow_runs)
+    assert keys == sorted(f"smoke/toytest/toy_e2e/{v}/catch/seed{s}" for v in VARIANTS for s in SEEDS)
+    for run in mlflow_runs:
+        tags = run.data.tags
+        run_dir = pipeline.run_dir(tags["variant"], int(tags["seed"]))
+        resolved = json.loads((run_dir / "spec.resolved.json").read_text())["run"]
+        for key in ("paper", "experiment", "variant", "env", "seed", "scale", "git_commit", "spec_hash"):
+            assert tags[key] == str(resolved[key]), key
+        expected = ("toytest", "toy_e2e", "catch", "smoke")
+        assert (tags["paper"], tags["experiment"], tags["env"], tags["scale"]) == expected
+        assert run.info.status == "FINISHED"
+        assert tags["rlrepro.summary_sha256"] == hashlib.sha256((run_dir / "summary.json").read_bytes()).hexdigest()
+
+        records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+        history = sorted(client.get_metric_history(run.info.run_id, "total_loss"), key=lambda m: m.step)
+        assert [m.step for m in history] == [r["frames"] for r in records]  # step = frames, once each
+        assert [m.value for m in history] == pytest.approx([r["total_loss"] for r in records])
+
+
+def test_two_training_jobs_ran_side_by_side_without_a_database_error(pipeline: Pipeline, mlflow_runs):
+    spans = {}
+    for run in mlflow_runs:
+        variant = run.data.tags["variant"]
+        start, end = spans.get(variant, (run.info.start_time, run.info.end_time))
+        spans[variant] = (min(start, run.info.start_time), max(end, run.info.end_time))
+    (start_a, end_a), (start_b, end_b) = spans["vtrace"], spans["none"]
+    assert start_a < end_b and start_b < end_a, f"the two jobs did not overlap: {spans}"
+    for variant in VARIANTS:
+        log = pipeline.log(variant).read_text()
+        for sign in ("TrackingWarning", "tracking disabled", "database is locked", "OperationalError", "Traceback"):
+            assert sign not in log, f"{pipeline.log(variant)}:\n{log}"
+
+
+def test_running_snakemake_again_does_nothing(pipeline: Pipeline, subprocess_env):
+    again = snakemake(pipeline.workdir, "-c2", *pipeline.config, env=subprocess_env)
+    assert again.returncode == 0, _output(again)
+    assert "Nothing to be done" in again.stdout + again.stderr
+
+
+def test_mlflow_sync_afterwards_skips_every_run(pipeline: Pipeline, subprocess_env, mlflow_runs):
+    result = subprocess.run(
+        [sys.executable, "-m", "rlrepro", "mlflow-sync", "--scale", "smoke", "--results", str(pipeline.base)],
+        cwd=pipeline.workdir, capture_output=True, text=True, env=subprocess_env, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == f"created=0 failed=0 replaced=0 skipped={len(VARIANTS) * len(SEEDS)}"
+
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=pipeline.uri)
+    experiment = client.get_experiment_by_name("toytest/toy_e2e")
+    after = client.search_runs([experiment.experiment_id], max_results=1000)
+    assert sorted(r.info.run_id for r in after) == sorted(r.info.run_id for r in mlflow_runs)  # no duplicates
+
+
+def test_an_explicit_dmlab_experiment_fails_quickly_naming_deepmind_lab(
+    pipeline: Pipeline, tmp_path: Path, subprocess_env
+):
+    # The tracking store of the end-to-end run is copied in (a fresh store takes seconds to migrate).
+    base = tmp_path / "results"
+    base.mkdir()
+    for name in ("mlflow.db", "mlflow.db.ready", ".mlflow-store.json"):
+        shutil.copy2(pipeline.base / name, base / name)
+    config = ["--config", "scale=smoke", f"specs={REPO / 'specs'}", f"results={base}", "only=impala/dmlab_single_task"]
+    started = time.monotonic()
+    result = snakemake(tmp_path, "-c2", *config, env=subprocess_env, timeout=120)
+    elapsed = time.monotonic() - started
+
+    assert result.returncode != 0, _output(result)
+    logs = base / "smoke" / "logs" / "train" / "impala" / "dmlab_single_task"
+    text = (logs / "default" / "rooms_watermaze" / "seeds0-0.log").read_text()
+    assert "DeepMind Lab is not installed" in text and "Traceback" not in text, text
+    assert elapsed < 60, f"took {elapsed:.0f} s"
+    assert not (base / "smoke" / "runs").exists()
+
+
+# --------------------------------------------------------------------------------------------------
+# the repository's own specs
+
+
+def test_the_dag_of_the_repository_specs_builds_quickly(tmp_path: Path, subprocess_env):
+    started = time.monotonic()
+    result = snakemake(tmp_path, "-n", "--config", f"specs={REPO / 'specs'}", env=subprocess_env, timeout=60)
+    elapsed = time.monotonic() - started
+    assert result.returncode == 0, _output(result)
+    assert elapsed < 10, f"snakemake -n took {elapsed:.1f} s"
+    jobs = re.findall(r"^(train_\w+)\s+1$", result.stdout, flags=re.M)
+    assert jobs and all("offpolicy_correction_toy" in job for job in jobs)  # DMLab left out of the default target
+    assert not (tmp_path / "results").exists()  # a dry run writes nothing
+
+
+def test_planning_is_fast_and_imports_neither_jax_nor_mlflow(subprocess_env):
+    # What the Snakefile does while building the DAG, timed in a fresh interpreter (imports included).
+    code = (
+        "import sys, time\n"
+        "t = time.perf_counter()\n"
+        "from rlrepro.tracking import default_tracking_uri\n"
+        "from rlrepro.workflow import missing_backend, plan\n"
+        f"plans = plan([{str(REPO / 'specs')!r}], 'cpu')\n"
+        "[missing_backend(p) for p in plans]\n"
+        "print(time.perf_counter() - t, len(plans), 'jax' in sys.modules, 'mlflow' in sys.modules)\n"
+    )
+    command = [sys.executable, "-c", code]
+    result = subprocess.run(command, capture_output=True, text=True, env=subprocess_env, timeout=60)
+    assert result.returncode == 0, result.stderr
+    seconds, count, jax_imported, mlflow_imported = result.stdout.split()
+    assert float(seconds) < 2.0 and int(count) >= 1
+    assert (jax_imported, mlflow_imported) == ("False", "False")
+
+
+def test_snakemake_lint_passes(tmp_path: Path, subprocess_env):
+    result = snakemake(tmp_path, "--lint", "--config", f"specs={REPO / 'specs'}", env=subprocess_env, timeout=60)
+    assert result.returncode == 0, _output(result)

@@ -1,0 +1,107 @@
+"""rlrepro.training.checkpoint: round trip of a pytree with every leaf kind, atomic writes, unreadable files."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rlrepro.training import checkpoint
+
+
+def _state(offset: int) -> dict:
+    """A pytree like a training state: int, float, bool leaves, a typed PRNG key and a raw uint32 key."""
+    return {
+        "params": {"w": jnp.arange(6, dtype=jnp.float32).reshape(2, 3) + offset, "b": jnp.float32(0.5 + offset)},
+        "count": jnp.int32(7 + offset),
+        "frames": jnp.arange(3, dtype=jnp.int32) * (offset + 1),
+        "done": jnp.array([True, False, bool(offset)]),
+        "key": jax.random.key(offset),
+        "raw_key": jax.random.PRNGKey(offset),
+    }
+
+
+def test_round_trip_restores_values_dtypes_and_key_types(tmp_path: Path):
+    path = tmp_path / "ckpt" / "seeds0-1.npz"  # the parent folder does not exist yet
+    saved = _state(offset=3)
+    checkpoint.save(path, saved, {"chunk": 5, "config_hash": "abc"})
+
+    restored = checkpoint.restore(path, _state(offset=0))
+
+    assert jax.tree.structure(restored) == jax.tree.structure(saved)
+    for name in ("count", "frames", "done", "raw_key"):
+        assert restored[name].dtype == saved[name].dtype
+        np.testing.assert_array_equal(restored[name], saved[name])
+    for name in ("w", "b"):
+        assert restored["params"][name].dtype == jnp.float32
+        np.testing.assert_array_equal(restored["params"][name], saved["params"][name])
+    assert jax.dtypes.issubdtype(restored["key"].dtype, jax.dtypes.prng_key)
+    assert jax.random.key_impl(restored["key"]) == jax.random.key_impl(saved["key"])
+    np.testing.assert_array_equal(jax.random.key_data(restored["key"]), jax.random.key_data(saved["key"]))
+    # The restored key draws the same numbers as the saved one.
+    np.testing.assert_array_equal(jax.random.uniform(restored["key"], (4,)), jax.random.uniform(saved["key"], (4,)))
+    assert checkpoint.load_meta(path) == {"chunk": 5, "config_hash": "abc"}
+
+
+def test_round_trip_of_a_seed_batched_key(tmp_path: Path):
+    keys = jax.vmap(jax.random.key)(jnp.arange(3))
+    checkpoint.save(tmp_path / "c.npz", {"rng": keys}, {})
+    restored = checkpoint.restore(tmp_path / "c.npz", {"rng": jax.vmap(jax.random.key)(jnp.zeros(3, jnp.int32))})
+    np.testing.assert_array_equal(jax.random.key_data(restored["rng"]), jax.random.key_data(keys))
+
+
+def test_save_is_atomic_and_leaves_no_temporary_file(tmp_path: Path):
+    path = tmp_path / "c.npz"
+    checkpoint.save(path, _state(1), {"chunk": 1})
+    checkpoint.save(path, _state(2), {"chunk": 2})  # overwrite in place
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.npz"]
+    assert checkpoint.load_meta(path) == {"chunk": 2}
+    assert int(checkpoint.restore(path, _state(0))["count"]) == 9
+
+
+def test_a_save_that_fails_midway_keeps_the_previous_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    path = tmp_path / "c.npz"
+    checkpoint.save(path, _state(1), {"chunk": 1})
+
+    def torn_savez(handle, **arrays):
+        handle.write(b"PK\x03\x04 half a zip")
+        raise OSError("disk full")
+
+    monkeypatch.setattr(checkpoint.np, "savez", torn_savez)
+    with pytest.raises(OSError, match="disk full"):
+        checkpoint.save(path, _state(2), {"chunk": 2})
+    assert checkpoint.load_meta(path) == {"chunk": 1}
+    assert int(checkpoint.restore(path, _state(0))["count"]) == 8
+
+
+def test_restore_rejects_a_state_of_another_shape(tmp_path: Path):
+    checkpoint.save(tmp_path / "c.npz", {"w": jnp.zeros((2, 3))}, {})
+    with pytest.raises(ValueError, match=r"leaf shape \(2, 3\) != expected \(4,\)"):
+        checkpoint.restore(tmp_path / "c.npz", {"w": jnp.zeros(4)})
+
+
+def test_load_meta_of_a_missing_file_is_none(tmp_path: Path):
+    assert checkpoint.load_meta(tmp_path / "nothing.npz") is None
+
+
+def test_load_meta_of_a_file_that_is_not_a_checkpoint_is_none(tmp_path: Path):
+    path = tmp_path / "c.npz"
+    path.write_bytes(b"\x00\x01 not a numpy file" * 10)
+    assert checkpoint.load_meta(path) is None
+    np.savez(path, leaf0=np.zeros(3))  # an npz without the metadata entry
+    assert checkpoint.load_meta(path) is None
+    np.savez(path, __meta__=np.frombuffer(b"{not json", dtype=np.uint8))
+    assert checkpoint.load_meta(path) is None
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated"])
+def test_load_meta_of_an_empty_or_truncated_checkpoint_is_none(tmp_path: Path, damage: str):
+    path = tmp_path / "c.npz"
+    checkpoint.save(path, _state(1), {"chunk": 1})
+    data = path.read_bytes()
+    path.write_bytes(b"" if damage == "empty" else data[: len(data) // 2])
+    assert checkpoint.load_meta(path) is None

@@ -1,0 +1,337 @@
+"""rlrepro.training.runner.train_job: run folders, determinism, resume after SIGKILL, clear errors.
+
+Runs are real (toy spec of tests/conftest.py at smoke scale, 2 seeds vmapped); each costs a few seconds of XLA
+compilation, so one finished run is shared by the module and copied where a test changes it.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from rlrepro.environments.errors import BackendMissingError
+from rlrepro.specs import load_spec
+from rlrepro.training import checkpoint
+from rlrepro.training.runner import read_metrics, train_job
+from rlrepro.workflow import config_hash
+
+REPO = Path(__file__).resolve().parents[2]
+DMLAB_SPEC = REPO / "specs" / "impala" / "dmlab_single_task.yaml"
+FRAMES_PER_CHUNK = 5 * 4 * 5  # unroll x batch x updates_per_chunk of the toy spec
+NUM_CHUNKS = 4  # 400 smoke frames / 100
+
+
+def _train(spec: Path, results: Path, **kwargs) -> list[Path]:
+    args = dict(spec_path=spec, scale="smoke", variant="vtrace", env="catch", seeds=None, results=results)
+    args.update(progress="lines", track=False)
+    args.update(kwargs)
+    return train_job(**args)
+
+
+@pytest.fixture(scope="module")
+def spec_dir(tmp_path_factory: pytest.TempPathFactory, make_toy_spec) -> Path:
+    directory = tmp_path_factory.mktemp("specs")
+    make_toy_spec(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def spec(spec_dir: Path) -> Path:
+    return spec_dir / "toytest" / "toy.yaml"
+
+
+@pytest.fixture(scope="module")
+def finished(tmp_path_factory: pytest.TempPathFactory, spec: Path) -> Path:
+    """The results base of one finished job (vtrace, catch, seeds 0 and 1). Copy it before changing it."""
+    results = tmp_path_factory.mktemp("finished") / "results"
+    _train(spec, results)
+    return results
+
+
+def _run_dirs(results: Path, variant: str = "vtrace", env: str = "catch") -> list[Path]:
+    return [results / "smoke" / "runs" / "toytest" / "toy" / variant / env / f"seed{s}" for s in (0, 1)]
+
+
+def _checkpoint(results: Path) -> Path:
+    return results / "smoke" / "checkpoints" / "toytest" / "toy" / "vtrace" / "catch" / "seeds0-1.npz"
+
+
+def _copy(results: Path, tmp_path: Path) -> Path:
+    copy = tmp_path / "results"
+    shutil.copytree(results, copy)
+    return copy
+
+
+# --------------------------------------------------------------------------------------------------
+# files of a run
+
+
+def test_a_run_writes_resolved_spec_metrics_and_summary(finished: Path, spec: Path):
+    for seed, run_dir in enumerate(_run_dirs(finished)):
+        assert sorted(p.name for p in run_dir.iterdir()) == ["metrics.jsonl", "spec.resolved.json", "summary.json"]
+        run = json.loads((run_dir / "spec.resolved.json").read_text())["run"]
+        assert run["paper"] == "toytest" and run["experiment"] == "toy"
+        assert (run["variant"], run["env"], run["seed"], run["scale"]) == ("vtrace", "catch", seed, "smoke")
+        assert run["frames"] == NUM_CHUNKS * FRAMES_PER_CHUNK
+        assert run["config_hash"] == config_hash(load_spec(spec), "vtrace", "catch", "smoke")
+        assert run["run_key"] == f"smoke/toytest/toy/vtrace/catch/seed{seed}"
+
+        records = read_metrics(run_dir / "metrics.jsonl")
+        assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == NUM_CHUNKS  # one line per chunk
+        assert [r["frames"] for r in records] == [FRAMES_PER_CHUNK * (i + 1) for i in range(NUM_CHUNKS)]
+        assert [r["updates"] for r in records] == [5 * (i + 1) for i in range(NUM_CHUNKS)]
+        # Catch episodes last 5 steps: every one of the 4 envs ends one episode per 5-step unroll.
+        assert all(r["episodes"] == 5 * 4 for r in records)
+        assert all(-1.0 <= r["episode_return"] <= 1.0 for r in records)
+
+        summary = json.loads((run_dir / "summary.json").read_text())
+        assert summary["run"] == run
+        assert (summary["frames"], summary["updates"]) == (records[-1]["frames"], records[-1]["updates"])
+        assert summary["final"]["final_fraction"] == 0.5 and summary["final"]["final_episodes"] == 2 * 20
+        assert (run_dir / "summary.json").stat().st_mtime_ns >= (run_dir / "metrics.jsonl").stat().st_mtime_ns
+    assert checkpoint.load_meta(_checkpoint(finished))["chunk"] == NUM_CHUNKS
+
+
+def test_the_seeds_of_a_job_are_different_runs(finished: Path, comparable_metrics):
+    seed0, seed1 = (read_metrics(d / "metrics.jsonl") for d in _run_dirs(finished))
+    assert comparable_metrics(seed0) != comparable_metrics(seed1)
+
+
+def test_the_same_spec_seed_and_scale_give_identical_metrics(
+    finished: Path, spec: Path, tmp_path: Path, comparable_metrics
+):
+    _train(spec, tmp_path / "again")
+    for first, second in zip(_run_dirs(finished), _run_dirs(tmp_path / "again")):
+        assert comparable_metrics(read_metrics(first / "metrics.jsonl")) == comparable_metrics(
+            read_metrics(second / "metrics.jsonl")
+        )
+
+
+@pytest.mark.slow
+def test_a_seed_trained_alone_equals_the_same_seed_trained_in_a_batch(
+    finished: Path, spec: Path, tmp_path: Path, comparable_metrics
+):
+    # config_hash ignores run.seeds_per_job: splitting seeds over jobs must not change any seed's numbers.
+    (alone,) = _train(spec, tmp_path / "alone", seeds=(1,))
+    batched = _run_dirs(finished)[1]
+    assert alone == _run_dirs(tmp_path / "alone")[1]
+    assert comparable_metrics(read_metrics(alone / "metrics.jsonl")) == comparable_metrics(
+        read_metrics(batched / "metrics.jsonl")
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# checkpoints and resume
+
+
+def test_running_a_finished_job_again_resumes_at_the_end_and_changes_no_metric(
+    finished: Path, spec: Path, tmp_path: Path, capsys: pytest.CaptureFixture
+):
+    results = _copy(finished, tmp_path)
+    before = [(d / "metrics.jsonl").read_text() for d in _run_dirs(results)]
+    _train(spec, results)
+    assert f"at chunk {NUM_CHUNKS}/{NUM_CHUNKS}" in capsys.readouterr().out
+    assert [(d / "metrics.jsonl").read_text() for d in _run_dirs(results)] == before
+    assert all((d / "summary.json").exists() for d in _run_dirs(results))
+
+
+def test_a_checkpoint_of_another_config_is_ignored(
+    finished: Path, spec_dir: Path, tmp_path: Path, make_toy_spec, monkeypatch: pytest.MonkeyPatch, capsys
+):
+    # The spec is edited after the run (another learning rate): its config hash changes, the old
+    # checkpoint must not be restored, and the metrics of the old run must not survive.
+    results = _copy(finished, tmp_path)
+    old = [read_metrics(d / "metrics.jsonl") for d in _run_dirs(results)]
+    edited = make_toy_spec(tmp_path / "edited", learning_rate=1e-2)
+    assert config_hash(load_spec(edited), "vtrace", "catch", "smoke") != checkpoint.load_meta(_checkpoint(results))[
+        "config_hash"
+    ]
+
+    def must_not_restore(*args, **kwargs):
+        raise AssertionError("a checkpoint of another config was restored")
+
+    monkeypatch.setattr(checkpoint, "restore", must_not_restore)
+    _train(edited, results)
+
+    assert "resuming" not in capsys.readouterr().out
+    for run_dir, old_records in zip(_run_dirs(results), old):
+        records = read_metrics(run_dir / "metrics.jsonl")
+        assert [r["frames"] for r in records] == [FRAMES_PER_CHUNK * (i + 1) for i in range(NUM_CHUNKS)]
+        assert records[0]["learning_rate"] != old_records[0]["learning_rate"]
+        run = json.loads((run_dir / "summary.json").read_text())["run"]
+        assert run["config_hash"] == config_hash(load_spec(edited), "vtrace", "catch", "smoke")
+    assert checkpoint.load_meta(_checkpoint(results))["config_hash"] == run["config_hash"]
+
+
+def test_a_job_whose_run_folders_were_deleted_trains_again(finished: Path, spec: Path, tmp_path: Path):
+    results = _copy(finished, tmp_path)
+    shutil.rmtree(results / "smoke" / "runs")  # e.g. a user deleting runs to re-make them; checkpoints stay
+    _train(spec, results)
+    for run_dir in _run_dirs(results):
+        records = read_metrics(run_dir / "metrics.jsonl")
+        assert [r["frames"] for r in records] == [FRAMES_PER_CHUNK * (i + 1) for i in range(NUM_CHUNKS)]
+
+
+def test_a_truncated_checkpoint_is_ignored(finished: Path, spec: Path, tmp_path: Path):
+    results = _copy(finished, tmp_path)
+    ckpt = _checkpoint(results)
+    ckpt.write_bytes(ckpt.read_bytes()[:100])
+    _train(spec, results)
+    assert all((d / "summary.json").exists() for d in _run_dirs(results))
+
+
+def _train_command(spec: Path, results: Path, *, mlflow: bool = False) -> list[str]:
+    return [
+        sys.executable, "-m", "rlrepro", "train", "--spec", str(spec), "--scale", "smoke", "--variant", "vtrace",
+        "--env", "catch", "--seeds", "0", "--results", str(results), "--progress", "lines",
+    ] + ([] if mlflow else ["--no-mlflow"])  # fmt: skip
+
+
+def _start(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen:
+    with open(log, "w") as handle:
+        return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=log.parent)
+
+
+def _wait_for_lines(path: Path, count: int, process: subprocess.Popen, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if path.exists() and len(path.read_text().splitlines()) >= count:
+            return
+        assert process.poll() is None, f"the job ended before writing {count} metric lines"
+        time.sleep(0.005)
+    raise AssertionError(f"no {count} lines in {path} after {timeout} s")
+
+
+def test_a_job_killed_with_sigkill_resumes_without_gaps_or_duplicates(
+    tmp_path: Path, make_toy_spec, subprocess_env, comparable_metrics
+):
+    # 40 chunks of 25 updates: long enough to be killed in the middle, short enough for a test.
+    chunks, frames_per_chunk = 40, 5 * 4 * 25
+    spec = make_toy_spec(tmp_path / "specs", smoke_frames=chunks * frames_per_chunk, updates_per_chunk=25)
+    killed_results, reference_results = tmp_path / "killed", tmp_path / "reference"
+    run_dir = killed_results / "smoke" / "runs" / "toytest" / "toy" / "vtrace" / "catch" / "seed0"
+    reference_dir = reference_results / "smoke" / "runs" / "toytest" / "toy" / "vtrace" / "catch" / "seed0"
+
+    reference = _start(_train_command(spec, reference_results), tmp_path / "reference.log", subprocess_env)
+    first = _start(_train_command(spec, killed_results), tmp_path / "first.log", subprocess_env)
+    try:
+        _wait_for_lines(run_dir / "metrics.jsonl", 3, first)
+        os.kill(first.pid, signal.SIGKILL)
+        assert first.wait(timeout=30) == -signal.SIGKILL
+    finally:
+        if first.poll() is None:
+            first.kill()
+    assert reference.wait(timeout=300) == 0, (tmp_path / "reference.log").read_text()
+    assert not (run_dir / "summary.json").exists()
+    assert len(read_metrics(run_dir / "metrics.jsonl")) < chunks
+
+    second = subprocess.run(
+        _train_command(spec, killed_results), capture_output=True, text=True, env=subprocess_env, timeout=300
+    )
+    assert second.returncode == 0, second.stderr
+    resumed = re.search(r"resuming from .*seeds0\.npz at chunk (\d+)/40", second.stdout)
+    assert resumed, second.stdout
+    assert 2 <= int(resumed.group(1)) < chunks  # the kill came after >= 3 lines, so >= 2 checkpoints
+
+    records = read_metrics(run_dir / "metrics.jsonl")
+    assert [r["frames"] for r in records] == [frames_per_chunk * (i + 1) for i in range(chunks)]
+    assert comparable_metrics(records) == comparable_metrics(read_metrics(reference_dir / "metrics.jsonl"))
+    wall = [r["wall_time"] for r in records]
+    assert wall == sorted(wall)  # the resumed run's clock continues from the checkpoint's
+    assert json.loads((run_dir / "summary.json").read_text())["frames"] == chunks * frames_per_chunk
+
+
+@pytest.mark.slow
+def test_a_job_killed_with_sigkill_leaves_one_mlflow_run_without_duplicate_steps(
+    tmp_path: Path, make_toy_spec, subprocess_env
+):
+    from mlflow import MlflowClient
+
+    spec = make_toy_spec(tmp_path / "specs", smoke_frames=40 * 500, updates_per_chunk=25)
+    results = tmp_path / "results"
+    run_dir = results / "smoke" / "runs" / "toytest" / "toy" / "vtrace" / "catch" / "seed0"
+    first = _start(_train_command(spec, results, mlflow=True), tmp_path / "first.log", subprocess_env)
+    try:
+        _wait_for_lines(run_dir / "metrics.jsonl", 3, first)
+        os.kill(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+    second = subprocess.run(
+        _train_command(spec, results, mlflow=True), capture_output=True, text=True, env=subprocess_env, timeout=300
+    )
+    assert second.returncode == 0 and "resuming" in second.stdout, second.stderr
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{results / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("toytest/toy")
+    runs = client.search_runs([experiment.experiment_id])
+    assert len(runs) == 1 and runs[0].info.status == "FINISHED"  # the killed mirror was replaced
+    steps = sorted(m.step for m in client.get_metric_history(runs[0].info.run_id, "total_loss"))
+    assert steps == [r["frames"] for r in read_metrics(run_dir / "metrics.jsonl")] == [500 * (i + 1) for i in range(40)]
+
+
+# --------------------------------------------------------------------------------------------------
+# errors
+
+
+def test_dmlab_fails_at_once_naming_deepmind_lab(tmp_path: Path):
+    with pytest.raises(BackendMissingError, match="DeepMind Lab"):
+        train_job(
+            spec_path=DMLAB_SPEC, scale="smoke", variant="default", env="rooms_watermaze", seeds=None,
+            results=tmp_path / "results", progress="lines", track=False,
+        )  # fmt: skip
+    assert not (tmp_path / "results").exists()  # nothing written, nothing trained
+
+
+def test_dmlab_through_the_cli_exits_with_code_3(tmp_path: Path, subprocess_env):
+    started = time.monotonic()
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "rlrepro", "train", "--spec", str(DMLAB_SPEC), "--scale", "smoke",
+            "--variant", "default", "--env", "rooms_watermaze", "--results", str(tmp_path / "results"),
+        ],
+        capture_output=True, text=True, env=subprocess_env, timeout=60,
+    )  # fmt: skip
+    assert result.returncode == 3, result.stderr
+    assert "DeepMind Lab" in result.stderr and "rooms_watermaze" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert time.monotonic() - started < 30
+    assert not (tmp_path / "results").exists()
+
+
+@pytest.mark.parametrize(
+    ("variant", "env", "message"),
+    [
+        ("vtrce", "catch", r"--variant 'vtrce': unknown; expected one of \['vtrace', 'none'\]"),
+        ("vtrace", "pong", r"--env 'pong': unknown; expected one of \['catch', 'cartpole'\]"),
+    ],
+)
+def test_unknown_variant_or_env_names_the_spec_and_the_choices(spec: Path, tmp_path: Path, variant, env, message):
+    with pytest.raises(ValueError, match=message) as error:
+        _train(spec, tmp_path / "results", variant=variant, env=env)
+    assert str(spec) in str(error.value)
+    assert not (tmp_path / "results").exists()
+
+
+def test_unknown_variant_through_the_cli_is_a_clean_error(spec: Path, tmp_path: Path, subprocess_env):
+    result = subprocess.run(
+        [
+            sys.executable, "-m", "rlrepro", "train", "--spec", str(spec), "--scale", "smoke", "--variant", "vtrce",
+            "--env", "catch", "--results", str(tmp_path / "results"), "--no-mlflow",
+        ],
+        capture_output=True, text=True, env=subprocess_env, timeout=60,
+    )  # fmt: skip
+    assert "--variant 'vtrce': unknown" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert result.returncode == 2
