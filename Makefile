@@ -7,7 +7,7 @@ LOCK := envs/requirements-cpu.lock.txt
 CORES ?= 2
 SCALE ?= cpu
 
-.PHONY: install main test test-slow lint
+.PHONY: install main test test-slow lint lock
 
 $(VENV)/.installed: $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -32,3 +32,6 @@ lint: install
 	$(VENV)/bin/snakemake --lint
 	$(VENV)/bin/python -m rlrepro validate
 	$(VENV)/bin/python -m rlrepro schema --check
+
+lock:
+	@(head -2 $(LOCK); $(VENV)/bin/python -m pip freeze --exclude-editable) > $(LOCK).new && mv $(LOCK).new $(LOCK)
