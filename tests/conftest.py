@@ -13,10 +13,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
+
+from rlrepro.specs import apply_overrides
+from tests.factories import toy_spec_data, write_spec
 
 
-def toy_spec_data(
+def toy_run_spec_data(
     *,
     paper: str = "toytest",
     experiment: str = "toy",
@@ -30,41 +32,19 @@ def toy_spec_data(
     smoke: dict[str, Any] = {"frames": smoke_frames, "seeds": smoke_seeds, "expected_minutes": 0.5}
     if smoke_environments is not None:
         smoke["environments"] = smoke_environments
-    return {
-        "paper": paper,
-        "experiment": experiment,
-        "reference": {"title": "Toy test experiment", "citation": "tests", "where": "tests/conftest.py"},
-        "agent": {
-            "kind": "impala",
-            "network": {"kind": "mlp", "hidden_sizes": [16]},
-            "optimizer": {
-                "learning_rate": learning_rate,
-                "decay": 0.99,
-                "epsilon": 0.01,
-                "momentum": 0.0,
-                "max_grad_norm": 40.0,
-                "lr_schedule": "linear_to_zero",
-            },
-            "loss": {
-                "discount": 0.99,
-                "baseline_cost": 0.5,
-                "entropy_cost": 0.01,
-                "reward_clip": None,
-                "correction": "vtrace",
-            },
-            "unroll_length": 5,
-            "batch_size": 4,
-            "policy_lag": 4,
-        },
-        "environments": [
+    data = toy_spec_data(
+        paper=paper,
+        experiment=experiment,
+        reference={"title": "Toy test experiment", "citation": "tests", "where": "tests/conftest.py"},
+        environments=[
             {"kind": "jax", "id": "catch", "name": "catch", "kwargs": {"rows": 6, "columns": 11}},
             {"kind": "jax", "id": "cartpole", "name": "cartpole", "kwargs": {"max_steps": 500}},
         ],
-        "variants": [{"name": "vtrace"}, {"name": "none", "agent": {"loss.correction": "none"}}],
-        "budget": {"frames": 100_000, "seeds": 2},
-        "scales": {"smoke": smoke, "cpu": {"frames": 4_000, "seeds": 1}},
-        "run": {"updates_per_chunk": updates_per_chunk, "final_fraction": 0.5},
-        "claims": [
+        variants=[{"name": "vtrace"}, {"name": "none", "agent": {"loss.correction": "none"}}],
+        budget={"frames": 100_000, "seeds": 2},
+        scales={"smoke": smoke, "cpu": {"frames": 4_000, "seeds": 1}},
+        run={"updates_per_chunk": updates_per_chunk, "final_fraction": 0.5},
+        claims=[
             {
                 "kind": "ordering",
                 "id": "vtrace_beats_none",
@@ -82,16 +62,36 @@ def toy_spec_data(
                 "judged_at": ["paper"],
             },
         ],
-    }
+    )
+    # The base agent (epsilon 0.01, entropy cost 0.01) with an MLP, the rest of the optimizer and loss, policy lag 4;
+    # batch 4 x unroll 5 = 20 frames per update.
+    return apply_overrides(
+        data,
+        {
+            "agent.network": {"kind": "mlp", "hidden_sizes": [16]},
+            "agent.optimizer": {
+                "learning_rate": learning_rate,
+                "decay": 0.99,
+                "momentum": 0.0,
+                "max_grad_norm": 40.0,
+                "lr_schedule": "linear_to_zero",
+            },
+            "agent.loss": {
+                "discount": 0.99,
+                "baseline_cost": 0.5,
+                "reward_clip": None,
+                "correction": "vtrace",
+            },
+            "agent.unroll_length": 5,
+            "agent.batch_size": 4,
+            "agent.policy_lag": 4,
+        },
+    )
 
 
 def write_toy_spec(directory: Path, **overrides: Any) -> Path:
     """Write the toy spec to ``<directory>/<paper>/<experiment>.yaml`` (the file name must be the experiment id)."""
-    data = toy_spec_data(**overrides)
-    path = Path(directory) / data["paper"] / f"{data['experiment']}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False))
-    return path
+    return write_spec(directory, toy_run_spec_data(**overrides))
 
 
 @pytest.fixture(scope="session")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import re
 import subprocess
@@ -11,41 +10,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from rlrepro.cli import main
 from rlrepro.specs import load_specs
+from tests.factories import toy_spec_data, write_spec
 
 REPO = Path(__file__).resolve().parents[1]
 
-_SPEC: dict[str, Any] = {
-    "paper": "toy",
-    "experiment": "mini",
-    "reference": {"title": "T", "citation": "C", "where": "W"},
-    "agent": {
-        "kind": "impala",
-        "optimizer": {"learning_rate": 0.001, "epsilon": 0.01},
-        "loss": {"entropy_cost": 0.01},
-        "unroll_length": 5,
-        "batch_size": 4,
-    },
-    "environments": [
-        {"kind": "jax", "id": "catch", "name": "catch"},
-        {"kind": "jax", "id": "cartpole", "name": "cartpole"},
-    ],
-    "variants": [{"name": "a"}, {"name": "b", "agent": {"loss.correction": "none"}}, {"name": "c"}],
-    "budget": {"frames": 2_000_000_000, "seeds": 3},
-    "scales": {"smoke": {"frames": 100, "seeds": 1, "variants": ["a"]}, "cpu": {"frames": 1500, "seeds": 4}},
-    "run": {"seeds_per_job": 2},
-}
+
+def spec_data() -> dict[str, Any]:
+    return toy_spec_data(
+        variants=[{"name": "a"}, {"name": "b", "agent": {"loss.correction": "none"}}, {"name": "c"}],
+        budget={"frames": 2_000_000_000, "seeds": 3},
+        scales={"smoke": {"frames": 100, "seeds": 1, "variants": ["a"]}, "cpu": {"frames": 1500, "seeds": 4}},
+        run={"seeds_per_job": 2},
+    )
 
 
 def write(folder: Path, data: dict[str, Any] | None = None) -> Path:
-    data = copy.deepcopy(_SPEC) if data is None else data
-    path = folder / data["paper"] / f"{data['experiment']}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
+    return write_spec(folder, spec_data() if data is None else data)
 
 
 def bad_spec(folder: Path) -> Path:
@@ -141,7 +124,7 @@ def test_plan_at_smoke_and_paper_scale(tmp_path: Path, capsys: pytest.CaptureFix
 
 def test_plan_only_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(tmp_path)
-    other = copy.deepcopy(_SPEC)
+    other = spec_data()
     other["paper"] = "other"
     write(tmp_path, other)
     assert main(["plan", "--scale", "smoke", "--specs", str(tmp_path), "--only", "other"]) == 0

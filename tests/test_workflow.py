@@ -2,67 +2,48 @@
 
 from __future__ import annotations
 
-import re
-
-import copy
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from rlrepro.specs import SpecError, load_spec, validate_spec
 from rlrepro.workflow import config_hash, missing_backend, plan, plan_experiment, results_root, select
+from tests.factories import toy_spec_data, write_spec
 
 REPO = Path(__file__).resolve().parents[1]
 TOY = REPO / "specs" / "impala" / "offpolicy_correction_toy.yaml"
 
-_SPEC: dict[str, Any] = {
-    "paper": "toy",
-    "experiment": "mini",
-    "reference": {"title": "T", "citation": "C", "where": "W", "notes": "n"},
-    "agent": {
-        "kind": "impala",
-        "optimizer": {"learning_rate": 0.001, "epsilon": 0.01},
-        "loss": {"entropy_cost": 0.01},
-        "unroll_length": 5,
-        "batch_size": 4,
-    },
-    "environments": [
-        {"kind": "jax", "id": "catch", "name": "catch"},
-        {"kind": "jax", "id": "cartpole", "name": "cartpole", "kwargs": {"max_steps": 50}},
-    ],
-    "variants": [
-        {"name": "a"},
-        {"name": "b", "agent": {"policy_lag": 4}},
-        {"name": "c", "agent": {"loss.correction": "none"}},
-    ],
-    "budget": {"frames": 1000, "seeds": 5},
-    "scales": {
-        "smoke": {
-            "frames": 100, "seeds": 1, "variants": ["a"], "environments": ["cartpole"], "agent": {"batch_size": 2}
-        },
-        "cpu": {"frames": 200, "seeds": 4},
-    },
-    "run": {"seeds_per_job": 3},
-    "claims": [
-        {"kind": "ordering", "id": "a_beats_c", "statement": "s", "better": "a", "worse": ["c"], "judged_at": ["cpu"]}
-    ],
-}
-
 
 def spec_data() -> dict[str, Any]:
-    return copy.deepcopy(_SPEC)
-
-
-def write(folder: Path, data: dict[str, Any]) -> Path:
-    path = folder / data["paper"] / f"{data['experiment']}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
+    return toy_spec_data(
+        reference={"title": "T", "citation": "C", "where": "W", "notes": "n"},
+        environments=[
+            {"kind": "jax", "id": "catch", "name": "catch"},
+            {"kind": "jax", "id": "cartpole", "name": "cartpole", "kwargs": {"max_steps": 50}},
+        ],
+        variants=[
+            {"name": "a"},
+            {"name": "b", "agent": {"policy_lag": 4}},
+            {"name": "c", "agent": {"loss.correction": "none"}},
+        ],
+        budget={"frames": 1000, "seeds": 5},
+        scales={
+            "smoke": {
+                "frames": 100, "seeds": 1, "variants": ["a"], "environments": ["cartpole"], "agent": {"batch_size": 2}
+            },
+            "cpu": {"frames": 200, "seeds": 4},
+        },
+        run={"seeds_per_job": 3},
+        claims=[
+            {"kind": "ordering", "id": "a_beats_c", "statement": "s", "better": "a", "worse": ["c"],
+             "judged_at": ["cpu"]}
+        ],
+    )
 
 
 def dmlab_data() -> dict[str, Any]:
@@ -77,8 +58,8 @@ def dmlab_data() -> dict[str, Any]:
 def spec_dir(tmp_path: Path) -> Path:
     """A spec folder outside the repository with one toy and one DMLab experiment."""
     folder = tmp_path / "myspecs"
-    write(folder, spec_data())
-    write(folder, dmlab_data())
+    write_spec(folder, spec_data())
+    write_spec(folder, dmlab_data())
     return folder
 
 
@@ -121,7 +102,7 @@ def test_paper_plan_uses_the_budget_on_every_variant_and_environment(spec_dir: P
 def test_without_seeds_per_job_all_seeds_of_a_cell_are_one_job(tmp_path: Path) -> None:
     data = spec_data()
     del data["run"]
-    path = write(tmp_path, data)
+    path = write_spec(tmp_path, data)
     experiment = plan_experiment(path, load_spec(path), "cpu")
     assert len(experiment.jobs) == 6
     assert all(j.seeds == (0, 1, 2, 3) for j in experiment.jobs)
@@ -162,7 +143,7 @@ def test_job_names_stay_unique_when_variant_names_differ_only_in_punctuation(tmp
     data["variants"] = [{"name": "lag=8"}, {"name": "lag-8", "agent": {"policy_lag": 8}}]
     data["claims"] = []
     data["scales"]["smoke"].pop("variants")
-    path = write(tmp_path, data)
+    path = write_spec(tmp_path, data)
     jobs = plan_experiment(path, load_spec(path), "smoke").jobs
     assert len({j.name for j in jobs}) == len(jobs)  # each becomes a Snakemake rule name
 
@@ -193,7 +174,7 @@ def test_select_on_real_specs() -> None:
 
 
 def test_spec_file_outside_the_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    path = write(tmp_path / "elsewhere", spec_data())
+    path = write_spec(tmp_path / "elsewhere", spec_data())
     monkeypatch.chdir(tmp_path)  # neither the repository nor the spec folder
     [experiment] = plan([path], "cpu")
     assert experiment.spec_path == path
@@ -208,7 +189,7 @@ def test_plan_of_a_missing_path_is_a_spec_error(tmp_path: Path) -> None:
 def test_plan_of_an_invalid_spec_is_a_spec_error(tmp_path: Path) -> None:
     data = spec_data()
     data["budget"]["seeds"] = "five"
-    write(tmp_path, data)
+    write_spec(tmp_path, data)
     with pytest.raises(SpecError, match="budget.seeds: expected a valid integer"):
         plan([tmp_path], "cpu")
 

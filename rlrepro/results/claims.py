@@ -57,25 +57,26 @@ def _judge_ordering(claim: OrderingClaim, cells: dict[tuple[str, str], CellResul
             if better is None or worse is None:
                 missing.append(f"{claim.better if better is None else worse_name} on {env}")
                 continue
-            a, b = _finite(better.final), _finite(worse.final)
+            a, b = _finite(better.values(claim.metric)), _finite(worse.values(claim.metric))
             if not a or not b:
-                missing.append(f"finite final returns for {claim.better} vs {worse_name} on {env}")
+                missing.append(f"finite {claim.metric} for {claim.better} vs {worse_name} on {env}")
                 continue
             diff, low, high = difference_of_means_ci(a, b, reps=reps)
-            ok = low > 0
+            ok = low > 0 if claim.higher_is_better else high < 0
             holds &= ok
             lines.append(f"{env}: {claim.better} - {worse_name} = {diff:+.3g} [95% CI {low:+.3g}, {high:+.3g}] {'ok' if ok else 'FAILS'}")
     if missing or not lines:
         why = "not run at this scale: " + "; ".join(missing) if missing else "no runs to compare"
         return Verdict(claim.id, claim.statement, NOT_JUDGED, why, claim.paper_evidence)
     verdict = REPRODUCED if holds else NOT_REPRODUCED
-    rule = "every difference's bootstrap 95% CI (over seeds) must lie above 0"
+    side = "above" if claim.higher_is_better else "below"
+    rule = f"{claim.metric}: every difference's bootstrap 95% CI (over seeds) must lie {side} 0"
     return Verdict(claim.id, claim.statement, verdict, f"{rule}. " + "; ".join(lines), claim.paper_evidence)
 
 
 def _judge_threshold(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult], reps: int) -> Verdict:
     cell = cells.get((claim.variant, claim.environment))
-    values = _finite(cell.final) if cell else []
+    values = _finite(cell.values(claim.metric)) if cell else []
     if not values:
         return Verdict(claim.id, claim.statement, NOT_JUDGED, f"{claim.variant} on {claim.environment} not run at this scale", claim.paper_evidence)
     point, low, high = stratified_bootstrap_ci(np.asarray(values)[:, None], aggregate_mean, reps=reps)
@@ -84,7 +85,7 @@ def _judge_threshold(claim: ThresholdClaim, cells: dict[tuple[str, str], CellRes
     else:
         ok = point <= claim.value + claim.tolerance
     detail = (
-        f"{claim.variant} on {claim.environment}: mean {point:.4g} [95% CI {low:.4g}, {high:.4g}] over {len(values)} seeds; "
+        f"{claim.metric} of {claim.variant} on {claim.environment}: mean {point:.4g} [95% CI {low:.4g}, {high:.4g}] over {len(values)} seeds; "
         f"needs {claim.op} {claim.value:g} (tolerance {claim.tolerance:g})"
     )
     return Verdict(claim.id, claim.statement, REPRODUCED if ok else NOT_REPRODUCED, detail, claim.paper_evidence)

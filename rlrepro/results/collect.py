@@ -17,11 +17,19 @@ class CellResult:
     variant: str
     env: str
     seeds: list[int] = field(default_factory=list)
-    final: list[float] = field(default_factory=list)
+    final: list[float] = field(default_factory=list)  # values of report_metric, one per seed
+    finals: list[dict[str, float]] = field(default_factory=list)  # summary.json 'final', one per seed
     frames: list[int] = field(default_factory=list)
     curves: list[list[tuple[int, float]]] = field(default_factory=list)
     commits: set[str] = field(default_factory=set)
     spec_hashes: set[str] = field(default_factory=set)
+    report_metric: str = "final_return"
+
+    def values(self, metric: str) -> list[float]:
+        """One value of ``metric`` per seed (NaN where a run did not produce it)."""
+        if metric == self.report_metric:
+            return list(self.final)
+        return [float(final.get(metric, math.nan)) for final in self.finals]
 
 
 class MissingRunsError(RuntimeError):
@@ -30,10 +38,11 @@ class MissingRunsError(RuntimeError):
 
 def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResult]:
     """Summaries and curves of every run unit of ``plan`` under the scale root ``root``."""
+    report, curve = plan.spec.run.report_metric, plan.spec.run.curve_metric
     cells: dict[tuple[str, str], CellResult] = {}
     missing = []
     for job in plan.jobs:
-        cell = cells.setdefault((job.variant, job.env), CellResult(job.variant, job.env))
+        cell = cells.setdefault((job.variant, job.env), CellResult(job.variant, job.env, report_metric=report))
         for unit in job.units:
             run_dir = unit.run_dir(root)
             summary_path = run_dir / "summary.json"
@@ -42,22 +51,23 @@ def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResul
                 continue
             summary = json.loads(summary_path.read_text())
             cell.seeds.append(unit.seed)
-            cell.final.append(summary["final"]["final_return"])
+            cell.finals.append(summary["final"])
+            cell.final.append(float(summary["final"].get(report, math.nan)))
             cell.frames.append(summary["frames"])
             cell.commits.add(summary["run"]["git_commit"])
             cell.spec_hashes.add(summary["run"]["spec_hash"])
-            cell.curves.append(_curve(run_dir / "metrics.jsonl"))
+            cell.curves.append(_curve(run_dir / "metrics.jsonl", curve))
     if missing:
         listed = "\n  ".join(missing[:10]) + (f"\n  ... and {len(missing) - 10} more" if len(missing) > 10 else "")
         raise MissingRunsError(f"{plan.key}: {len(missing)} run(s) not finished (no summary.json):\n  {listed}")
     return cells
 
 
-def _curve(path: Path) -> list[tuple[int, float]]:
+def _curve(path: Path, metric: str) -> list[tuple[int, float]]:
     points = []
     for line in path.read_text().splitlines():
         record = json.loads(line)
-        value = record.get("episode_return", math.nan)
+        value = record.get(metric, math.nan)
         if math.isfinite(value):
             points.append((record["frames"], value))
     return points

@@ -20,8 +20,10 @@ def mean_curve(curves: list[list[tuple[int, float]]]) -> tuple[np.ndarray, np.nd
     return np.asarray(common), mean, stderr
 
 
-def plot_learning_curves(cells: dict[tuple[str, str], CellResult], path: Path, *, title: str) -> None:
-    """Write a PNG: per environment, the mean episode return of every variant with a +-1 s.e. band."""
+def plot_learning_curves(
+    cells: dict[tuple[str, str], CellResult], path: Path, *, title: str, metric: str = "episode_return"
+) -> None:
+    """Write a PNG: per environment, the mean of ``metric`` over seeds for every variant, with a +-1 s.e. band."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -44,7 +46,7 @@ def plot_learning_curves(cells: dict[tuple[str, str], CellResult], path: Path, *
             ax.fill_between(frames, mean - stderr, mean + stderr, color=colour, alpha=0.2, linewidth=0)
         ax.set_title(env)
         ax.set_xlabel("frames")
-        ax.set_ylabel("episode return (mean over seeds, band: ±1 s.e.)")
+        ax.set_ylabel(f"{metric.replace('_', ' ')} (mean over seeds, band: ±1 s.e.)")
         ax.grid(alpha=0.3)
     axes[0][-1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.suptitle(title, fontsize=10)

@@ -32,7 +32,8 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
     provenance = _provenance(plan, scale, cells)
     _write_csv(paths["csv"], rows, provenance)
     paths["md"].write_text(_markdown(plan, rows, verdicts, provenance, paths["png"].name))
-    plot_learning_curves(cells, paths["png"], title=f"{plan.key} at scale '{scale}' ({provenance['seeds']} seeds)")
+    title = f"{plan.key} at scale '{scale}' ({provenance['seeds']} seeds)"
+    plot_learning_curves(cells, paths["png"], title=title, metric=spec.run.curve_metric)
     paths["json"].write_text(
         json.dumps({"provenance": provenance, "rows": rows, "claims": [v.as_dict() for v in verdicts]}, indent=2) + "\n"
     )
@@ -74,8 +75,14 @@ def _provenance(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], C
         "run_commits": commits,
         "run_spec_hashes": sorted(set().union(*(c.spec_hashes for c in cells.values()))),
         "table_commit": git_commit(),
-        "metric": f"final_return: mean episode return over the last {plan.spec.run.final_fraction:.0%} of frames",
+        "metric": _metric_text(plan.spec.run.report_metric, plan.spec.run.final_fraction),
     }
+
+
+def _metric_text(metric: str, fraction: float) -> str:
+    if metric == "final_return":
+        return f"final_return: mean episode return over the last {fraction:.0%} of frames"
+    return f"{metric}: its mean over the last {fraction:.0%} of frames"
 
 
 def _write_csv(path: Path, rows: list[dict], provenance: dict) -> None:

@@ -94,6 +94,10 @@ class RunSpec(SpecModel):
     final_fraction: float = Field(
         0.1, gt=0, le=1, description="Final return = mean episode return over this last fraction of the frames."
     )
+    report_metric: str = Field(
+        "final_return", description="The per-run value shown in the experiment's table (a key of summary.json 'final')."
+    )
+    curve_metric: str = Field("episode_return", description="The metrics.jsonl key plotted as learning curves.")
     seeds_per_job: PositiveCount | None = Field(
         None, description="Seeds trained together (vmapped) in one job; default: all seeds of a variant in one job."
     )
@@ -105,7 +109,11 @@ class OrderingClaim(SpecModel):
     kind: Literal["ordering"] = Field(description="Claim kind.")
     id: Name = Field(description="Claim id.")
     statement: str = Field(description="The claim in words, as the paper makes it.")
-    metric: Literal["final_return"] = Field("final_return", description="Per-run metric compared.")
+    metric: str = Field(
+        "final_return",
+        description="Per-run value compared: a key of summary.json 'final' (final_return, or any logged metric's final-window mean).",
+    )
+    higher_is_better: bool = Field(True, description="Whether larger values of the metric are better (false for errors).")
     better: str = Field(description="Variant that should score highest.")
     worse: list[str] = Field(min_length=1, description="Variants it should beat.")
     environments: list[str] | None = Field(None, description="Environment ids where it must hold (default: all run).")
@@ -119,7 +127,9 @@ class ThresholdClaim(SpecModel):
     kind: Literal["threshold"] = Field(description="Claim kind.")
     id: Name = Field(description="Claim id.")
     statement: str = Field(description="The claim in words.")
-    metric: Literal["final_return"] = Field("final_return", description="Per-run metric compared (mean over seeds).")
+    metric: str = Field(
+        "final_return", description="Per-run value compared (mean over seeds): a key of summary.json 'final'."
+    )
     variant: str = Field(description="Variant name.")
     environment: str = Field(description="Environment id.")
     op: Literal[">=", "<="] = Field(description="Comparison.")

@@ -7,18 +7,42 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args, get_origin
 
 import yaml
-from pydantic import TypeAdapter, ValidationError
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
-from rlrepro.specs.agents import AGENT_KINDS, AgentSpec
+from rlrepro.specs.agents import AgentSpec
 from rlrepro.specs.common import Scale
-from rlrepro.specs.environments import ENV_KINDS
 from rlrepro.specs.experiment import ExperimentSpec, VariantSpec
 from rlrepro.specs.yaml_io import load_yaml
 
-_UNION_TAGS = set(AGENT_KINDS) | set(ENV_KINDS) | {"ordering", "threshold", "mlp", "impala_shallow", "impala_deep"}
+
+
+def _kind_tags(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:
+    """Every value a ``kind`` discriminator can take in ``model`` and the models below it.
+
+    Pydantic puts the tag of a discriminated union into an error's location; error paths leave it out.
+    """
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return set()
+    seen.add(model)
+    tags: set[str] = set()
+    for name, field in model.model_fields.items():
+        stack = [field.annotation]
+        while stack:
+            annotation = stack.pop()
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                tags |= _kind_tags(annotation, seen)
+            elif get_origin(annotation) is Literal and name == "kind":
+                tags |= {str(a) for a in get_args(annotation)}
+            else:
+                stack.extend(get_args(annotation))
+    return tags
+
+
+_UNION_TAGS = _kind_tags(ExperimentSpec)
 _AGENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(AgentSpec)
 
 

@@ -58,7 +58,7 @@ def train_job(
     run_dirs = [unit.run_dir(root) for unit in units]
     for unit, run_dir in zip(units, run_dirs):
         _write_resolved(run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_spec.model_dump(mode="json"))
-    ckpt = units[0].checkpoint_dir(root).parent / f"seeds{'-'.join(map(str, seeds))}.npz"
+    ckpt = units[0].checkpoint_dir(root).parent / f"seeds{'-'.join(map(str, seeds))}.ckpt"
 
     state = program.init_batch(jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds]))
     start_chunk, wall_offset = 0, 0.0
@@ -194,17 +194,31 @@ def final_return(records: list[dict], total_frames: int, fraction: float) -> tup
     return sum(r["episode_return"] * r["episodes"] for r in window) / episodes, episodes
 
 
+def final_values(records: list[dict], fraction: float) -> dict[str, float]:
+    """Every metric's mean over the last ``fraction`` of the frames (NaN and non-numbers skipped)."""
+    start = records[-1]["frames"] * (1.0 - fraction)
+    window = [r for r in records if r["frames"] > start]
+    values: dict[str, float] = {}
+    for name in window[0]:
+        if name in ("frames", "updates", "wall_time", "episode_return", "episodes"):
+            continue
+        finite = [r[name] for r in window if isinstance(r.get(name), (int, float)) and math.isfinite(r[name])]
+        values[name] = sum(finite) / len(finite) if finite else math.nan
+    return values
+
+
 def _write_summary(run_dir: Path, *, final_fraction: float) -> None:
     records = read_metrics(run_dir / "metrics.jsonl")
     last = records[-1]
     value, episodes = final_return(records, last["frames"], final_fraction)
     run = json.loads((run_dir / "spec.resolved.json").read_text())["run"]
+    final = {"final_return": value, "final_episodes": episodes, "final_fraction": final_fraction}
     summary = {
         "run": run,
         "frames": last["frames"],
         "updates": last["updates"],
         "wall_time": last["wall_time"],
-        "final": {"final_return": value, "final_episodes": episodes, "final_fraction": final_fraction},
+        "final": {**final, **final_values(records, final_fraction)},
         "completed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
     _write_json_atomic(run_dir / "summary.json", summary)

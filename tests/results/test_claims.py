@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import math
 from typing import Any
 
@@ -13,32 +12,18 @@ from rlrepro.results.aggregation import difference_of_means_ci
 from rlrepro.results.claims import NOT_JUDGED, NOT_REPRODUCED, REPRODUCED, judge_claims
 from rlrepro.results.collect import CellResult
 from rlrepro.specs import ExperimentSpec, validate_spec
-
-_SPEC: dict[str, Any] = {
-    "paper": "toy",
-    "experiment": "mini",
-    "reference": {"title": "T", "citation": "C", "where": "W"},
-    "agent": {
-        "kind": "impala",
-        "optimizer": {"learning_rate": 0.001, "epsilon": 0.01},
-        "loss": {"entropy_cost": 0.01},
-        "unroll_length": 5,
-        "batch_size": 4,
-    },
-    "environments": [
-        {"kind": "jax", "id": "catch", "name": "catch"},
-        {"kind": "jax", "id": "cartpole", "name": "cartpole"},
-    ],
-    "variants": [{"name": "a"}, {"name": "b"}, {"name": "c"}],
-    "budget": {"frames": 1000, "seeds": 4},
-    "scales": {"smoke": {"frames": 100, "seeds": 2}, "cpu": {"frames": 200, "seeds": 4}},
-}
+from tests.factories import toy_spec_data
 
 
 def make_spec(*claims: dict[str, Any]) -> ExperimentSpec:
-    data = copy.deepcopy(_SPEC)
-    data["claims"] = list(claims)
-    return validate_spec(data)
+    return validate_spec(
+        toy_spec_data(
+            variants=[{"name": "a"}, {"name": "b"}, {"name": "c"}],
+            budget={"frames": 1000, "seeds": 4},
+            scales={"smoke": {"frames": 100, "seeds": 2}, "cpu": {"frames": 200, "seeds": 4}},
+            claims=list(claims),
+        )
+    )
 
 
 def ordering(better: str = "a", worse: tuple[str, ...] = ("b",), **extra: Any) -> dict[str, Any]:
@@ -139,7 +124,7 @@ def test_ordering_with_no_results_at_all_is_not_judged() -> None:
 def test_non_finite_final_returns_are_not_judged() -> None:
     [verdict] = judge_claims(make_spec(ordering()), "cpu", cells({("a", "catch"): [math.nan], ("b", "catch"): LOW}))
     assert verdict.verdict == NOT_JUDGED
-    assert "finite final returns for a vs b on catch" in verdict.detail
+    assert "finite final_return for a vs b on catch" in verdict.detail
 
 
 def test_nan_seeds_are_dropped_before_comparing() -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import csv
 import json
 import math
@@ -10,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
 from rlrepro.cli import main
 from rlrepro.provenance import git_commit
@@ -19,58 +17,43 @@ from rlrepro.results.report import write_report
 from rlrepro.results.tables import aggregate_experiment
 from rlrepro.specs import ExperimentSpec, load_spec, spec_hash
 from rlrepro.workflow import RunUnit, config_hash, plan_experiment, results_root
+from tests.factories import toy_spec_data, write_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 RUN_COMMIT = "0123abc"
 FINALS = {"a": [10.0, 11.0, 12.0], "b": [1.0, 2.0, 3.0]}  # per seed, on every environment
 
-_TOY: dict[str, Any] = {
-    "paper": "toy",
-    "experiment": "mini",
-    "reference": {"title": "A Toy Paper", "citation": "Someone et al., 2024", "where": "Table 2", "notes": "toy tasks"},
-    "agent": {
-        "kind": "impala",
-        "optimizer": {"learning_rate": 0.001, "epsilon": 0.01},
-        "loss": {"entropy_cost": 0.01},
-        "unroll_length": 5,
-        "batch_size": 4,
-    },
-    "environments": [
-        {"kind": "jax", "id": "catch", "name": "catch"},
-        {"kind": "jax", "id": "cartpole", "name": "cartpole"},
-    ],
-    "variants": [{"name": "a"}, {"name": "b", "agent": {"loss.correction": "none"}}],
-    "budget": {"frames": 1000, "seeds": 5},
-    "scales": {"smoke": {"frames": 100, "seeds": 1}, "cpu": {"frames": 200, "seeds": 3}},
-    "run": {"updates_per_chunk": 10, "final_fraction": 0.25},
-    "claims": [
-        {"kind": "ordering", "id": "a_beats_b", "statement": "a scores higher than b.", "better": "a", "worse": ["b"],
-         "judged_at": ["cpu"], "paper_evidence": "Table 2"},
-        {"kind": "threshold", "id": "a_reaches_5", "statement": "a reaches 5 on catch.", "variant": "a",
-         "environment": "catch", "op": ">=", "value": 5.0, "judged_at": ["cpu"]},
-        {"kind": "ordering", "id": "b_beats_a_at_scale", "statement": "b wins with the paper's budget.", "better": "b",
-         "worse": ["a"], "judged_at": ["paper"]},
-    ],
-    "paper_table": {
-        "caption": "Table 2 of the paper.", "columns": ["variant", "catch"], "rows": [["a", 46.8], ["b", 40.3]]
-    },
-}
+
+def _toy() -> dict[str, Any]:
+    return toy_spec_data(
+        reference={
+            "title": "A Toy Paper", "citation": "Someone et al., 2024", "where": "Table 2", "notes": "toy tasks"
+        },
+        variants=[{"name": "a"}, {"name": "b", "agent": {"loss.correction": "none"}}],
+        budget={"frames": 1000, "seeds": 5},
+        scales={"smoke": {"frames": 100, "seeds": 1}, "cpu": {"frames": 200, "seeds": 3}},
+        run={"updates_per_chunk": 10, "final_fraction": 0.25},
+        claims=[
+            {"kind": "ordering", "id": "a_beats_b", "statement": "a scores higher than b.", "better": "a",
+             "worse": ["b"], "judged_at": ["cpu"], "paper_evidence": "Table 2"},
+            {"kind": "threshold", "id": "a_reaches_5", "statement": "a reaches 5 on catch.", "variant": "a",
+             "environment": "catch", "op": ">=", "value": 5.0, "judged_at": ["cpu"]},
+            {"kind": "ordering", "id": "b_beats_a_at_scale", "statement": "b wins with the paper's budget.",
+             "better": "b", "worse": ["a"], "judged_at": ["paper"]},
+        ],
+        paper_table={
+            "caption": "Table 2 of the paper.", "columns": ["variant", "catch"], "rows": [["a", 46.8], ["b", 40.3]]
+        },
+    )
 
 
 def _dmlab() -> dict[str, Any]:
-    data = copy.deepcopy(_TOY)
+    data = _toy()
     data.update(paper="lab", experiment="watermaze")
     data["environments"] = [{"kind": "dmlab", "id": "rooms_watermaze", "level": "rooms_watermaze"}]
     data["claims"] = [{"kind": "threshold", "id": "lab_claim", "statement": "s", "variant": "a",
                        "environment": "rooms_watermaze", "op": ">=", "value": 1.0, "judged_at": ["cpu"]}]
     return data
-
-
-def write_spec(folder: Path, data: dict[str, Any]) -> Path:
-    path = folder / data["paper"] / f"{data['experiment']}.yaml"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(yaml.safe_dump(data, sort_keys=False), encoding="utf-8")
-    return path
 
 
 def _curve(final: float) -> list[tuple[int, float, int]]:
@@ -122,9 +105,9 @@ def aggregated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """One aggregation and one report over a toy experiment, a DMLab experiment and an unrun toy experiment."""
     base = tmp_path_factory.mktemp("tables")
     specs = base / "specs"
-    toy = write_spec(specs, _TOY)
+    toy = write_spec(specs, _toy())
     write_spec(specs, _dmlab())
-    unrun = copy.deepcopy(_TOY)
+    unrun = _toy()
     unrun["experiment"] = "unrun"
     write_spec(specs, unrun)
     results = base / "results"
@@ -140,13 +123,14 @@ def aggregated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 def test_fabricated_summary_matches_what_the_runner_writes(tmp_path: Path) -> None:
     from rlrepro.training import runner  # imports jax: kept to this one test
 
-    toy = write_spec(tmp_path / "specs", _TOY)
+    toy = write_spec(tmp_path / "specs", _toy())
     [run_dir, *_] = fabricate_all(toy, tmp_path / "results")
     fabricated = json.loads((run_dir / "summary.json").read_text())
     runner._write_summary(run_dir, final_fraction=0.25)
     written = json.loads((run_dir / "summary.json").read_text())
     assert set(written) == set(fabricated)
-    assert set(written["final"]) == set(fabricated["final"])
+    # every fabricated key is written, plus the final-window mean of each other logged metric ('loss' here)
+    assert set(written["final"]) == set(fabricated["final"]) | {"loss"}
     assert written["run"] == fabricated["run"]
     assert written["frames"] == fabricated["frames"] == 200
     # the last quarter of 200 frames is the chunk at frame 200: final_return = its episode return
@@ -168,7 +152,7 @@ def test_collect_reads_every_run(aggregated: dict[str, Any]) -> None:
 
 
 def test_missing_runs_raise_naming_them(tmp_path: Path) -> None:
-    toy = write_spec(tmp_path / "specs", _TOY)
+    toy = write_spec(tmp_path / "specs", _toy())
     results = tmp_path / "results"
     run_dirs = fabricate_all(toy, results)
     gone = [d for d in run_dirs if d.match("b/cartpole/seed2") or d.match("a/catch/seed0")]
@@ -185,7 +169,7 @@ def test_missing_runs_raise_naming_them(tmp_path: Path) -> None:
 
 
 def test_runs_of_another_scale_do_not_count(tmp_path: Path) -> None:
-    toy = write_spec(tmp_path / "specs", _TOY)
+    toy = write_spec(tmp_path / "specs", _toy())
     fabricate_all(toy, tmp_path / "results", scale="cpu")
     with pytest.raises(MissingRunsError, match=r"4 run\(s\) not finished"):  # smoke: 2 variants x 2 envs x 1 seed
         aggregate_experiment(toy, scale="smoke", results=tmp_path / "results")
@@ -273,7 +257,7 @@ def test_json_has_provenance_rows_and_claims(aggregated: dict[str, Any]) -> None
 
 
 def test_reversed_results_are_not_reproduced_in_the_table(tmp_path: Path) -> None:
-    data = copy.deepcopy(_TOY)
+    data = _toy()
     data["claims"][0].update(better="b", worse=["a"])
     toy = write_spec(tmp_path / "specs", data)
     fabricate_all(toy, tmp_path / "results")
@@ -283,7 +267,7 @@ def test_reversed_results_are_not_reproduced_in_the_table(tmp_path: Path) -> Non
 
 
 def test_cli_aggregate_and_report(tmp_path: Path) -> None:
-    toy = write_spec(tmp_path / "specs", _TOY)
+    toy = write_spec(tmp_path / "specs", _toy())
     results = tmp_path / "results"
     fabricate_all(toy, results)
     assert main(["aggregate", "--spec", str(toy), "--scale", "cpu", "--results", str(results)]) == 0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import copy
 import json
 import types
 import typing
@@ -26,36 +25,22 @@ from rlrepro.specs import (
 from rlrepro.specs.agents import ConvNetworkSpec, ImpalaAgentSpec, MLPNetworkSpec
 from rlrepro.specs.environments import DmlabEnvSpec, JaxEnvSpec
 from rlrepro.specs.experiment import OrderingClaim, ThresholdClaim, VariantGridSpec, VariantSpec
+from tests.factories import toy_spec_data
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_SPECS = sorted((REPO / "specs").rglob("*.yaml"))
 
-_MINIMAL: dict[str, Any] = {
-    "paper": "toy",
-    "experiment": "mini",
-    "reference": {"title": "T", "citation": "C", "where": "W"},
-    "agent": {
-        "kind": "impala",
-        "optimizer": {"learning_rate": 0.001, "epsilon": 0.01},
-        "loss": {"entropy_cost": 0.01},
-        "unroll_length": 5,
-        "batch_size": 4,
-    },
-    "environments": [
-        {"kind": "jax", "id": "catch", "name": "catch"},
-        {"kind": "jax", "id": "cartpole", "name": "cartpole"},
-    ],
-    "variants": [{"name": "a"}, {"name": "b", "agent": {"loss.correction": "none"}}],
-    "budget": {"frames": 1000, "seeds": 2},
-    "scales": {"smoke": {"frames": 100, "seeds": 1}, "cpu": {"frames": 200, "seeds": 1}},
-    "claims": [
-        {"kind": "ordering", "id": "a_beats_b", "statement": "s", "better": "a", "worse": ["b"], "judged_at": ["cpu"]}
-    ],
-}
-
 
 def minimal() -> dict[str, Any]:
-    return copy.deepcopy(_MINIMAL)
+    return toy_spec_data(
+        variants=[{"name": "a"}, {"name": "b", "agent": {"loss.correction": "none"}}],
+        budget={"frames": 1000, "seeds": 2},
+        scales={"smoke": {"frames": 100, "seeds": 1}, "cpu": {"frames": 200, "seeds": 1}},
+        claims=[
+            {"kind": "ordering", "id": "a_beats_b", "statement": "s", "better": "a", "worse": ["b"],
+             "judged_at": ["cpu"]}
+        ],
+    )
 
 
 def problems(data: dict[str, Any]) -> list[str]:

@@ -63,7 +63,7 @@ def _run_dirs(results: Path, variant: str = "vtrace", env: str = "catch") -> lis
 
 
 def _checkpoint(results: Path) -> Path:
-    return results / "smoke" / "checkpoints" / "toytest" / "toy" / "vtrace" / "catch" / "seeds0-1.npz"
+    return results / "smoke" / "checkpoints" / "toytest" / "toy" / "vtrace" / "catch" / "seeds0-1.ckpt"
 
 
 def _copy(results: Path, tmp_path: Path) -> Path:
@@ -239,7 +239,7 @@ def test_a_job_killed_with_sigkill_resumes_without_gaps_or_duplicates(
         _train_command(spec, killed_results), capture_output=True, text=True, env=subprocess_env, timeout=300
     )
     assert second.returncode == 0, second.stderr
-    resumed = re.search(r"resuming from .*seeds0\.npz at chunk (\d+)/40", second.stdout)
+    resumed = re.search(r"resuming from .*seeds0\.ckpt at chunk (\d+)/40", second.stdout)
     assert resumed, second.stdout
     assert 2 <= int(resumed.group(1)) < chunks  # the kill came after >= 3 lines, so >= 2 checkpoints
 
