@@ -6,7 +6,7 @@ from typing import Annotated, Any, Literal, Union
 
 from pydantic import Field
 
-from rlrepro.specs.common import Name, SpecModel
+from rlrepro.specs.common import Name, PositiveCount, SpecModel
 
 
 class JaxEnvSpec(SpecModel):
@@ -34,5 +34,55 @@ class DmlabEnvSpec(SpecModel):
         return self.action_repeat
 
 
-EnvSpec = Annotated[Union[JaxEnvSpec, DmlabEnvSpec], Field(discriminator="kind")]
-ENV_KINDS: tuple[str, ...] = ("jax", "dmlab")
+class AtariEvalSpec(SpecModel):
+    """Evaluation episodes, separate from training (IMPALA section 5.3.2: 200 episodes, up to 30 no-ops)."""
+
+    episodes: PositiveCount = Field(200, description="Evaluation episodes per run (200 in IMPALA at paper scale).")
+    noop_max: int = Field(30, ge=0, description="Up to this many no-op actions at the start of each episode.")
+    epsilon: float = Field(0.0, ge=0, le=1, description="Epsilon-greedy exploration during evaluation (DQN: 0.001).")
+
+
+class AtariEnvSpec(SpecModel):
+    """An Atari 2600 game through gymnasium + ale-py; every protocol setting is stated here, not in code."""
+
+    kind: Literal["atari"] = Field(description="Backend kind.")
+    id: Name = Field(description="Short name used in folders and tables, e.g. pong.")
+    game: str = Field(description="ALE game id in snake_case, e.g. pong, breakout, space_invaders.")
+    action_repeat: int = Field(4, ge=1, description="Frames per agent step (Table G.1: 4).")
+    max_pool_frames: int = Field(2, ge=1, le=4, description="Max-pool over the last N repeated frames (Table G.1: 2).")
+    resolution: int = Field(84, ge=8, description="Square observation size after resizing (Table G.1: 84).")
+    grayscale: bool = Field(True, description="Grey-scale observations (Table G.1: yes).")
+    frame_stack: int = Field(4, ge=1, description="Stacked frames per observation (Table G.1: 4).")
+    noop_max: int = Field(30, ge=0, description="Up to this many no-ops at the start of a training episode.")
+    sticky_action_prob: float = Field(
+        0.0, ge=0, le=1, description="Sticky actions (0: the deterministic pre-2018 protocol; ale-py v5 defaults to 0.25)."
+    )
+    life_loss_terminal: bool = Field(True, description="End of episode when a life is lost, in training only (Table G.1).")
+    max_episode_frames: int = Field(
+        108_000, ge=1, description="Episode cap in frames (30 minutes; an assumption the IMPALA paper does not state)."
+    )
+    action_set: Literal["minimal", "full"] = Field("minimal", description="Game-specific minimal or all 18 actions.")
+    num_envs: PositiveCount = Field(32, description="Environments stepped in parallel by the actors.")
+    evaluation: AtariEvalSpec = Field(default_factory=AtariEvalSpec, description="Evaluation protocol.")
+
+    @property
+    def frames_per_step(self) -> int:
+        return self.action_repeat
+
+
+class GymEnvSpec(SpecModel):
+    """A gymnasium environment stepped on the host (classic control, Box2D, MiniGrid)."""
+
+    kind: Literal["gym"] = Field(description="Backend kind.")
+    id: Name = Field(description="Short name used in folders and tables.")
+    name: str = Field(description="gymnasium id, e.g. CartPole-v1, LunarLander-v3, MiniGrid-Empty-5x5-v0.")
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="Arguments of gymnasium.make.")
+    observation: Literal["default", "minigrid_fully_observed"] = Field(
+        "default", description="Observation processing: as the environment gives it, or MiniGrid's full-grid encoding."
+    )
+    max_episode_steps: int | None = Field(None, ge=1, description="Time limit in steps (MiniGrid in the paper: 100).")
+    frames_per_step: int = Field(1, ge=1, description="Frames counted per agent step.")
+
+
+EnvSpec = Annotated[Union[JaxEnvSpec, DmlabEnvSpec, AtariEnvSpec, GymEnvSpec], Field(discriminator="kind")]
+ENV_KINDS: tuple[str, ...] = ("jax", "dmlab", "atari", "gym")
