@@ -18,7 +18,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlrepro.specs import ExperimentSpec, Scale, load_specs, resolve_agent
+from rlrepro.specs import ExperimentSpec, Scale, load_specs, resolve_agent, resolve_env
 
 
 @dataclass(frozen=True)
@@ -127,7 +127,7 @@ def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Sca
     Editing a claim or a description leaves it unchanged, so finished runs are not retrained.
     """
     variant = next(v for v in spec.variant_list() if v.name == variant_name)
-    env = next(e for e in spec.environments if e.id == env_id)
+    env = resolve_env(spec, env_id, scale)
     return _hash(
         {
             "agent": resolve_agent(spec, variant, scale).model_dump(mode="json"),

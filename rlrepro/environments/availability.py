@@ -13,11 +13,26 @@ DMLAB_MESSAGE = (
 )
 
 
+def _missing_module(module: str, package: str) -> str | None:
+    if importlib.util.find_spec(module) is None:
+        return f"python module '{module}' is not installed: install '{package}' (pinned in envs/, `make install`)"
+    return None
+
+
 def missing_backend(env_spec: object) -> str | None:
     """A message naming the missing backend of ``env_spec``, or None when it can run here."""
     kind = getattr(env_spec, "kind", None)
     if kind == "dmlab" and importlib.util.find_spec("deepmind_lab") is None:
         return DMLAB_MESSAGE
+    if kind == "atari":
+        return _missing_module("ale_py", "ale-py") or _missing_module("cv2", "opencv-python-headless")
+    if kind == "gym":
+        name = str(getattr(env_spec, "name", ""))
+        if name.startswith("MiniGrid"):
+            return _missing_module("minigrid", "minigrid")
+        if name.startswith(("LunarLander", "BipedalWalker", "CarRacing")):
+            return _missing_module("Box2D", "box2d")
+        return _missing_module("gymnasium", "gymnasium")
     return None
 
 

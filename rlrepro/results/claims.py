@@ -7,9 +7,16 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from rlrepro.results.aggregation import difference_of_means_ci, stratified_bootstrap_ci, aggregate_mean
+from rlrepro.results.aggregation import (
+    aggregate_iqm,
+    aggregate_mean,
+    aggregate_median,
+    difference_of_means_ci,
+    stratified_bootstrap_ci,
+)
 from rlrepro.results.collect import CellResult
-from rlrepro.specs import ExperimentSpec, OrderingClaim, ThresholdClaim
+from rlrepro.results.normalization import human_normalized_scores
+from rlrepro.specs import AggregateClaim, ExperimentSpec, OrderingClaim, ThresholdClaim
 
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
@@ -42,8 +49,10 @@ def judge_claims(
             verdicts.append(Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence))
         elif isinstance(claim, OrderingClaim):
             verdicts.append(_judge_ordering(claim, cells, reps))
-        else:
+        elif isinstance(claim, ThresholdClaim):
             verdicts.append(_judge_threshold(claim, cells, reps))
+        else:
+            verdicts.append(_judge_aggregate(claim, spec, cells, reps))
     return verdicts
 
 
@@ -87,6 +96,43 @@ def _judge_threshold(claim: ThresholdClaim, cells: dict[tuple[str, str], CellRes
     detail = (
         f"{claim.metric} of {claim.variant} on {claim.environment}: mean {point:.4g} [95% CI {low:.4g}, {high:.4g}] over {len(values)} seeds; "
         f"needs {claim.op} {claim.value:g} (tolerance {claim.tolerance:g})"
+    )
+    return Verdict(claim.id, claim.statement, REPRODUCED if ok else NOT_REPRODUCED, detail, claim.paper_evidence)
+
+
+AGGREGATES = {"median_hns": aggregate_median, "mean_hns": aggregate_mean, "iqm_hns": aggregate_iqm}
+
+
+def hns_matrix(
+    spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], variant: str, metric: str, table: str
+) -> tuple[list[str], np.ndarray]:
+    """Games and a (runs, games) matrix of human-normalised scores in percent (runs cut to the fewest seeds)."""
+    games_by_env = {env.id: getattr(env, "game", env.id) for env in spec.environments}
+    columns, games = [], []
+    for (name, env), cell in sorted(cells.items()):
+        values = _finite(cell.values(metric))
+        if name == variant and values:
+            games.append(games_by_env[env])
+            columns.append(values)
+    if not columns:
+        return [], np.zeros((0, 0))
+    runs = min(len(c) for c in columns)
+    raw = np.asarray([c[:runs] for c in columns], dtype=np.float64).T
+    return games, 100.0 * human_normalized_scores(games, raw, table)
+
+
+def _judge_aggregate(claim: AggregateClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], reps: int) -> Verdict:
+    games, matrix = hns_matrix(spec, cells, claim.variant, claim.metric, claim.hns_table)
+    known = [i for i, game in enumerate(games) if np.isfinite(matrix[:, i]).all()]
+    if len(known) < claim.min_environments:
+        detail = f"{len(known)} game(s) with scores at this scale; the claim needs {claim.min_environments}"
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence)
+    point, low, high = stratified_bootstrap_ci(matrix[:, known], AGGREGATES[claim.aggregate], reps=reps)
+    ok = point >= claim.value - claim.tolerance if claim.op == ">=" else point <= claim.value + claim.tolerance
+    detail = (
+        f"{claim.aggregate} of {claim.variant} over {len(known)} games ({matrix.shape[0]} run(s) each, "
+        f"{claim.hns_table}): {point:.1f}% [95% CI {low:.1f}, {high:.1f}]; needs {claim.op} {claim.value:g}% "
+        f"(tolerance {claim.tolerance:g})"
     )
     return Verdict(claim.id, claim.statement, REPRODUCED if ok else NOT_REPRODUCED, detail, claim.paper_evidence)
 

@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 
 from rlrepro.provenance import git_commit
-from rlrepro.results.aggregation import aggregate_mean, stratified_bootstrap_ci
-from rlrepro.results.claims import Verdict, judge_claims
+from rlrepro.results.aggregation import aggregate_mean, stratified_bootstrap_ci, summarize
+from rlrepro.results.claims import Verdict, hns_matrix, judge_claims
 from rlrepro.results.collect import CellResult, collect
 from rlrepro.results.plots import plot_learning_curves
-from rlrepro.specs import Scale, load_spec, spec_hash
+from rlrepro.specs import ExperimentSpec, Scale, load_spec, spec_hash
 from rlrepro.workflow import ExperimentPlan, plan_experiment, results_root
 
 
@@ -28,10 +28,10 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
     paths = {ext: Path(p) for ext, p in plan.table_paths(root).items()}
     paths["json"] = paths["md"].with_suffix(".json")
     paths["md"].parent.mkdir(parents=True, exist_ok=True)
-    rows = _rows(cells)
+    rows = _rows(cells, spec.paper_values)
     provenance = _provenance(plan, scale, cells)
     _write_csv(paths["csv"], rows, provenance)
-    paths["md"].write_text(_markdown(plan, rows, verdicts, provenance, paths["png"].name))
+    paths["md"].write_text(_markdown(plan, rows, verdicts, provenance, paths["png"].name, cells))
     title = f"{plan.key} at scale '{scale}' ({provenance['seeds']} seeds)"
     plot_learning_curves(cells, paths["png"], title=title, metric=spec.run.curve_metric)
     paths["json"].write_text(
@@ -40,7 +40,7 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
     return paths
 
 
-def _rows(cells: dict[tuple[str, str], CellResult]) -> list[dict]:
+def _rows(cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict[str, float]]) -> list[dict]:
     rows = []
     for (variant, env), cell in cells.items():
         finite = [v for v in cell.final if math.isfinite(v)]
@@ -58,6 +58,7 @@ def _rows(cells: dict[tuple[str, str], CellResult]) -> list[dict]:
                 "ci95_low": low,
                 "ci95_high": high,
                 "per_seed": ";".join(f"{v:.4g}" for v in cell.final),
+                "paper": paper_values.get(variant, {}).get(env, math.nan),
             }
         )
     return rows
@@ -99,7 +100,28 @@ def _fmt(value: float) -> str:
     return "n/a" if not math.isfinite(value) else f"{value:.3g}"
 
 
-def _markdown(plan: ExperimentPlan, rows: list[dict], verdicts: list[Verdict], prov: dict, png: str) -> str:
+def _hns_lines(spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -> list[str]:
+    """For Atari: human-normalised scores per variant, aggregated over the games run (rliable's definitions)."""
+    if not any(env.kind == "atari" for env in spec.environments):
+        return []
+    metric = spec.run.report_metric
+    lines = ["", "## Human-normalised scores", "", f"{metric} normalised with the dqn_zoo_57 table (random, human), in %.", ""]
+    lines += ["| variant | games | median [95% CI] | mean [95% CI] | IQM [95% CI] |", "|---|---|---|---|---|"]
+    for variant in dict.fromkeys(v for v, _ in cells):
+        games, matrix = hns_matrix(spec, cells, variant, metric, "dqn_zoo_57")
+        keep = [i for i in range(len(games)) if np.isfinite(matrix[:, i]).all()]
+        if not keep:
+            continue
+        stats = summarize(matrix[:, keep])
+        parts = [f"{stats[k]['point']:.1f} [{stats[k]['low']:.1f}, {stats[k]['high']:.1f}]" for k in ("median", "mean", "iqm")]
+        lines.append(f"| {variant} | {len(keep)} | " + " | ".join(parts) + " |")
+    return lines
+
+
+def _markdown(
+    plan: ExperimentPlan, rows: list[dict], verdicts: list[Verdict], prov: dict, png: str,
+    cells_by_key: dict[tuple[str, str], CellResult],
+) -> str:
     spec = plan.spec
     envs = list(dict.fromkeys(r["env"] for r in rows))
     by_cell = {(r["variant"], r["env"]): r for r in rows}
@@ -122,10 +144,11 @@ def _markdown(plan: ExperimentPlan, rows: list[dict], verdicts: list[Verdict], p
         cells = []
         for env in envs:
             row = by_cell.get((variant, env))
-            cells.append(
-                "—" if row is None else f"{_fmt(row['final_return_mean'])} [{_fmt(row['ci95_low'])}, {_fmt(row['ci95_high'])}]"
-            )
+            paper = spec.paper_values.get(variant, {}).get(env)
+            text = "—" if row is None else f"{_fmt(row['final_return_mean'])} [{_fmt(row['ci95_low'])}, {_fmt(row['ci95_high'])}]"
+            cells.append(text if paper is None else f"{text} (paper {paper:g})")
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    lines += _hns_lines(spec, cells_by_key)
     if spec.paper_table:
         table = spec.paper_table
         lines += ["", "## The paper's numbers", "", table.caption, "", "| " + " | ".join(table.columns) + " |"]

@@ -4,6 +4,7 @@ from rlrepro.specs.agents import AgentSpec, ImpalaAgentSpec
 from rlrepro.specs.common import SCALES, Scale
 from rlrepro.specs.environments import DmlabEnvSpec, EnvSpec, JaxEnvSpec
 from rlrepro.specs.experiment import (
+    AggregateClaim,
     ClaimSpec,
     ExperimentSpec,
     OrderingClaim,
@@ -18,12 +19,14 @@ from rlrepro.specs.loading import (
     load_spec,
     load_specs,
     resolve_agent,
+    resolve_env,
     spec_hash,
     validate_spec,
 )
 
 __all__ = [
     "SCALES",
+    "AggregateClaim",
     "AgentSpec",
     "ClaimSpec",
     "DmlabEnvSpec",
@@ -42,6 +45,7 @@ __all__ = [
     "load_spec",
     "load_specs",
     "resolve_agent",
+    "resolve_env",
     "spec_hash",
     "validate_spec",
 ]

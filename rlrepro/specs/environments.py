@@ -14,7 +14,7 @@ class JaxEnvSpec(SpecModel):
 
     kind: Literal["jax"] = Field(description="Backend kind.")
     id: Name = Field(description="Short name used in folders and tables.")
-    name: Literal["catch", "cartpole"] = Field(description="Environment in rlrepro.environments.jax_envs.")
+    name: Literal["catch", "cartpole", "random_walk"] = Field(description="Environment in rlrepro.environments.jax_envs.")
     kwargs: dict[str, Any] = Field(default_factory=dict, description="Constructor arguments (e.g. rows, columns).")
     frames_per_step: int = Field(1, ge=1, description="Frames counted per agent step (no action repeat for toy tasks).")
 
@@ -62,6 +62,9 @@ class AtariEnvSpec(SpecModel):
         108_000, ge=1, description="Episode cap in frames (30 minutes; an assumption the IMPALA paper does not state)."
     )
     action_set: Literal["minimal", "full"] = Field("minimal", description="Game-specific minimal or all 18 actions.")
+    fire_reset: bool = Field(
+        False, description="Press FIRE after every reset (a common wrapper; not part of the IMPALA/DQN protocol)."
+    )
     num_envs: PositiveCount = Field(32, description="Environments stepped in parallel by the actors.")
     evaluation: AtariEvalSpec = Field(default_factory=AtariEvalSpec, description="Evaluation protocol.")
 

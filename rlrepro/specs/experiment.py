@@ -73,6 +73,10 @@ class ScaleSpec(SpecModel):
     environments: list[str] | None = Field(None, min_length=1, description="Environment ids to run (default: all).")
     variants: list[str] | None = Field(None, min_length=1, description="Variant names to run (default: all).")
     agent: Overrides = Field(default_factory=dict, description="Agent overrides at this scale (e.g. smaller batches).")
+    env: Overrides = Field(
+        default_factory=dict,
+        description="Overrides of every environment at this scale (e.g. {evaluation.episodes: 10}).",
+    )
     expected_minutes: float | None = Field(
         None, ge=0, description="Wall time of the whole experiment at this scale on 2 CPU cores (for planning)."
     )
@@ -139,7 +143,31 @@ class ThresholdClaim(SpecModel):
     paper_evidence: str = Field("", description="Where the paper shows it.")
 
 
-ClaimSpec = Annotated[Union[OrderingClaim, ThresholdClaim], Field(discriminator="kind")]
+class AggregateClaim(SpecModel):
+    """An aggregate over environments (e.g. the median human-normalised score over Atari games) against a value."""
+
+    kind: Literal["aggregate"] = Field(description="Claim kind.")
+    id: Name = Field(description="Claim id.")
+    statement: str = Field(description="The claim in words.")
+    metric: str = Field("eval_return", description="Per-run raw score (a key of summary.json 'final').")
+    aggregate: Literal["median_hns", "mean_hns", "iqm_hns"] = Field(
+        description="Aggregate over environments of the human-normalised scores (per-environment mean over seeds)."
+    )
+    hns_table: Literal["dqn_zoo_57", "video_pinball_random_zero"] = Field(
+        "dqn_zoo_57", description="Human/random reference table (see rlrepro/data/README.md)."
+    )
+    variant: str = Field(description="Variant name.")
+    op: Literal[">=", "<="] = Field(description="Comparison.")
+    value: float = Field(description="Threshold, in percent of human (e.g. 191.8).")
+    tolerance: float = Field(0.0, ge=0, description="Allowed shortfall, in percentage points.")
+    min_environments: PositiveCount = Field(
+        1, description="Judge only when at least this many environments ran (e.g. all 57 games)."
+    )
+    judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
+    paper_evidence: str = Field("", description="Where the paper shows it.")
+
+
+ClaimSpec = Annotated[Union[OrderingClaim, ThresholdClaim, AggregateClaim], Field(discriminator="kind")]
 
 
 class PaperTableSpec(SpecModel):
@@ -167,6 +195,10 @@ class ExperimentSpec(SpecModel):
     run: RunSpec = Field(default_factory=RunSpec, description="Progress and checkpoint settings.")
     claims: list[ClaimSpec] = Field(default_factory=list, description="Claims of the paper checked by this experiment.")
     paper_table: PaperTableSpec | None = Field(None, description="The paper's numbers, shown beside ours.")
+    paper_values: dict[str, dict[str, float]] = Field(
+        default_factory=dict,
+        description="The paper's value of the reported metric per variant and environment id, put beside ours in the table.",
+    )
 
     @model_validator(mode="after")
     def _check_references(self) -> "ExperimentSpec":
@@ -187,9 +219,14 @@ class ExperimentSpec(SpecModel):
                 _check_subset(f"claims[{i}].better", [claim.better], names)
                 _check_subset(f"claims[{i}].worse", claim.worse, names)
                 _check_subset(f"claims[{i}].environments", claim.environments, env_ids)
-            else:
+            elif isinstance(claim, ThresholdClaim):
                 _check_subset(f"claims[{i}].variant", [claim.variant], names)
                 _check_subset(f"claims[{i}].environment", [claim.environment], env_ids)
+            else:
+                _check_subset(f"claims[{i}].variant", [claim.variant], names)
+        _check_subset("paper_values", list(self.paper_values), names)
+        for variant, values in self.paper_values.items():
+            _check_subset(f"paper_values.{variant}", list(values), env_ids)
         return self
 
     def variant_list(self) -> list[VariantSpec]:

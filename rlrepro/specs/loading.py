@@ -13,6 +13,7 @@ import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from rlrepro.specs.agents import AgentSpec
+from rlrepro.specs.environments import EnvSpec
 from rlrepro.specs.common import Scale
 from rlrepro.specs.experiment import ExperimentSpec, VariantSpec
 from rlrepro.specs.yaml_io import load_yaml
@@ -44,6 +45,7 @@ def _kind_tags(model: type[BaseModel], seen: set[type] | None = None) -> set[str
 
 _UNION_TAGS = _kind_tags(ExperimentSpec)
 _AGENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(AgentSpec)
+_ENV_ADAPTER: TypeAdapter[Any] = TypeAdapter(EnvSpec)
 
 
 class SpecError(ValueError):
@@ -67,9 +69,11 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     spec = validate_spec(data, source=str(path))
     if spec.experiment != path.stem:
         raise SpecError(str(path), [f"experiment: expected the file name '{path.stem}', found '{spec.experiment}'"])
-    for variant in spec.variant_list():
-        for scale in ("smoke", "cpu", "paper"):
+    for scale in ("smoke", "cpu", "paper"):
+        for variant in spec.variant_list():
             resolve_agent(spec, variant, scale, source=str(path))  # type: ignore[arg-type]
+        for env in spec.environments:
+            resolve_env(spec, env.id, scale, source=str(path))  # type: ignore[arg-type]
     return spec
 
 
@@ -137,6 +141,18 @@ def resolve_agent(spec: ExperimentSpec, variant: VariantSpec, scale: Scale, *, s
     except ValidationError as error:
         where = f"agent (variant '{variant.name}' at scale '{scale}')"
         raise SpecError(source, format_errors(error, prefix=where)) from None
+
+
+def resolve_env(spec: ExperimentSpec, env_id: str, scale: Scale, *, source: str = "<spec>") -> Any:
+    """The environment ``env_id`` at one scale: the spec's, then the scale's ``env`` overrides."""
+    env = next(e for e in spec.environments if e.id == env_id)
+    if scale == "paper" or not spec.scales[scale].env:
+        return env
+    data = apply_overrides(env.model_dump(mode="json"), spec.scales[scale].env)
+    try:
+        return _ENV_ADAPTER.validate_json(json.dumps(data))
+    except ValidationError as error:
+        raise SpecError(source, format_errors(error, prefix=f"environment '{env_id}' at scale '{scale}'")) from None
 
 
 def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:

@@ -25,7 +25,7 @@ import numpy as np
 from rlrepro.agents.registry import TrainerProgram, build_trainer
 from rlrepro.environments.availability import require_backend
 from rlrepro.provenance import git_commit
-from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, resolve_agent, spec_hash
+from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, resolve_agent, resolve_env, spec_hash
 from rlrepro.training import checkpoint
 from rlrepro.training.progress import Progress
 from rlrepro.workflow import RunUnit, config_hash, results_root
@@ -45,7 +45,8 @@ def train_job(
     """Train (or resume) the seeds of one (variant, env); returns the run folders."""
     spec = load_spec(spec_path)
     variant_spec = _pick([v.name for v in spec.variant_list()], variant, "variant", spec_path)
-    env_spec = spec.environments[_pick([e.id for e in spec.environments], env, "env", spec_path)]
+    _pick([e.id for e in spec.environments], env, "env", spec_path)
+    env_spec = resolve_env(spec, env, scale, source=str(spec_path))
     require_backend(env_spec)
     size = spec.scale(scale)
     seeds = seeds if seeds is not None else tuple(range(size.seeds))

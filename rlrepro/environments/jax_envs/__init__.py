@@ -8,6 +8,7 @@ from typing import Any
 from rlrepro.environments.base import JaxEnv, TimeStep
 from rlrepro.environments.jax_envs.cartpole import CartPole, CartPoleState
 from rlrepro.environments.jax_envs.catch import Catch, CatchState
+from rlrepro.environments.jax_envs.random_walk import RandomWalk, RandomWalkState
 
 __all__ = [
     "JAX_ENVS",
@@ -16,6 +17,8 @@ __all__ = [
     "Catch",
     "CatchState",
     "JaxEnv",
+    "RandomWalk",
+    "RandomWalkState",
     "TimeStep",
     "make_jax_env",
 ]
@@ -23,6 +26,7 @@ __all__ = [
 JAX_ENVS: dict[str, type] = {
     "catch": Catch,
     "cartpole": CartPole,
+    "random_walk": RandomWalk,
 }
 
 

@@ -11,18 +11,22 @@ from typing import Annotated, Union
 from pydantic import Field
 
 from rlrepro.specs.agents.common import ConvNetworkSpec, MLPNetworkSpec, NetworkSpec, RMSPropSpec
+from rlrepro.specs.agents.frodo import FrodoAgentSpec
 from rlrepro.specs.agents.impala import ImpalaAgentSpec, ImpalaLossSpec
+from rlrepro.specs.agents.td_lambda import TdLambdaAgentSpec
 
-AgentSpec = Annotated[Union[ImpalaAgentSpec], Field(discriminator="kind")]
-AGENT_KINDS: tuple[str, ...] = ("impala",)
+AgentSpec = Annotated[Union[ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec], Field(discriminator="kind")]
+AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda")
 
 __all__ = [
     "AGENT_KINDS",
     "AgentSpec",
     "ConvNetworkSpec",
+    "FrodoAgentSpec",
     "ImpalaAgentSpec",
     "ImpalaLossSpec",
     "MLPNetworkSpec",
     "NetworkSpec",
     "RMSPropSpec",
+    "TdLambdaAgentSpec",
 ]

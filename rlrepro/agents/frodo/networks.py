@@ -1,0 +1,104 @@
+"""Networks of FRODO (flax.linen): the reverse-time LSTM meta-network and the agents' networks.
+
+The meta-network g_eta (§3.2, App. A) reads a trajectory's per-step inputs in reverse time and outputs one
+scalar per step (the target G_t, or a per-step loss in the loss-parameterised ablation). The agent is a
+value network (prediction) or an actor-critic whose torso embedding can be fed to g_eta (listing C.4).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from rlrepro.agents.impala.networks import MLPTorso
+
+
+class MetaNetwork(nn.Module):
+    """LSTM over time in reverse order, then a linear scalar head: [T, B, F] -> [T, B].
+
+    The LSTM starts from zeros for every trajectory and does not reset at episode ends inside it (the
+    discount input tells it where they are; not specified by the paper, notes §1.4).
+    """
+
+    hidden_size: int
+
+    @nn.compact
+    def __call__(self, inputs: jax.Array) -> jax.Array:
+        rnn = nn.RNN(nn.OptimizedLSTMCell(self.hidden_size), time_major=True, reverse=True, keep_order=True)
+        hidden = rnn(inputs.astype(jnp.float32))
+        return nn.Dense(1, name="head")(hidden)[..., 0]
+
+
+class TabularValue(nn.Module):
+    """v(s) = w . one_hot(s), w initialised to 0: a table of values for one-hot observations."""
+
+    @nn.compact
+    def __call__(self, observations: jax.Array) -> jax.Array:
+        x = observations.reshape(observations.shape[0], -1).astype(jnp.float32)
+        return nn.Dense(1, use_bias=False, kernel_init=nn.initializers.zeros, name="value")(x)[:, 0]
+
+
+class MLPValue(nn.Module):
+    """ReLU MLP then a linear value head."""
+
+    hidden_sizes: Sequence[int]
+
+    @nn.compact
+    def __call__(self, observations: jax.Array) -> jax.Array:
+        return nn.Dense(1, name="value")(MLPTorso(tuple(self.hidden_sizes))(observations))[:, 0]
+
+
+class TwoConvTorso(nn.Module):
+    """FRODO's Atari torso (Table 1): conv 32 k4 s4, conv 64 k4 s4 (VALID, ReLU), flatten, optional ReLU FC.
+
+    84x84 inputs give 21x21x32 then 5x5x64 (notes §2.3). Observations are [N, H, W, C] uint8 or float.
+    """
+
+    channels: Sequence[int] = (32, 64)
+    kernel_sizes: Sequence[int] = (4, 4)
+    strides: Sequence[int] = (4, 4)
+    fc_size: int | None = None
+
+    @nn.compact
+    def __call__(self, observations: jax.Array) -> jax.Array:
+        x = observations.astype(jnp.float32)
+        if observations.dtype == jnp.uint8:
+            x = x / 255.0
+        for channels, kernel, stride in zip(self.channels, self.kernel_sizes, self.strides):
+            x = nn.relu(nn.Conv(channels, (kernel, kernel), (stride, stride), padding="VALID")(x))
+        x = x.reshape(x.shape[0], -1)
+        if self.fc_size is not None:
+            x = nn.relu(nn.Dense(self.fc_size)(x))
+        return x
+
+
+class ActorCriticWithTorso(nn.Module):
+    """Torso, then linear policy-logit and value heads; ``__call__`` returns (logits, values) like IMPALA's.
+
+    ``embed`` also returns the torso features (the meta-network's ``torso`` input, listing C.4).
+    """
+
+    torso: nn.Module
+    num_actions: int
+
+    def setup(self) -> None:
+        self.policy = nn.Dense(self.num_actions)
+        self.value = nn.Dense(1)
+
+    def __call__(self, observations: jax.Array) -> tuple[jax.Array, jax.Array]:
+        logits, values, _ = self.embed(observations)
+        return logits, values
+
+    def embed(self, observations: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
+        features = self.torso(observations)
+        return self.policy(features), self.value(features)[:, 0], features
+
+
+def fold_time(fn, observations: jax.Array):  # noqa: ANN001, ANN201 - a tiny helper over any pytree output
+    """Apply ``fn`` (on [N, ...]) to [T, B, ...] observations by folding time into batch."""
+    leading = observations.shape[:2]
+    out = fn(observations.reshape((-1, *observations.shape[2:])))
+    return jax.tree.map(lambda x: x.reshape((*leading, *x.shape[1:])), out)

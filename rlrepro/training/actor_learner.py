@@ -1,0 +1,248 @@
+"""An IMPALA actor-learner on one host: actor threads step vector environments, the learner consumes unrolls.
+
+IMPALA section 3 and the released code's single-machine mode (notes section 1.6): actors copy the
+learner's latest parameters at the start of each unroll, act for T steps and send the unroll of
+T + 1 observations (the first is the last of the previous unroll), the behaviour logits and the
+core state at its start through a bounded queue; the learner dequeues B trajectories, updates and
+publishes new parameters. The policy lag that results (learner version minus the version an
+unroll was acted with) is measured for every batch.
+
+``mode="sync"`` replaces the threads with a deterministic schedule: before every update the actor
+plays one unroll with the parameters exactly ``policy_lag`` updates old. Runs are then
+reproducible for tests and give the controlled lag of the paper's Fig. E.1.
+
+The environment and policy are behind two small protocols so that other agents can reuse this loop.
+"""
+
+from __future__ import annotations
+
+import collections
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple, Protocol
+
+import jax
+import numpy as np
+
+
+class HostEnv(Protocol):
+    """What the actor needs of an environment (``rlrepro.environments.atari.AtariEnv`` is one)."""
+
+    num_envs: int
+    num_actions: int
+
+    def reset(self) -> np.ndarray: ...
+
+    def step(self, actions: np.ndarray) -> Any: ...
+
+
+class Unroll(NamedTuple):
+    """T steps of N environments, time-major numpy arrays, as an actor sends them.
+
+    ``observations``, ``prev_actions`` and ``prev_rewards`` have T + 1 entries: entry t is what the
+    agent saw at step t (the previous action and reward, zero at the start of an episode).
+    ``episode_returns`` lists the raw scores of the games that ended during the unroll.
+    """
+
+    observations: np.ndarray
+    prev_actions: np.ndarray
+    prev_rewards: np.ndarray
+    actions: np.ndarray
+    rewards: np.ndarray
+    dones: np.ndarray
+    behaviour_logits: np.ndarray
+    initial_core_state: Any
+    episode_returns: tuple[float, ...]
+    param_version: int
+
+
+PolicyStep = Callable[[Any, np.ndarray, np.ndarray, np.ndarray, Any, jax.Array], tuple[Any, Any, Any]]
+
+
+@dataclass
+class ActorState:
+    """What an actor carries from one unroll to the next."""
+
+    observation: np.ndarray
+    prev_action: np.ndarray
+    prev_reward: np.ndarray
+    core_state: Any
+    key: jax.Array
+
+
+def start_actor(env: HostEnv, initial_core_state: Any, key: jax.Array) -> ActorState:
+    """Reset the environments and the recurrent state."""
+    n = env.num_envs
+    return ActorState(env.reset(), np.zeros(n, np.int32), np.zeros(n, np.float32), initial_core_state, key)
+
+
+def play_unroll(
+    env: HostEnv,
+    policy_step: PolicyStep,
+    reset_core: Callable[[Any, np.ndarray], Any],
+    params: Any,
+    version: int,
+    state: ActorState,
+    unroll_length: int,
+) -> tuple[ActorState, Unroll]:
+    """Act for ``unroll_length`` steps with ``params``; returns the new actor state and the unroll."""
+    observations, prev_actions, prev_rewards = [state.observation], [state.prev_action], [state.prev_reward]
+    actions, rewards, dones, logits_list, returns = [], [], [], [], []
+    initial_core, core, key = state.core_state, state.core_state, state.key
+    obs, prev_action, prev_reward = state.observation, state.prev_action, state.prev_reward
+    for _ in range(unroll_length):
+        key, step_key = jax.random.split(key)
+        action, logits, core = policy_step(params, obs, prev_action, prev_reward, core, step_key)
+        action = np.asarray(action, np.int32)
+        step = env.step(action)
+        core = reset_core(core, step.done)
+        prev_action = np.where(step.done, 0, action).astype(np.int32)
+        prev_reward = np.where(step.done, 0.0, step.reward).astype(np.float32)
+        obs = step.observation
+        actions.append(action)
+        rewards.append(step.reward)
+        dones.append(step.done)
+        logits_list.append(np.asarray(logits, np.float32))
+        returns.extend(float(r) for r in step.episode_return[step.game_over])
+        observations.append(obs)
+        prev_actions.append(prev_action)
+        prev_rewards.append(prev_reward)
+    unroll = Unroll(
+        observations=np.stack(observations),
+        prev_actions=np.stack(prev_actions),
+        prev_rewards=np.stack(prev_rewards),
+        actions=np.stack(actions),
+        rewards=np.stack(rewards).astype(np.float32),
+        dones=np.stack(dones),
+        behaviour_logits=np.stack(logits_list),
+        initial_core_state=initial_core,
+        episode_returns=tuple(returns),
+        param_version=version,
+    )
+    return ActorState(obs, prev_action, prev_reward, core, key), unroll
+
+
+class ParameterStore:
+    """The learner's latest parameters and their version, read by actor threads."""
+
+    def __init__(self, params: Any, version: int = 0):
+        self._lock = threading.Lock()
+        self._params, self._version = params, version
+
+    def publish(self, params: Any, version: int) -> None:
+        with self._lock:
+            self._params, self._version = params, version
+
+    def latest(self) -> tuple[Any, int]:
+        with self._lock:
+            return self._params, self._version
+
+
+@dataclass
+class BatchStats:
+    """What the learner saw in one batch: policy lag and finished games."""
+
+    policy_lag: float
+    episode_returns: list[float] = field(default_factory=list)
+
+
+class ThreadedActors:
+    """Actor threads feeding a bounded queue of unrolls (IMPALA's single-machine mode)."""
+
+    def __init__(
+        self,
+        envs: list[HostEnv],
+        policy_step: PolicyStep,
+        reset_core: Callable[[Any, np.ndarray], Any],
+        initial_core: Callable[[int], Any],
+        store: ParameterStore,
+        *,
+        unroll_length: int,
+        key: jax.Array,
+        queue_size: int = 2,
+    ):
+        self.queue: queue.Queue[Unroll] = queue.Queue(maxsize=queue_size)
+        self._stop = threading.Event()
+        self._errors: list[BaseException] = []
+        keys = jax.random.split(key, len(envs))
+        self._threads = [
+            threading.Thread(
+                target=self._run,
+                args=(env, policy_step, reset_core, initial_core, store, unroll_length, k),
+                name=f"actor-{i}",
+                daemon=True,
+            )
+            for i, (env, k) in enumerate(zip(envs, keys))
+        ]
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self, env, policy_step, reset_core, initial_core, store, unroll_length, key) -> None:
+        try:
+            state = start_actor(env, initial_core(env.num_envs), key)
+            while not self._stop.is_set():
+                params, version = store.latest()
+                state, unroll = play_unroll(env, policy_step, reset_core, params, version, state, unroll_length)
+                while not self._stop.is_set():
+                    try:
+                        self.queue.put(unroll, timeout=0.1)
+                        break
+                    except queue.Full:
+                        continue
+        except BaseException as error:  # surfaced in the learner thread by get()
+            self._errors.append(error)
+            self._stop.set()
+
+    def get(self, timeout: float = 600.0) -> Unroll:
+        """The next unroll; re-raises an actor's exception in the learner thread."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._errors:
+                raise RuntimeError("an actor thread failed") from self._errors[0]
+            try:
+                return self.queue.get(timeout=0.1)
+            except queue.Empty:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("no unroll from the actors") from None
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+
+class LaggedActor:
+    """The deterministic mode: one unroll per update, acted with parameters exactly ``lag`` updates old."""
+
+    def __init__(
+        self,
+        env: HostEnv,
+        policy_step: PolicyStep,
+        reset_core: Callable[[Any, np.ndarray], Any],
+        initial_core: Callable[[int], Any],
+        *,
+        lag: int,
+        unroll_length: int,
+        key: jax.Array,
+    ):
+        self._env, self._policy_step, self._reset_core = env, policy_step, reset_core
+        self._lag, self._unroll_length = lag, unroll_length
+        self._history: collections.deque[tuple[Any, int]] = collections.deque(maxlen=lag + 1)
+        self._state = start_actor(env, initial_core(env.num_envs), key)
+
+    def record(self, params: Any, version: int) -> None:
+        """Remember the learner's parameters after each update (and the initial ones)."""
+        self._history.append((params, version))
+
+    def get(self) -> Unroll:
+        params, version = self._history[0]  # the oldest kept: exactly `lag` updates old once warmed up
+        self._state, unroll = play_unroll(
+            self._env, self._policy_step, self._reset_core, params, version, self._state, self._unroll_length
+        )
+        return unroll
+
+    def stop(self) -> None:
+        pass
