@@ -101,6 +101,11 @@ def select(spec: ExperimentSpec, only: str | None) -> bool:
     return False
 
 
+def named_explicitly(experiment: ExperimentPlan, only: str | None) -> bool:
+    """Whether ``only`` names this experiment as ``paper/experiment`` (not just its paper)."""
+    return bool(only) and experiment.key in {item.strip().strip("/") for item in only.split(",")}
+
+
 def plan_experiment(spec_path: Path, spec: ExperimentSpec, scale: Scale) -> ExperimentPlan:
     """Expand one spec at one scale into jobs."""
     size = spec.scale(scale)

@@ -1,19 +1,23 @@
-"""``python -m rlrepro.bench NAME``: run a benchmark and print its figures."""
+"""``python -m rlrepro.bench NAME [options]``: run a benchmark and print its figures and ratios."""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 
-from rlrepro.bench import impala_toy
-
-BENCHMARKS = {"impala-toy": impala_toy}
+# name -> module with a main(argv) function (imported only when chosen)
+BENCHMARKS = {
+    "impala-toy": "rlrepro.bench.impala_toy",
+    "impala-atari": "rlrepro.bench.impala_atari",
+    "evolving-rl": "rlrepro.bench.evolving_rl",
+}
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rlrepro.bench", description=__doc__)
     parser.add_argument("name", choices=sorted(BENCHMARKS))
     known, rest = parser.parse_known_args(argv)
-    return BENCHMARKS[known.name].main(rest)
+    return importlib.import_module(BENCHMARKS[known.name]).main(rest)
 
 
 if __name__ == "__main__":

@@ -26,6 +26,8 @@ def missing_backend(env_spec: object) -> str | None:
         return DMLAB_MESSAGE
     if kind == "atari":
         return _missing_module("ale_py", "ale-py") or _missing_module("cv2", "opencv-python-headless")
+    if kind == "gym_suite":
+        return next((m for env in getattr(env_spec, "environments", []) if (m := missing_backend(env))), None)
     if kind == "gym":
         name = str(getattr(env_spec, "name", ""))
         if name.startswith("MiniGrid"):

@@ -72,8 +72,10 @@ def _judge_ordering(claim: OrderingClaim, cells: dict[tuple[str, str], CellResul
                 continue
             diff, low, high = difference_of_means_ci(a, b, reps=reps)
             ok = low > 0 if claim.higher_is_better else high < 0
+            reversed_ = high < 0 if claim.higher_is_better else low > 0
             holds &= ok
-            lines.append(f"{env}: {claim.better} - {worse_name} = {diff:+.3g} [95% CI {low:+.3g}, {high:+.3g}] {'ok' if ok else 'FAILS'}")
+            outcome = "ok" if ok else "REVERSED" if reversed_ else "inconclusive (CI spans 0)"
+            lines.append(f"{env}: {claim.better} - {worse_name} = {diff:+.3g} [95% CI {low:+.3g}, {high:+.3g}] {outcome}")
     if missing or not lines:
         why = "not run at this scale: " + "; ".join(missing) if missing else "no runs to compare"
         return Verdict(claim.id, claim.statement, NOT_JUDGED, why, claim.paper_evidence)

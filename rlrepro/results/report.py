@@ -34,9 +34,10 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
             f"Table: [tables/{experiment.key}.md](tables/{experiment.key}.md)\n\n"
             f"![curves](tables/{experiment.key}.png)\n"
         )
-    counts = {}
+    counts: dict[str, int] = {}
     for row in summary_rows:
         counts[row[2]] = counts.get(row[2], 0) + 1
+    judged = [row for row in summary_rows if row[2] != NOT_JUDGED]
     lines = [
         f"# rlrepro report — scale '{scale}'",
         "",
@@ -44,11 +45,15 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
         f"{len(plans)} experiment(s), {len(summary_rows)} claim(s): "
         + (", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())) or "none"),
         "",
-        "## Claims",
+        "## Claims judged at this scale",
         "",
         "| experiment | claim | verdict | evidence |",
         "|---|---|---|---|",
-        *[f"| {e} | {c} | **{v}** | {d} |" for e, c, v, d in summary_rows],
+        *[f"| {e} | {c} | **{v}** | {d} |" for e, c, v, d in judged],
+        "",
+        "## Claims not judged at this scale",
+        "",
+        *_not_judged_lines(summary_rows),
         "",
         "## Experiments",
         "",
@@ -58,6 +63,19 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
     return path
+
+
+def _not_judged_lines(rows: list[tuple[str, str, str, str]]) -> list[str]:
+    """One line per (experiment, reason), listing the claims it covers."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for experiment, claim, verdict, detail in rows:
+        if verdict == NOT_JUDGED:
+            groups.setdefault((experiment, detail), []).append(claim)
+    lines = []
+    for (experiment, detail), claims in groups.items():
+        shown = ", ".join(claims[:6]) + (f" and {len(claims) - 6} more" if len(claims) > 6 else "")
+        lines.append(f"- {experiment}: {len(claims)} claim(s) ({shown}): {detail}")
+    return lines or ["- none"]
 
 
 def _row(experiment: ExperimentPlan, claim: str, verdict: str, detail: str) -> tuple[str, str, str, str]:

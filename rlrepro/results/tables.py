@@ -100,11 +100,14 @@ def _fmt(value: float) -> str:
     return "n/a" if not math.isfinite(value) else f"{value:.3g}"
 
 
+SCORE_METRICS = ("eval_return", "final_return")  # raw game scores, which human-normalisation applies to
+
+
 def _hns_lines(spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -> list[str]:
     """For Atari: human-normalised scores per variant, aggregated over the games run (rliable's definitions)."""
-    if not any(env.kind == "atari" for env in spec.environments):
-        return []
     metric = spec.run.report_metric
+    if metric not in SCORE_METRICS or not any(env.kind == "atari" for env in spec.environments):
+        return []
     lines = ["", "## Human-normalised scores", "", f"{metric} normalised with the dqn_zoo_57 table (random, human), in %.", ""]
     lines += ["| variant | games | median [95% CI] | mean [95% CI] | IQM [95% CI] |", "|---|---|---|---|---|"]
     for variant in dict.fromkeys(v for v, _ in cells):

@@ -84,8 +84,20 @@ class GymEnvSpec(SpecModel):
         "default", description="Observation processing: as the environment gives it, or MiniGrid's full-grid encoding."
     )
     max_episode_steps: int | None = Field(None, ge=1, description="Time limit in steps (MiniGrid in the paper: 100).")
+    return_range: tuple[float, float] | None = Field(
+        None, description="[R_min, R_max] for the normalized return (Evolving RL: CartPole [0, 200], MiniGrid [0, 1])."
+    )
     frames_per_step: int = Field(1, ge=1, description="Frames counted per agent step.")
 
 
-EnvSpec = Annotated[Union[JaxEnvSpec, DmlabEnvSpec, AtariEnvSpec, GymEnvSpec], Field(discriminator="kind")]
-ENV_KINDS: tuple[str, ...] = ("jax", "dmlab", "atari", "gym")
+class GymSuiteSpec(SpecModel):
+    """Several gymnasium environments used together (a loss search's training set; the first is the hurdle)."""
+
+    kind: Literal["gym_suite"] = Field(description="Backend kind.")
+    id: Name = Field(description="Short name used in folders and tables.")
+    environments: list[GymEnvSpec] = Field(min_length=1, description="Members, the hurdle environment first.")
+    frames_per_step: int = Field(1, ge=1, description="Frames counted per step (unused by searches, which count programs).")
+
+
+EnvSpec = Annotated[Union[JaxEnvSpec, DmlabEnvSpec, AtariEnvSpec, GymEnvSpec, GymSuiteSpec], Field(discriminator="kind")]
+ENV_KINDS: tuple[str, ...] = ("jax", "dmlab", "atari", "gym", "gym_suite")

@@ -93,6 +93,8 @@ def train_job(
             for tracker, record in zip(trackers, records):
                 tracker.log([record])
             bar.update(records[0]["frames"], _nanmean([r["episode_return"] for r in records]))
+        if program.write_artifacts is not None:
+            program.write_artifacts(state, run_dirs)
         for run_dir in run_dirs:
             _write_summary(run_dir, final_fraction=spec.run.final_fraction)
     return run_dirs

@@ -57,14 +57,15 @@ def test_ordering_that_clearly_holds_is_reproduced() -> None:
     assert (verdict.claim, verdict.statement, verdict.paper_evidence) == ("order", "a beats b", "Table 2")
     # mean(HIGH) - mean(LOW) = 10.875 - 1.75 = 9.125, on both environments
     assert verdict.detail.count("a - b = +9.12") == 2
-    assert "cartpole:" in verdict.detail and "catch:" in verdict.detail and "FAILS" not in verdict.detail
+    assert "cartpole:" in verdict.detail and "catch:" in verdict.detail and "REVERSED" not in verdict.detail
+    assert "inconclusive" not in verdict.detail
 
 
 def test_ordering_that_is_clearly_reversed_is_not_reproduced() -> None:
     spec = make_spec(ordering())
     [verdict] = judge_claims(spec, "cpu", cells({("a", "catch"): LOW, ("b", "catch"): HIGH}))
     assert verdict.verdict == NOT_REPRODUCED
-    assert "catch: a - b = -9.12" in verdict.detail and "FAILS" in verdict.detail
+    assert "catch: a - b = -9.12" in verdict.detail and "REVERSED" in verdict.detail
 
 
 def test_overlapping_noisy_results_are_not_reproduced() -> None:
@@ -74,7 +75,7 @@ def test_overlapping_noisy_results_are_not_reproduced() -> None:
     assert low < 0 < high
     [verdict] = judge_claims(make_spec(ordering()), "cpu", cells({("a", "catch"): better, ("b", "catch"): worse}))
     assert verdict.verdict == NOT_REPRODUCED
-    assert "catch: a - b = +0.625" in verdict.detail and "FAILS" in verdict.detail
+    assert "catch: a - b = +0.625" in verdict.detail and "inconclusive (CI spans 0)" in verdict.detail
 
 
 def test_ordering_must_beat_every_worse_variant_on_every_environment() -> None:
@@ -83,7 +84,7 @@ def test_ordering_must_beat_every_worse_variant_on_every_environment() -> None:
                ("a", "cartpole"): HIGH, ("b", "cartpole"): LOW, ("c", "cartpole"): [20.0, 21.0, 22.0, 23.0]}
     [verdict] = judge_claims(spec, "cpu", cells(results))
     assert verdict.verdict == NOT_REPRODUCED
-    assert "cartpole: a - c" in verdict.detail and "FAILS" in verdict.detail
+    assert "cartpole: a - c" in verdict.detail and "REVERSED" in verdict.detail
     assert verdict.detail.count(" ok") == 3
 
 

@@ -291,11 +291,10 @@ def test_report_is_written_under_the_scale_root(aggregated: dict[str, Any]) -> N
 def test_report_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
     text = aggregated["report"].read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if line.startswith("| toy/mini |")]
-    assert [line.split(" | ")[1:3] for line in rows] == [
-        ["a_beats_b", "**reproduced**"],
-        ["a_reaches_5", "**reproduced**"],
-        ["b_beats_a_at_scale", "**not judged at this scale**"],
-    ]
+    assert [line.split(" | ")[1:3] for line in rows] == [["a_beats_b", "**reproduced**"], ["a_reaches_5", "**reproduced**"]]
+    # claims not judged are grouped per experiment and reason, below the judged ones
+    not_judged = text.partition("## Claims not judged at this scale")[2].partition("## Experiments")[0]
+    assert "- toy/mini: 1 claim(s) (b_beats_a_at_scale): the claim is judged at scale(s) paper" in not_judged
     section = text.partition("### toy/mini")[2].partition("###")[0]
     assert "Table 2. Scale cpu, 3 seeds, 200 frames per run" in section
     assert f"spec hash `{spec_hash(load_spec(aggregated['toy']))}`" in section
@@ -304,8 +303,8 @@ def test_report_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
 
 def test_report_lists_dmlab_experiments_as_not_run_with_the_reason(aggregated: dict[str, Any]) -> None:
     text = aggregated["report"].read_text(encoding="utf-8")
-    [row] = [line for line in text.splitlines() if line.startswith("| lab/watermaze |")]
-    assert "| lab_claim | **not judged at this scale** | not run on this machine: DeepMind Lab is not installed" in row
+    [row] = [line for line in text.splitlines() if line.startswith("- lab/watermaze:")]
+    assert "1 claim(s) (lab_claim): not run on this machine: DeepMind Lab is not installed" in row
     assert "deepmind_lab" in row
     section = text.partition("### lab/watermaze")[2].partition("###")[0]
     assert section.strip().startswith("not run on this machine: DeepMind Lab is not installed")
@@ -313,8 +312,8 @@ def test_report_lists_dmlab_experiments_as_not_run_with_the_reason(aggregated: d
 
 def test_report_lists_an_experiment_without_a_table_as_not_run(aggregated: dict[str, Any]) -> None:
     text = aggregated["report"].read_text(encoding="utf-8")
-    rows = [line for line in text.splitlines() if line.startswith("| toy/unrun |")]
-    assert len(rows) == 3 and all("**not judged at this scale** | not run (no table yet)" in r for r in rows)
+    [row] = [line for line in text.splitlines() if line.startswith("- toy/unrun:")]
+    assert row.startswith("- toy/unrun: 3 claim(s)") and row.endswith(": not run (no table yet)")
 
 
 def test_report_only_selects(aggregated: dict[str, Any], tmp_path: Path) -> None:

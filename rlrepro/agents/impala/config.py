@@ -54,7 +54,7 @@ class ConvNetworkConfig:
             raise ValueError("invalid ConvNetworkConfig: " + "; ".join(problems))
 
     @classmethod
-    def from_spec(cls, spec: object) -> "ConvNetworkConfig":
+    def from_spec(cls, spec: object) -> ConvNetworkConfig:
         """From a ``ConvNetworkSpec`` (or anything with its attribute names)."""
         return cls(
             kind=spec.kind,

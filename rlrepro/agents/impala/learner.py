@@ -17,7 +17,7 @@ import jax.numpy as jnp
 import optax
 
 from rlrepro.agents.impala.config import ImpalaConfig
-from rlrepro.agents.impala.networks import ActorCritic, apply_time_major, make_network
+from rlrepro.agents.impala.networks import ActorCritic, init_params, make_network
 from rlrepro.losses import entropy, log_prob, policy_gradient_loss, vtrace
 
 Params = Any
@@ -28,13 +28,23 @@ class Batch(NamedTuple):
 
     Attributes:
       observations: [T + 1, B, *obs]; the first is the last observation of the previous unroll, the
-        last is only used for the bootstrap value V(x_T).
+        last is only used for the bootstrap value V(x_T). Atari: uint8 [T + 1, B, 4, 84, 84]
+        (channels first, as the environment gives them).
       actions: [T, B] int32, a_t taken at observations[t].
       rewards: [T, B] float32, raw (unclipped) r_t of the transition t -> t + 1.
       dones: [T, B] bool, terminated | truncated of the transition t -> t + 1. Both cut the traces
         (discount_t = gamma * (1 - done_t)): time limits are treated as terminal, as in the released
         code, because with same-step auto-reset observations[t + 1] already belongs to the next episode.
+        They also reset the core state before observations[t + 1].
       behaviour_logits: [T, B, A], the actor's logits mu(.|x_t).
+      initial_core_state: the actor's core state before observations[0] (already zeroed if
+        observations[0] starts an episode): ``()`` for feed-forward networks (default), ``(c, h)``
+        of [B, lstm_size] for an LSTM core.
+      prev_action: [B] int32, the action that led to observations[0] (a_{-1}, the last action of the
+        previous unroll); None: zeros. Only read by networks with last action/reward inputs.
+      prev_reward: [B] float32, the raw reward that led to observations[0]; None: zeros.
+      mask: [T, B], 0 where the step t is not a real transition (gymnasium's next-step autoreset
+        dummy step); its loss terms are dropped. None: all steps count.
     """
 
     observations: jax.Array
@@ -42,6 +52,10 @@ class Batch(NamedTuple):
     rewards: jax.Array
     dones: jax.Array
     behaviour_logits: jax.Array
+    initial_core_state: Any = ()
+    prev_action: jax.Array | None = None
+    prev_reward: jax.Array | None = None
+    mask: jax.Array | None = None
 
 
 class LearnerState(NamedTuple):
@@ -96,7 +110,7 @@ def make_optimizer(config: ImpalaConfig) -> optax.GradientTransformation:
 
 def init(key: jax.Array, config: ImpalaConfig, observation_shape: tuple[int, ...], num_actions: int) -> LearnerState:
     """Fresh parameters from ``key``, fresh RMSProp state, step 0."""
-    params = make_network(config, num_actions).init(key, jnp.zeros((1, *observation_shape), jnp.float32))
+    params = init_params(make_network(config, num_actions), key, tuple(observation_shape))
     return LearnerState(params=params, opt_state=make_optimizer(config).init(params), step=jnp.zeros((), jnp.int32))
 
 
@@ -135,15 +149,41 @@ def corrected_targets(
     return out.errors, pg_advantage
 
 
+def apply_to_batch(network: ActorCritic, params: Params, batch: Batch) -> tuple[jax.Array, jax.Array]:
+    """Re-run ``network`` on the T + 1 observations of ``batch`` (notes §1.4).
+
+    Feed-forward networks fold time into batch; a recurrent one is unrolled from
+    ``batch.initial_core_state``, resetting its state after every ``done``. Step t is fed the action
+    and raw reward that led to observations[t] (``prev_*`` for t = 0, ``actions``/``rewards`` after).
+
+    Returns:
+      ``(logits [T + 1, B, A], values [T + 1, B])``.
+    """
+    batch_size = batch.actions.shape[1]
+    if network.lstm_size is not None and not jax.tree.leaves(batch.initial_core_state):
+        raise ValueError("the network has an LSTM core: set Batch.initial_core_state (the actor's (c, h))")
+    prev_action = jnp.zeros((batch_size,), jnp.int32) if batch.prev_action is None else batch.prev_action
+    prev_reward = jnp.zeros((batch_size,), jnp.float32) if batch.prev_reward is None else batch.prev_reward
+    last_actions = jnp.concatenate([prev_action[None].astype(jnp.int32), batch.actions.astype(jnp.int32)])
+    last_rewards = jnp.concatenate([prev_reward[None].astype(jnp.float32), batch.rewards.astype(jnp.float32)])
+    resets = jnp.concatenate([jnp.zeros((1, batch_size), bool), batch.dones.astype(bool)])
+    logits, values, _ = network.apply(
+        params, batch.observations, last_actions, last_rewards, resets, batch.initial_core_state,
+        method=ActorCritic.unroll,
+    )
+    return logits, values
+
+
 def loss_fn(
     params: Params, batch: Batch, config: ImpalaConfig, network: ActorCritic
 ) -> tuple[jax.Array, LearnerMetrics]:
     """IMPALA actor-critic loss, summed over batch and time (§4.2; released-code scaling, notes §1.3).
 
     ``sum -log pi(a|x) pg_adv + baseline_cost * 0.5 * sum (v_s - V(x_s))^2 - entropy_cost * sum H(pi)``.
-    The returned metrics leave ``grad_norm`` and ``learning_rate`` at 0 for ``update`` to fill in.
+    Steps with ``batch.mask`` 0 add nothing. The returned metrics leave ``grad_norm`` and
+    ``learning_rate`` at 0 for ``update`` to fill in.
     """
-    logits, values = apply_time_major(network, params, batch.observations)
+    logits, values = apply_to_batch(network, params, batch)
     logits_tm1, v_tm1, v_t = logits[:-1], values[:-1], values[1:]
     rewards = batch.rewards.astype(jnp.float32)
     if config.reward_clip is not None:
@@ -157,20 +197,22 @@ def loss_fn(
 
     epsilon = config.epsilon_correction if config.correction == "epsilon" else 0.0
     stream_pg_loss = _per_stream(policy_gradient_loss, log_prob_epsilon=epsilon)
-    pg_loss = jnp.sum(stream_pg_loss(logits_tm1, batch.actions, pg_advantage))
-    baseline_loss = config.baseline_cost * 0.5 * jnp.sum(jnp.square(errors))
+    mask = jnp.ones_like(rewards) if batch.mask is None else batch.mask.astype(jnp.float32)
+    pg_loss = jnp.sum(mask * stream_pg_loss(logits_tm1, batch.actions, pg_advantage))
+    baseline_loss = config.baseline_cost * 0.5 * jnp.sum(mask * jnp.square(errors))
     entropies = _per_stream(entropy)(logits_tm1)
-    entropy_loss = -config.entropy_cost * jnp.sum(entropies)
+    entropy_loss = -config.entropy_cost * jnp.sum(mask * entropies)
     total_loss = pg_loss + baseline_loss + entropy_loss
+    count = jnp.maximum(jnp.sum(mask), 1.0)
     zero = jnp.zeros((), jnp.float32)
     metrics = LearnerMetrics(
         total_loss=total_loss,
         pg_loss=pg_loss,
         baseline_loss=baseline_loss,
         entropy_loss=entropy_loss,
-        entropy=jnp.mean(entropies),
+        entropy=jnp.sum(mask * entropies) / count,
         grad_norm=zero,
-        mean_rho=jnp.mean(rho_tm1),
+        mean_rho=jnp.sum(mask * rho_tm1) / count,
         learning_rate=zero,
     )
     return total_loss, metrics

@@ -44,6 +44,21 @@ class ImpalaLossSpec(SpecModel):
     epsilon_correction: float = Field(1e-6, gt=0, description="Epsilon added to pi(a) by the epsilon correction.")
 
 
+class ActorSpec(SpecModel):
+    """How acting is organised on host environments (Atari); pure-JAX tasks always act synchronously in the jitted loop."""
+
+    mode: Literal["threaded", "sync"] = Field(
+        "threaded",
+        description=(
+            "threaded: actor threads fill a bounded queue while the learner updates (IMPALA's single-machine mode; "
+            "the lag that occurs is measured); sync: one unroll per update with parameters exactly policy_lag "
+            "updates old (deterministic)."
+        ),
+    )
+    num_actors: PositiveCount = Field(1, description="Actor threads; the environment's num_envs are split among them.")
+    queue_size: PositiveCount = Field(2, description="Capacity of the unroll queue (in unrolls).")
+
+
 class ImpalaAgentSpec(SpecModel):
     """IMPALA: V-trace actor-critic (Espeholt et al. 2018)."""
 
@@ -53,6 +68,7 @@ class ImpalaAgentSpec(SpecModel):
     loss: ImpalaLossSpec = Field(description="Loss and off-policy correction.")
     unroll_length: PositiveCount = Field(description="Unroll length n (trajectory length T) per batch entry.")
     batch_size: PositiveCount = Field(description="Trajectories per learner update (and parallel environments).")
+    actor: ActorSpec = Field(default_factory=ActorSpec, description="Actor organisation on host environments.")
     policy_lag: int = Field(
         0,
         ge=0,

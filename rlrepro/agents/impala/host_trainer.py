@@ -1,0 +1,213 @@
+"""IMPALA on host environments (Atari): actor threads or a lagged synchronous actor, and the learner.
+
+One seed per job (the emulators are the bottleneck, not the learner's vmap). A chunk is
+``updates_per_chunk`` learner updates; each update consumes B trajectories of T steps. The state
+passed between chunks (and checkpointed) is the learner's state, the RNG and the parameter version;
+the games themselves are not checkpointed: after a resume the actors start new games.
+
+Metrics per chunk: frames consumed (T x B x action repeat per update), finished games and their mean
+raw score, learner frames per second (``fps``), the mean policy lag of the batches, the learner's
+loss terms, and at the last chunk ``eval_return``: the mean score of separate evaluation games.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rlrepro.agents.impala.config import ImpalaConfig
+from rlrepro.agents.impala.learner import Batch, LearnerState, make_learner
+from rlrepro.agents.impala.networks import initial_core_state, make_network, make_policy_step, reset_core_state
+from rlrepro.agents.impala.sharding import make_sharded_update
+from rlrepro.environments.atari import AtariEnv
+from rlrepro.training.actor_learner import LaggedActor, ParameterStore, ThreadedActors, Unroll
+
+
+class HostState(NamedTuple):
+    """What one seed's run carries between chunks (checkpointable)."""
+
+    learner: LearnerState
+    rng: jax.Array  # raw uint32 key data
+    version: jax.Array  # number of learner updates so far (int32)
+
+
+class HostMetrics(NamedTuple):
+    """One chunk, as [1] arrays (one seed per job)."""
+
+    frames: np.ndarray
+    episodes: np.ndarray
+    mean_return: np.ndarray
+    fps: np.ndarray
+    policy_lag: np.ndarray
+    total_loss: np.ndarray
+    pg_loss: np.ndarray
+    baseline_loss: np.ndarray
+    entropy: np.ndarray
+    grad_norm: np.ndarray
+    mean_rho: np.ndarray
+    learning_rate: np.ndarray
+    eval_return: np.ndarray
+
+
+def batch_from_unrolls(unrolls: list[Unroll]) -> Batch:
+    """Concatenate unrolls along the environment axis into one learner batch."""
+    cat = lambda name, axis=1: np.concatenate([getattr(u, name) for u in unrolls], axis=axis)  # noqa: E731
+    core = jax.tree.map(lambda *xs: np.concatenate(xs, axis=0), *[u.initial_core_state for u in unrolls])
+    return Batch(
+        observations=jnp.asarray(cat("observations")),
+        actions=jnp.asarray(cat("actions")),
+        rewards=jnp.asarray(cat("rewards")),
+        dones=jnp.asarray(cat("dones")),
+        behaviour_logits=jnp.asarray(cat("behaviour_logits")),
+        initial_core_state=core,
+        prev_action=jnp.asarray(cat("prev_actions")[0]),
+        prev_reward=jnp.asarray(cat("prev_rewards")[0]),
+    )
+
+
+class HostImpalaTrainer:
+    """Builds the actors and the learner for one (agent, Atari environment) and runs chunks of updates."""
+
+    def __init__(self, config: ImpalaConfig, env_spec: Any, actor_spec: Any, *, updates_per_chunk: int):
+        self.config, self.env_spec, self.actor_spec = config, env_spec, actor_spec
+        self.updates_per_chunk = updates_per_chunk
+        probe = AtariEnv(env_spec, num_envs=1, seed=0, num_threads=1)
+        self.num_actions, self.observation_shape = probe.num_actions, probe.observation_shape
+        probe.close()
+        self.network = make_network(config, self.num_actions)
+        self.learner = make_learner(config, self.observation_shape, self.num_actions)
+        # The batch is split along B over every local device (one CPU here; GPUs on a cluster).
+        self.sharded = make_sharded_update(self.learner)
+        self.update = lambda learner, batch: self.sharded.update(learner, self.sharded.shard_batch(batch))
+        self.policy_step = make_policy_step(self.network)
+        self._source: Any = None
+        self._store: ParameterStore | None = None
+        if env_spec.num_envs % actor_spec.num_actors:
+            raise ValueError(f"num_envs {env_spec.num_envs} is not divisible by actor.num_actors {actor_spec.num_actors}")
+        self.envs_per_actor = env_spec.num_envs // actor_spec.num_actors
+        if config.batch_size % self.envs_per_actor:
+            raise ValueError(
+                f"batch_size {config.batch_size} must be a multiple of the environments per actor ({self.envs_per_actor})"
+            )
+
+    # -- state -------------------------------------------------------------------------------------------
+    def init(self, key_data: jax.Array) -> HostState:
+        key = jax.random.wrap_key_data(jnp.asarray(key_data, jnp.uint32))
+        learner_key, rng = jax.random.split(key)
+        return HostState(self.sharded.init(learner_key), jax.random.key_data(rng), jnp.zeros((), jnp.int32))
+
+    def _initial_core(self, n: int) -> Any:
+        return jax.tree.map(np.asarray, initial_core_state(self.network, n))
+
+    def _reset_core(self, core: Any, done: np.ndarray) -> Any:
+        return reset_core_state(core, done) if core != () else core
+
+    def _start(self, state: HostState) -> None:
+        """Start the actors (first chunk, or after a resume) from the state's parameters."""
+        seed = int(np.asarray(state.rng)[0] % (2**31))
+        key = jax.random.wrap_key_data(jnp.asarray(state.rng, jnp.uint32))
+        version = int(state.version)
+        if self.actor_spec.mode == "sync":
+            env = AtariEnv(self.env_spec, num_envs=self.env_spec.num_envs, seed=seed)
+            self._source = LaggedActor(
+                env, self.policy_step, self._reset_core, self._initial_core,
+                lag=self.config.policy_lag, unroll_length=self.config.unroll_length, key=key,
+            )  # fmt: skip
+            self._source.record(self._actor_params(state.learner.params), version)
+        else:
+            envs = [
+                AtariEnv(self.env_spec, num_envs=self.envs_per_actor, seed=seed + 1000 * i, num_threads=1)
+                for i in range(self.actor_spec.num_actors)
+            ]
+            self._store = ParameterStore(self._actor_params(state.learner.params), version)
+            self._source = ThreadedActors(
+                envs, self.policy_step, self._reset_core, self._initial_core, self._store,
+                unroll_length=self.config.unroll_length, key=key, queue_size=self.actor_spec.queue_size,
+            )  # fmt: skip
+
+    def _actor_params(self, params: Any) -> Any:
+        """The actors' copy of the parameters, on the first device (replicated arrays would run everywhere)."""
+        return jax.device_put(params, jax.local_devices()[0])
+
+    def stop(self) -> None:
+        if self._source is not None:
+            self._source.stop()
+            self._source = None
+
+    # -- one chunk ---------------------------------------------------------------------------------------
+    def run_chunk(self, state: HostState) -> tuple[HostState, HostMetrics]:
+        if self._source is None:
+            self._start(state)
+        started = time.monotonic()
+        learner, version = state.learner, int(state.version)
+        lags, returns, learner_metrics = [], [], []
+        for _ in range(self.updates_per_chunk):
+            unrolls = [self._source.get() for _ in range(self.config.batch_size // self.envs_per_actor)]
+            lags.extend(version - u.param_version for u in unrolls)
+            returns.extend(r for u in unrolls for r in u.episode_returns)
+            learner, metrics = self.update(learner, batch_from_unrolls(unrolls))
+            version += 1
+            params = self._actor_params(learner.params)
+            if self._store is not None:
+                self._store.publish(params, version)
+            else:
+                self._source.record(params, version)
+            learner_metrics.append(metrics)
+        means = {k: float(np.mean([getattr(m, k) for m in learner_metrics])) for k in learner_metrics[0]._fields}
+        frames_per_update = self.config.frames_per_update * self.env_spec.action_repeat
+        elapsed = time.monotonic() - started
+        final = version >= self.config.total_updates
+        eval_return = self.evaluate(learner.params, version) if final else math.nan
+        if final:
+            self.stop()
+        one = lambda x: np.asarray([x])  # noqa: E731  (one seed per job)
+        metrics = HostMetrics(
+            frames=one(version * frames_per_update),
+            episodes=one(len(returns)),
+            mean_return=one(float(np.mean(returns)) if returns else math.nan),
+            fps=one(self.updates_per_chunk * frames_per_update / elapsed),
+            policy_lag=one(float(np.mean(lags))),
+            total_loss=one(means["total_loss"]),
+            pg_loss=one(means["pg_loss"]),
+            baseline_loss=one(means["baseline_loss"]),
+            entropy=one(means["entropy"]),
+            grad_norm=one(means["grad_norm"]),
+            mean_rho=one(means["mean_rho"]),
+            learning_rate=one(means["learning_rate"]),
+            eval_return=one(eval_return),
+        )
+        return HostState(learner, state.rng, jnp.asarray(version, jnp.int32)), metrics
+
+    def evaluate(self, params: Any, version: int) -> float:
+        """Mean raw score of ``evaluation.episodes`` whole games (no life-loss ends, up to ``noop_max`` no-ops)."""
+        spec = self.env_spec.evaluation
+        n = min(spec.episodes, 16)
+        scores: list[float] = []
+        key = jax.random.key(version)
+        round_index = 0
+        while len(scores) < spec.episodes:
+            env = AtariEnv(self.env_spec, num_envs=n, seed=10_000 + round_index, training=False, noop_max=spec.noop_max)
+            obs, finished = env.reset(), np.zeros(n, bool)
+            core = self._initial_core(n)
+            prev_action, prev_reward = np.zeros(n, np.int32), np.zeros(n, np.float32)
+            round_scores = np.zeros(n)
+            while not finished.all():
+                key, step_key = jax.random.split(key)
+                action, _, core = self.policy_step(params, obs, prev_action, prev_reward, core, step_key)
+                step = env.step(np.asarray(action))
+                newly = step.game_over & ~finished
+                round_scores[newly] = step.episode_return[newly]
+                finished |= step.game_over
+                core = self._reset_core(core, step.done)
+                prev_action = np.where(step.done, 0, np.asarray(action)).astype(np.int32)
+                prev_reward = np.where(step.done, 0.0, step.reward).astype(np.float32)
+                obs = step.observation
+            env.close()
+            scores.extend(round_scores[: spec.episodes - len(scores)].tolist())
+            round_index += 1
+        return float(np.mean(scores))

@@ -1,0 +1,104 @@
+"""IMPALA trainers: the jitted act-then-update loop on pure-JAX environments, the actor-learner on Atari."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
+from rlrepro.agents.registry import TrainerProgram
+from rlrepro.environments.availability import require_backend
+from rlrepro.environments.errors import UnsupportedSetupError
+from rlrepro.specs import ImpalaAgentSpec
+from rlrepro.specs.environments import AtariEnvSpec, JaxEnvSpec
+from rlrepro.specs.experiment import RunSpec
+
+
+def impala_config(agent: ImpalaAgentSpec, total_updates: int) -> Any:
+    """The IMPALA learner config from its spec."""
+    from rlrepro.agents.impala.config import ImpalaConfig
+
+    if agent.loss.reward_transform != "clip":
+        raise UnsupportedSetupError(
+            f"agent.loss.reward_transform '{agent.loss.reward_transform}' is only used on DMLab-30; use 'clip'"
+        )
+    opt, loss = agent.optimizer, agent.loss
+    return ImpalaConfig(
+        discount=loss.discount,
+        unroll_length=agent.unroll_length,
+        batch_size=agent.batch_size,
+        learning_rate=opt.learning_rate,
+        rmsprop_decay=opt.decay,
+        rmsprop_epsilon=opt.epsilon,
+        rmsprop_momentum=opt.momentum,
+        max_grad_norm=opt.max_grad_norm,
+        lr_schedule=opt.lr_schedule,
+        total_updates=total_updates,
+        entropy_cost=loss.entropy_cost,
+        baseline_cost=loss.baseline_cost,
+        reward_clip=loss.reward_clip,
+        correction=loss.correction,
+        rho_bar=loss.rho_bar,
+        c_bar=loss.c_bar,
+        pg_rho_bar=loss.pg_rho_bar,
+        lambda_=loss.trace_lambda,
+        epsilon_correction=loss.epsilon_correction,
+        policy_lag=agent.policy_lag,
+        hidden_sizes=tuple(agent.network.hidden_sizes) if agent.network.kind == "mlp" else (64, 64),
+        conv_network=None if agent.network.kind == "mlp" else ConvNetworkConfig.from_spec(agent.network),
+    )
+
+
+def build_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: RunSpec) -> TrainerProgram:
+    """IMPALA on a pure-JAX environment (one jitted call per chunk) or on Atari (actor threads + learner)."""
+    require_backend(env_spec)
+    if isinstance(env_spec, AtariEnvSpec):
+        return build_impala_atari(agent, env_spec, frames=frames, run=run)
+    if not isinstance(env_spec, JaxEnvSpec):
+        raise UnsupportedSetupError(f"IMPALA on '{env_spec.kind}' environments is not implemented")
+    if agent.network.kind != "mlp":
+        raise UnsupportedSetupError(
+            f"agent.network.kind '{agent.network.kind}' is for image observations; use 'mlp' on pure-JAX tasks"
+        )
+    from rlrepro.environments.jax_envs import make_jax_env
+    from rlrepro.training.jax_loop import make_jax_trainer
+
+    frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
+    num_chunks = max(1, math.ceil(frames / (frames_per_update * run.updates_per_chunk)))
+    config = impala_config(agent, total_updates=num_chunks * run.updates_per_chunk)
+    env = make_jax_env(env_spec.name, **env_spec.kwargs)
+    trainer = make_jax_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
+    return TrainerProgram(
+        init_batch=trainer.init_batch,
+        run_chunk_batch=trainer.run_chunk_batch,
+        num_chunks=num_chunks,
+        updates_per_chunk=run.updates_per_chunk,
+        frames_per_chunk=frames_per_update * run.updates_per_chunk,
+    )
+
+
+
+
+def build_impala_atari(agent: ImpalaAgentSpec, env_spec: AtariEnvSpec, *, frames: int, run: RunSpec) -> TrainerProgram:
+    """IMPALA on Atari: one seed per job; actor threads (or the lagged synchronous actor) and the learner."""
+    if agent.network.kind == "mlp":
+        raise UnsupportedSetupError("agent.network.kind 'mlp' cannot read Atari frames: use impala_shallow or impala_deep")
+    from rlrepro.agents.impala.host_trainer import HostImpalaTrainer
+
+    frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
+    num_chunks = max(1, math.ceil(frames / (frames_per_update * run.updates_per_chunk)))
+    config = impala_config(agent, total_updates=num_chunks * run.updates_per_chunk)
+    trainer = HostImpalaTrainer(config, env_spec, agent.actor, updates_per_chunk=run.updates_per_chunk)
+
+    def init_batch(keys: Any) -> Any:
+        if len(keys) != 1:
+            raise UnsupportedSetupError("Atari jobs train one seed each: set run.seeds_per_job: 1 in the spec")
+        return trainer.init(keys[0])
+
+    return TrainerProgram(
+        init_batch=init_batch,
+        run_chunk_batch=trainer.run_chunk,
+        num_chunks=num_chunks,
+        updates_per_chunk=run.updates_per_chunk,
+        frames_per_chunk=frames_per_update * run.updates_per_chunk,
+    )

@@ -1,0 +1,103 @@
+"""IMPALA on Atari: environment-only, learner-only and end-to-end frames/s on the same cores, in one run.
+
+- env only: ale-py's vector environment with random actions (the actors' emulator work alone);
+- learner only: updates on one fixed batch of T x B transitions (compile excluded);
+- end to end: the real actor-learner (threaded actors, or ``--mode sync``) for a few chunks, after warm-up.
+Acting and learning share the cores, so together they allow ``1 / (1/env + 1/learner)`` frames/s;
+the ratio compares end to end with that (goal: 0.8 or more with the shallow network on 2 cores).
+Runs unchanged on a GPU machine (the learner then uses the accelerator).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import jax
+import numpy as np
+
+from rlrepro.agents.impala.host_trainer import HostImpalaTrainer, batch_from_unrolls
+from rlrepro.agents.impala.trainer import impala_config
+from rlrepro.environments.atari import AtariEnv
+from rlrepro.specs import load_spec
+from rlrepro.specs.agents.impala import ActorSpec
+from rlrepro.training.actor_learner import play_unroll, start_actor
+
+
+def env_only(env_spec, seconds: float) -> float:
+    env = AtariEnv(env_spec, num_envs=env_spec.num_envs, seed=0)
+    env.reset()
+    rng = np.random.default_rng(0)
+    steps, start = 0, time.perf_counter()
+    while time.perf_counter() - start < seconds:
+        env.step(rng.integers(0, env.num_actions, env.num_envs))
+        steps += env.num_envs
+    env.close()
+    return steps * env_spec.action_repeat / (time.perf_counter() - start)
+
+
+def learner_only(trainer: HostImpalaTrainer, repeats: int) -> float:
+    env = AtariEnv(trainer.env_spec, num_envs=trainer.config.batch_size, seed=1)
+    state = trainer.init(jax.random.key_data(jax.random.key(0)))
+    actor = start_actor(env, trainer._initial_core(env.num_envs), jax.random.key(1))
+    _, unroll = play_unroll(
+        env, trainer.policy_step, trainer._reset_core, state.learner.params, 0, actor, trainer.config.unroll_length
+    )
+    batch = batch_from_unrolls([unroll])
+    learner = state.learner
+    learner, _ = trainer.update(learner, batch)  # compile
+    jax.block_until_ready(learner)
+    start = time.perf_counter()
+    for _ in range(repeats):
+        learner, _ = trainer.update(learner, batch)
+    jax.block_until_ready(learner)
+    frames = repeats * trainer.config.frames_per_update * trainer.env_spec.action_repeat
+    return frames / (time.perf_counter() - start)
+
+
+def end_to_end(trainer: HostImpalaTrainer, chunks: int) -> tuple[float, float]:
+    state = trainer.init(jax.random.key_data(jax.random.key(0)))
+    state, _ = trainer.run_chunk(state)  # warm-up: compilation, actors filling the queue
+    fps, lags = [], []
+    for _ in range(chunks):
+        state, metrics = trainer.run_chunk(state)
+        fps.append(float(metrics.fps[0]))
+        lags.append(float(metrics.policy_lag[0]))
+    trainer.stop()
+    return float(np.mean(fps)), float(np.mean(lags))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rlrepro.bench impala-atari", description=__doc__.splitlines()[0])
+    parser.add_argument("--spec", default="specs/impala/atari57_shallow.yaml")
+    parser.add_argument("--game", default="pong")
+    parser.add_argument("--network", choices=("impala_shallow", "impala_deep"), default=None)
+    parser.add_argument("--mode", choices=("threaded", "sync"), default="threaded")
+    parser.add_argument("--num-actors", type=int, default=1)
+    parser.add_argument("--chunks", type=int, default=3)
+    parser.add_argument("--updates-per-chunk", type=int, default=10)
+    parser.add_argument("--env-seconds", type=float, default=10.0)
+    args = parser.parse_args(argv)
+
+    spec = load_spec(args.spec)
+    env_spec = next(e for e in spec.environments if e.id == args.game)
+    agent = spec.agent
+    if args.network:
+        network = {"kind": args.network, "fc_size": 256, "lstm_size": None}
+        agent = agent.model_validate({**agent.model_dump(), "network": network})
+    config = impala_config(agent, total_updates=10**9)
+    actor = ActorSpec(mode=args.mode, num_actors=args.num_actors)
+    trainer = HostImpalaTrainer(config, env_spec, actor, updates_per_chunk=args.updates_per_chunk)
+    print(
+        f"IMPALA Atari benchmark: {args.game}, {agent.network.kind}, B={config.batch_size}, T={config.unroll_length}, "
+        f"{env_spec.num_envs} envs, actors {args.mode} x{args.num_actors}, devices {jax.devices()}"
+    )
+    env_fps = env_only(env_spec, args.env_seconds)
+    print(f"  env only (random actions)     {env_fps:10,.0f} frames/s")
+    learner_fps = learner_only(trainer, repeats=max(2, args.updates_per_chunk))
+    print(f"  learner only (fixed batch)    {learner_fps:10,.0f} frames/s")
+    allowed = 1.0 / (1.0 / env_fps + 1.0 / learner_fps)
+    print(f"  parts together (shared cores) {allowed:10,.0f} frames/s   (parallel bound: {min(env_fps, learner_fps):,.0f})")
+    e2e, lag = end_to_end(trainer, args.chunks)
+    print(f"  end to end                    {e2e:10,.0f} frames/s   ratio to parts {e2e / allowed:4.2f}   policy lag {lag:.2f}")
+    return 0

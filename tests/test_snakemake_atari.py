@@ -1,0 +1,41 @@
+"""The repository's IMPALA specs through the real Snakefile at smoke scale, on real ALE games."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.test_snakemake import REPO, _output, snakemake
+
+pytest.importorskip("ale_py", reason="ale-py is pinned in envs/ and installed by `make install`")
+
+
+def run_smoke(tmp_path: Path, only: str, subprocess_env: dict[str, str], timeout: float) -> Path:
+    base = tmp_path / "results"
+    config = ["--config", "scale=smoke", f"specs={REPO / 'specs'}", f"only={only}", f"results={base}"]
+    result = snakemake(tmp_path, "-c2", *config, env=subprocess_env, timeout=timeout)
+    assert result.returncode == 0, _output(result)
+    return base / "smoke"
+
+
+def test_atari57_shallow_smoke_runs_pong_end_to_end(tmp_path: Path, subprocess_env: dict[str, str]):
+    root = run_smoke(tmp_path, "impala/atari57_shallow", subprocess_env, timeout=600)
+    summary = json.loads((root / "runs/impala/atari57_shallow/default/pong/seed0/summary.json").read_text())
+    assert -21 <= summary["final"]["eval_return"] <= 21  # an evaluation game of real Pong was played
+    assert summary["final"]["fps"] > 0 and summary["frames"] >= 16_000
+    table = (root / "tables/impala/atari57_shallow.md").read_text()
+    assert "(paper 20.4)" in table  # Table C.1 shallow Pong score beside ours
+    assert "## Human-normalised scores" in table
+    report = (root / "REPORT.md").read_text()
+    assert "impala/atari57_shallow: 58 claim(s)" in report  # median + 57 per-game claims, not judged at smoke
+
+
+@pytest.mark.slow
+def test_the_whole_impala_paper_at_smoke_scale(tmp_path: Path, subprocess_env: dict[str, str]):
+    root = run_smoke(tmp_path, "impala", subprocess_env, timeout=1800)
+    for experiment in ("offpolicy_correction_toy", "atari57_shallow", "atari57_deep", "throughput"):
+        assert (root / f"tables/impala/{experiment}.png").exists()
+    report = (root / "REPORT.md").read_text()
+    assert "impala/dmlab30" in report and "DeepMind Lab is not installed" in report
