@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from rlrepro.tracking import default_tracking_uri
-from rlrepro.workflow import missing_backend, named_explicitly, plan, results_root
+from rlrepro.workflow import cannot_run, named_explicitly, plan, results_root
 
 SCALE = config.get("scale", "cpu")
 SPECS = [s for s in str(config.get("specs", "specs")).split(",") if s]
@@ -23,7 +23,7 @@ ENV = "envs/rlrepro.yaml"  # documents the software; no conda here: rules run in
 
 # Experiments whose backend is missing (DMLab) are left out (also of only=PAPER) and listed in the report;
 # asked for by name (only=PAPER/EXPERIMENT), they run and fail at once with a clear message.
-PLANS = [p for p in plan(SPECS, SCALE, ONLY) if missing_backend(p) is None or named_explicitly(p, ONLY)]
+PLANS = [p for p in plan(SPECS, SCALE, ONLY) if cannot_run(p) is None or named_explicitly(p, ONLY)]
 PLAN_BY_KEY = {p.key: p for p in PLANS}
 
 

@@ -157,13 +157,16 @@ def results_root(base: Path | str, scale: Scale) -> Path:
     return Path(base) / scale
 
 
-def missing_backend(experiment: ExperimentPlan) -> str | None:
-    """Why the experiment cannot run on this machine (a backend is not installed), or None."""
+def cannot_run(experiment: ExperimentPlan) -> str | None:
+    """Why the experiment cannot run here (a backend is not installed, or the agent/environment pair is not
+    implemented yet), or None."""
     from rlrepro.environments.availability import missing_backend as env_missing
+
+    from rlrepro.agents.registry import not_implemented
 
     needed = {job.env for job in experiment.jobs}
     for env in experiment.spec.environments:
-        if env.id in needed and (reason := env_missing(env)):
+        if env.id in needed and (reason := env_missing(env) or not_implemented(experiment.spec.agent.kind, env.kind)):
             return reason
     return None
 

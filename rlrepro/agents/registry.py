@@ -7,6 +7,7 @@ chunks the budget takes. The runner in ``rlrepro.training.runner`` is agent-agno
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -29,54 +30,35 @@ class TrainerProgram(NamedTuple):
     write_artifacts: Callable[[Any, list[Any]], None] | None = None  # (final state, run dirs): extra files per run
 
 
-def build_impala(agent: Any, env_spec: Any, *, frames: int, run: RunSpec) -> TrainerProgram:
-    """IMPALA: the jitted loop on pure-JAX environments, the actor-learner on Atari."""
-    from rlrepro.agents.impala.trainer import build_impala as build
+class AgentEntry(NamedTuple):
+    """Where an agent kind's trainer builder lives (imported only when used) and what it can train on."""
 
-    return build(agent, env_spec, frames=frames, run=run)
-
-
-def build_dqn(agent: Any, env_spec: Any, *, frames: int, run: RunSpec) -> TrainerProgram:
-    """DQN (Evolving RL) on a gymnasium environment; imported lazily."""
-    from rlrepro.agents.dqn.build import build_dqn as build
-
-    return build(agent, env_spec, frames=frames, run=run)
+    builder: str  # "module:function", called as builder(agent_spec, env_spec, frames=..., run=...)
+    env_kinds: tuple[str, ...]  # environment kinds it trains on; others are reported as not implemented
 
 
-def build_loss_search(agent: Any, env_spec: Any, *, frames: int, run: RunSpec) -> TrainerProgram:
-    """Regularized evolution over DQN loss programs; ``frames`` counts proposed programs. Imported lazily."""
-    from rlrepro.search.trainer import build_loss_search as build
-
-    return build(agent, env_spec, frames=frames, run=run)
-
-
-def build_frodo(agent: Any, env_spec: Any, *, frames: int, run: RunSpec) -> TrainerProgram:
-    """FRODO (meta-gradient target learning) on a pure-JAX environment; imported lazily."""
-    from rlrepro.agents.frodo.trainer import build_frodo as build
-
-    return build(agent, env_spec, frames=frames, run=run)
-
-
-def build_td_lambda(agent: Any, env_spec: Any, *, frames: int, run: RunSpec) -> TrainerProgram:
-    """TD(lambda) prediction (FRODO's random-walk baseline); imported lazily."""
-    from rlrepro.agents.td_lambda.trainer import build_td_lambda as build
-
-    return build(agent, env_spec, frames=frames, run=run)
-
-
-BUILDERS: dict[str, Callable[..., TrainerProgram]] = {
-    "frodo": build_frodo,
-    "td_lambda": build_td_lambda,
-    "impala": build_impala,
-    "dqn": build_dqn,
-    "loss_search": build_loss_search,
+AGENTS: dict[str, AgentEntry] = {
+    "impala": AgentEntry("rlrepro.agents.impala.trainer:build_impala", ("jax", "atari")),
+    "frodo": AgentEntry("rlrepro.agents.frodo.trainer:build_frodo", ("jax",)),
+    "td_lambda": AgentEntry("rlrepro.agents.td_lambda.trainer:build_td_lambda", ("jax",)),
+    "dqn": AgentEntry("rlrepro.agents.dqn.build:build_dqn", ("gym",)),
+    "loss_search": AgentEntry("rlrepro.search.trainer:build_loss_search", ("gym_suite",)),
 }
 
 
+def not_implemented(agent_kind: str, env_kind: str) -> str | None:
+    """Why this agent cannot train on this kind of environment yet, or None (cheap: imports nothing)."""
+    entry = AGENTS.get(agent_kind)
+    if entry is None:
+        return f"agent.kind '{agent_kind}': no trainer registered; known {sorted(AGENTS)}"
+    if env_kind not in entry.env_kinds:
+        return f"{agent_kind} on '{env_kind}' environments is not implemented yet (it trains on {', '.join(entry.env_kinds)})"
+    return None
+
+
 def build_trainer(agent: Any, env_spec: Any, *, frames: int, run: RunSpec) -> TrainerProgram:
-    """Look up the builder of ``agent.kind``."""
-    try:
-        builder = BUILDERS[agent.kind]
-    except KeyError:
-        raise UnsupportedSetupError(f"agent.kind '{agent.kind}': no trainer registered; known {sorted(BUILDERS)}") from None
-    return builder(agent, env_spec, frames=frames, run=run)
+    """Import and call the builder registered for ``agent.kind``."""
+    if reason := not_implemented(agent.kind, env_spec.kind):
+        raise UnsupportedSetupError(reason)
+    module, _, function = AGENTS[agent.kind].builder.partition(":")
+    return getattr(importlib.import_module(module), function)(agent, env_spec, frames=frames, run=run)

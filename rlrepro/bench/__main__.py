@@ -10,6 +10,7 @@ BENCHMARKS = {
     "impala-toy": "rlrepro.bench.impala_toy",
     "impala-atari": "rlrepro.bench.impala_atari",
     "evolving-rl": "rlrepro.bench.evolving_rl",
+    "frodo": "rlrepro.bench.frodo",
 }
 
 

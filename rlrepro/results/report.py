@@ -9,7 +9,7 @@ from pathlib import Path
 from rlrepro.provenance import git_commit
 from rlrepro.results.claims import NOT_JUDGED
 from rlrepro.specs import Scale
-from rlrepro.workflow import ExperimentPlan, missing_backend, plan, results_root
+from rlrepro.workflow import ExperimentPlan, cannot_run, plan, results_root
 
 
 def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: str | None = None) -> Path:
@@ -18,7 +18,7 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
     plans = plan(specs, scale, only)
     summary_rows, sections = [], []
     for experiment in plans:
-        reason = missing_backend(experiment)
+        reason = cannot_run(experiment)
         table_json = Path(experiment.table_paths(root)["md"]).with_suffix(".json")
         if reason or not table_json.exists():
             why = f"not run on this machine: {reason}" if reason else "not run (no table yet)"

@@ -131,8 +131,14 @@ def _field_path(loc: tuple[Any, ...], prefix: str) -> str:
 
 
 def resolve_agent(spec: ExperimentSpec, variant: VariantSpec, scale: Scale, *, source: str = "<spec>") -> Any:
-    """The agent of one variant at one scale: spec agent, then variant overrides, then scale overrides."""
+    """The agent of one variant at one scale: spec agent, then variant overrides, then scale overrides.
+
+    A variant whose overrides set another ``kind`` (e.g. FRODO's TD(lambda) baselines) gives the whole agent:
+    its mapping replaces the spec's agent instead of being merged into it.
+    """
     data = spec.agent.model_dump(mode="json")
+    if variant.agent.get("kind", data["kind"]) != data["kind"]:
+        data = {}
     data = apply_overrides(data, variant.agent)
     if scale != "paper":
         data = apply_overrides(data, spec.scales[scale].agent)

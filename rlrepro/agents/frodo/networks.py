@@ -8,6 +8,7 @@ value network (prediction) or an actor-critic whose torso embedding can be fed t
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import flax.linen as nn
 import jax
@@ -24,21 +25,27 @@ class MetaNetwork(nn.Module):
     """
 
     hidden_size: int
+    param_dtype: Any = jnp.float32
 
     @nn.compact
     def __call__(self, inputs: jax.Array) -> jax.Array:
-        rnn = nn.RNN(nn.OptimizedLSTMCell(self.hidden_size), time_major=True, reverse=True, keep_order=True)
-        hidden = rnn(inputs.astype(jnp.float32))
-        return nn.Dense(1, name="head")(hidden)[..., 0]
+        cell = nn.OptimizedLSTMCell(self.hidden_size, param_dtype=self.param_dtype)
+        # Fully unrolled over the (short) trajectory: a scan under second-order autodiff compiles slowly on CPU.
+        rnn = nn.RNN(cell, time_major=True, reverse=True, keep_order=True, unroll=inputs.shape[0])
+        hidden = rnn(inputs.astype(self.param_dtype))
+        return nn.Dense(1, param_dtype=self.param_dtype, name="head")(hidden)[..., 0]
 
 
 class TabularValue(nn.Module):
     """v(s) = w . one_hot(s), w initialised to 0: a table of values for one-hot observations."""
 
+    param_dtype: Any = jnp.float32
+
     @nn.compact
     def __call__(self, observations: jax.Array) -> jax.Array:
-        x = observations.reshape(observations.shape[0], -1).astype(jnp.float32)
-        return nn.Dense(1, use_bias=False, kernel_init=nn.initializers.zeros, name="value")(x)[:, 0]
+        x = observations.reshape(observations.shape[0], -1).astype(self.param_dtype)
+        dense = nn.Dense(1, use_bias=False, kernel_init=nn.initializers.zeros, param_dtype=self.param_dtype, name="value")
+        return dense(x)[:, 0]
 
 
 class MLPValue(nn.Module):

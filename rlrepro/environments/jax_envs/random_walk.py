@@ -38,6 +38,7 @@ class RandomWalk:
     switch_every: int = 960
     left_rewards: tuple[float, ...] = (0.0, -1.0)
     right_reward: float = 1.0
+    prediction_only: bool = dataclasses.field(default=True, init=False, repr=False)  # no actions: a prediction task
 
     def __post_init__(self) -> None:
         if self.num_states < 1 or self.num_states % 2 == 0:

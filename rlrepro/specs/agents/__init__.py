@@ -11,17 +11,23 @@ from typing import Annotated, Union
 from pydantic import Field
 
 from rlrepro.specs.agents.common import ConvNetworkSpec, MLPNetworkSpec, NetworkSpec, RMSPropSpec
+from rlrepro.specs.agents.dqn import DQNAgentSpec, DQNLossSpec, LossSearchAgentSpec
 from rlrepro.specs.agents.frodo import FrodoAgentSpec
 from rlrepro.specs.agents.impala import ImpalaAgentSpec, ImpalaLossSpec
 from rlrepro.specs.agents.td_lambda import TdLambdaAgentSpec
 
-AgentSpec = Annotated[Union[ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec], Field(discriminator="kind")]
-AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda")
+AgentSpec = Annotated[
+    Union[ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec, DQNAgentSpec, LossSearchAgentSpec], Field(discriminator="kind")
+]
+AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda", "dqn", "loss_search")
 
 __all__ = [
     "AGENT_KINDS",
     "AgentSpec",
     "ConvNetworkSpec",
+    "DQNAgentSpec",
+    "DQNLossSpec",
+    "LossSearchAgentSpec",
     "FrodoAgentSpec",
     "ImpalaAgentSpec",
     "ImpalaLossSpec",

@@ -1,0 +1,54 @@
+"""Hyper-parameters of the DQN agent used by Evolving RL Algorithms (Co-Reyes et al. 2021, App. B; notes §2.3)."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+LossName = Literal["dqn", "ddqn", "dqnreg", "dqnclipped", "program"]
+LOSSES: tuple[str, ...] = ("dqn", "ddqn", "dqnreg", "dqnclipped", "program")
+
+
+@dataclasses.dataclass(frozen=True)
+class DQNConfig:
+    """Everything the DQN learner, actor and host loop need; frozen (a safe jit static argument).
+
+    Attributes:
+      loss: dqn | ddqn | dqnreg | dqnclipped, or ``program`` (a loss graph run by the search interpreter).
+      td_scale: scale of the (Q - Y)^2 term (1: paper's printed form; 0.5: the released graphs' L2Distance).
+      k: DQNReg weight of Q(s, a). 0.1 (§4.3).
+      clip_gamma: DQNClipped's gamma in max(Q - Y, gamma M^2): ``per_transition`` (gamma_t, 0 at terminals) or
+        ``constant``.
+      discount: gamma. 0.99 (released code; not in the paper).
+      learning_rate: Adam step size. 1e-4 (App. B).
+      adam_eps: Adam epsilon (Sonnet default 1e-8).
+      hidden_sizes: MLP widths (App. B: 256, 256, ReLU).
+      batch_size: transitions per update (code: 32).
+      replay_capacity: maximum stored transitions (code: 1e6).
+      min_replay: transitions stored before the first update (code: 1000).
+      update_period: environment steps per gradient update (code: 1).
+      target_period: updates between copies of the online parameters to the target (App. B: 100).
+      epsilon_start, epsilon_end, epsilon_decay_steps: linear epsilon-greedy schedule over environment steps
+        (App. B: 1 -> 0.05 over 1000 steps on classic control, 1e5 on MiniGrid).
+    """
+
+    loss: LossName = "dqn"
+    td_scale: float = 1.0
+    k: float = 0.1
+    clip_gamma: Literal["per_transition", "constant"] = "per_transition"
+    discount: float = 0.99
+    learning_rate: float = 1e-4
+    adam_eps: float = 1e-8
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    batch_size: int = 32
+    replay_capacity: int = 1_000_000
+    min_replay: int = 1000
+    update_period: int = 1
+    target_period: int = 100
+    epsilon_start: float = 1.0
+    epsilon_end: float = 0.05
+    epsilon_decay_steps: int = 1000
+
+    def __post_init__(self) -> None:
+        if self.loss not in LOSSES:
+            raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")

@@ -1,0 +1,156 @@
+"""Hyper-parameters of FRODO (Xu et al. 2020), one documented field each; built from ``FrodoAgentSpec``.
+
+Paper values: App. A.1 (toys) and Table 1 (Atari); everything the paper leaves open is an explicit
+field whose default is marked "ours" in the spec (notes §5 item 8).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+import optax
+
+META_INPUTS: tuple[str, ...] = ("reward", "discount", "v_next", "observation", "pi_a", "mu_a", "torso")
+
+
+@dataclasses.dataclass(frozen=True)
+class OptimizerConfig:
+    """RMSProp (optax, eps inside the square root: finite second derivatives) after an optional global-norm clip.
+
+    Attributes:
+      learning_rate: step size.
+      decay: second-moment decay.
+      epsilon: added to the second moment inside the square root.
+      initial_scale: initial second-moment accumulator (TF1: 1, optax default: 0).
+      momentum: momentum (0: none).
+      max_grad_norm: global gradient-norm clip (Table 1: 1e4 for both optimisers); None: no clip.
+      lr_schedule: "constant", or "linear_to_zero" over ``total_steps``.
+      total_steps: optimiser steps of the whole run (sets the schedule only).
+    """
+
+    learning_rate: float
+    decay: float = 0.9
+    epsilon: float = 1e-8
+    initial_scale: float = 0.0
+    momentum: float = 0.0
+    max_grad_norm: float | None = None
+    lr_schedule: Literal["constant", "linear_to_zero"] = "constant"
+    total_steps: int = 1
+
+    def make(self) -> optax.GradientTransformation:
+        """The optax transformation (differentiable: FRODO backpropagates through its state)."""
+        schedule = (
+            optax.constant_schedule(self.learning_rate)
+            if self.lr_schedule == "constant"
+            else optax.linear_schedule(self.learning_rate, 0.0, max(1, self.total_steps))
+        )
+        rmsprop = optax.rmsprop(
+            schedule,
+            decay=self.decay,
+            eps=self.epsilon,
+            initial_scale=self.initial_scale,
+            eps_in_sqrt=True,
+            momentum=self.momentum or None,
+        )
+        if self.max_grad_norm is None:
+            return rmsprop
+        return optax.chain(optax.clip_by_global_norm(self.max_grad_norm), rmsprop)
+
+
+@dataclasses.dataclass(frozen=True)
+class FrodoConfig:
+    """Everything FRODO's learner and loop need; frozen (hashable, closed over by jit).
+
+    Attributes:
+      task: "prediction" (eq. 8; value network only) or "actor_critic" (eq. 10).
+      network: "tabular", "mlp" or "frodo_conv" (the agent's network kind).
+      hidden_sizes: MLP widths (Catch: 256, 256).
+      conv_channels, conv_kernels, conv_strides, conv_fc_size: the two-conv torso of Table 1.
+      optimizer: the agent's inner optimiser (differentiated through).
+      meta_optimizer: the meta-network's optimiser.
+      meta_hidden_size: LSTM width of g_eta.
+      meta_inputs: names of g_eta's per-step inputs, a subset of ``META_INPUTS``.
+      parameterises: "target" (FRODO) or "loss" (ablation, Fig. 3b).
+      target: "meta_network" (FRODO) or "vtrace" (the IMPALA baseline: inner target = V-trace, no meta step).
+      target_grad: "semi" (G constant w.r.t. theta in the inner update) or "full" (listings as printed).
+      inner_steps: M.
+      unroll_length: T of an inner trajectory.
+      batch_size: B, trajectories per inner batch.
+      discount: gamma.
+      baseline_cost: weight of 0.5 * sum (G - v)^2.
+      entropy_cost: weight of the entropy bonus.
+      reward_clip: clip rewards to [-c, c]; None: no clipping.
+      outer: "td1", "monte_carlo" or "vtrace".
+      outer_unroll_length: steps of the validation batch.
+      vtrace_lambda, rho_bar, pg_rho_bar, temperature: the outer V-trace loss (C.5).
+      consistency_weight, consistency_form, listing_offbyone: the consistency loss (eq. 13, C.4).
+    """
+
+    task: Literal["prediction", "actor_critic"]
+    optimizer: OptimizerConfig
+    meta_optimizer: OptimizerConfig
+    meta_hidden_size: int
+    meta_inputs: tuple[str, ...]
+    unroll_length: int
+    batch_size: int
+    discount: float
+    outer: Literal["td1", "monte_carlo", "vtrace"]
+    network: Literal["tabular", "mlp", "frodo_conv"] = "mlp"
+    hidden_sizes: tuple[int, ...] = (256, 256)
+    conv_channels: tuple[int, ...] = (32, 64)
+    conv_kernels: tuple[int, ...] = (4, 4)
+    conv_strides: tuple[int, ...] = (4, 4)
+    conv_fc_size: int | None = None
+    parameterises: Literal["target", "loss"] = "target"
+    target: Literal["meta_network", "vtrace"] = "meta_network"
+    target_grad: Literal["semi", "full"] = "semi"
+    inner_steps: int = 5
+    baseline_cost: float = 0.5
+    entropy_cost: float = 0.01
+    reward_clip: float | None = None
+    outer_unroll_length: int | None = None
+    vtrace_lambda: float = 1.0
+    rho_bar: float = 1.0
+    pg_rho_bar: float = 1.0
+    temperature: float = 1.0
+    consistency_weight: float = 0.0
+    consistency_form: Literal["n_step", "one_step"] = "n_step"
+    listing_offbyone: bool = False
+
+    def __post_init__(self) -> None:
+        problems = []
+        unknown = sorted(set(self.meta_inputs) - set(META_INPUTS))
+        if unknown or not self.meta_inputs:
+            problems.append(f"meta_inputs must be a non-empty subset of {META_INPUTS}, got {self.meta_inputs}")
+        if self.task == "prediction":
+            if {"pi_a", "mu_a", "torso"} & set(self.meta_inputs):
+                problems.append("prediction has no policy or torso: meta_inputs pi_a, mu_a, torso need actor_critic")
+            if self.outer != "td1":
+                problems.append(f"prediction supports outer 'td1' only, got {self.outer!r}")
+            if self.parameterises != "target" or self.target != "meta_network":
+                problems.append("prediction supports parameterises 'target' and target 'meta_network' only")
+        if self.task == "actor_critic" and self.outer == "td1":
+            problems.append("actor_critic needs outer 'monte_carlo' or 'vtrace'")
+        if self.network == "tabular" and self.task != "prediction":
+            problems.append("a tabular network has no policy: use it with task 'prediction'")
+        for name in ("inner_steps", "unroll_length", "batch_size", "meta_hidden_size"):
+            if getattr(self, name) < 1:
+                problems.append(f"{name} must be >= 1, got {getattr(self, name)}")
+        if problems:
+            raise ValueError("invalid FrodoConfig: " + "; ".join(problems))
+
+    @property
+    def validation_length(self) -> int:
+        """Steps of the validation (outer) batch."""
+        return self.outer_unroll_length or self.unroll_length
+
+    @property
+    def frames_per_meta_update(self) -> int:
+        """Environment steps of one meta-update: M inner batches plus the validation batch (notes §5 item 9)."""
+        return (self.inner_steps * self.unroll_length + self.validation_length) * self.batch_size
+
+    @property
+    def meta_learning(self) -> bool:
+        """Whether eta is learned (False for the V-trace IMPALA baseline)."""
+        return self.target == "meta_network"

@@ -1,0 +1,260 @@
+"""FRODO's jitted training loop on pure-JAX environments and its builder for the pipeline (``build_frodo``).
+
+One counted "update" is one meta-iteration: M inner updates of the agent plus one meta-update of eta,
+consuming (M * T + T_validation) * B environment steps (all counted as frames, notes §5 item 9).
+``run_chunk`` scans ``updates_per_chunk`` meta-iterations; everything is written for one seed and
+``jit(vmap)``-ed over seeds.
+
+Logged per chunk (besides the learner's ``MetaMetrics``): ``mean_return`` / ``episodes`` (Monte Carlo
+outer loss: the validation episodes, played by the agent after its M inner updates; otherwise the training
+episodes), ``train_return`` (the training episodes), and for prediction environments that know their true
+values (the random walk): ``value_error`` (mean over states of (v - v_true)^2, measured after every
+trajectory, averaged over the chunk) and ``changepoint_error`` (per switching period the peak of that error,
+averaged over the periods of the chunk: the spikes of Fig. 2b).
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rlrepro.agents.frodo.actor import (
+    make_control_collect,
+    make_fresh_episodes_collect,
+    make_prediction_collect,
+)
+from rlrepro.agents.frodo.config import FrodoConfig, OptimizerConfig
+from rlrepro.agents.frodo.learner import FrodoState, MetaMetrics, Networks, init, make_networks, meta_update
+from rlrepro.agents.impala.actor import ActorState, init_actor
+from rlrepro.environments.base import JaxEnv
+
+
+class FrodoTrainState(NamedTuple):
+    """One seed's run: learner state, the B environments of the inner stream, raw PRNG key data, frames (int32)."""
+
+    learner: FrodoState
+    actor: ActorState
+    rng: jax.Array
+    frames: jax.Array
+
+
+class FrodoChunkMetrics(NamedTuple):
+    """Chunk means of ``MetaMetrics`` plus returns, episodes, value errors (NaN where not applicable), frames."""
+
+    outer_loss: jax.Array
+    meta_loss: jax.Array
+    inner_loss: jax.Array
+    consistency_loss: jax.Array
+    mean_target: jax.Array
+    vtrace_g_mse: jax.Array
+    meta_grad_norm: jax.Array
+    value_error: jax.Array
+    changepoint_error: jax.Array
+    train_return: jax.Array
+    episodes: jax.Array
+    mean_return: jax.Array
+    frames: jax.Array
+
+
+class FrodoTrainer(NamedTuple):
+    """Jitted per-seed ``init``/``run_chunk`` and their vmapped-over-seeds versions."""
+
+    init: Callable[[jax.Array], FrodoTrainState]
+    run_chunk: Callable[[FrodoTrainState], tuple[FrodoTrainState, FrodoChunkMetrics]]
+    init_batch: Callable[[jax.Array], FrodoTrainState]
+    run_chunk_batch: Callable[[FrodoTrainState], tuple[FrodoTrainState, FrodoChunkMetrics]]
+
+
+def _raw_key(key: jax.Array) -> jax.Array:
+    return jax.random.key_data(key) if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) else key
+
+
+def _collectors(env: JaxEnv, config: FrodoConfig, nets: Networks) -> tuple[Any, Any]:
+    """(collect_inner, collect_outer) for the config's task and outer loss."""
+    if config.task == "prediction":
+        collect = make_prediction_collect(env, config.unroll_length, config.discount)
+        return collect, make_prediction_collect(env, config.validation_length, config.discount)
+    inner = make_control_collect(env, nets.agent, config.unroll_length, config.discount)
+    if config.outer == "monte_carlo":
+        outer = make_fresh_episodes_collect(env, nets.agent, config.validation_length, config.batch_size, config.discount)
+    else:
+        outer = make_control_collect(env, nets.agent, config.validation_length, config.discount)
+    return inner, outer
+
+
+def _probe(env: Any, config: FrodoConfig, nets: Networks) -> Callable[[Any, Any], jax.Array]:
+    """Value error over all states after an update (environments with ``true_values``), else NaN."""
+    if config.task != "prediction" or not hasattr(env, "true_values"):
+        return lambda params, stats: (jnp.full((), jnp.nan), jnp.zeros((), jnp.int32))
+
+    def probe(params: Any, stats: Any) -> tuple[jax.Array, jax.Array]:
+        values = nets.agent.apply(params, env.all_observations())
+        return jnp.mean(jnp.square(values[None] - stats.true_values)), stats.phase[0]
+
+    return probe
+
+
+def init_train_state(key: jax.Array, env: JaxEnv, config: FrodoConfig) -> FrodoTrainState:
+    """Fresh learner, B reset environments, frames 0."""
+    learner_key, actor_key, rng = jax.random.split(_raw_key(key), 3)
+    learner = init(learner_key, config, env.observation_shape, env.num_actions)
+    return FrodoTrainState(learner, init_actor(actor_key, env, config.batch_size), rng, jnp.zeros((), jnp.int32))
+
+
+def changepoint_error(errors: jax.Array, phases: jax.Array) -> jax.Array:
+    """Mean over the switching periods present of the peak error in each period (errors, phases: [K])."""
+    segments = phases - jnp.min(phases)
+    peaks = jax.ops.segment_max(errors, segments, num_segments=errors.shape[0])
+    present = jax.ops.segment_sum(jnp.ones_like(errors), segments, num_segments=errors.shape[0]) > 0
+    return jnp.sum(jnp.where(present, peaks, 0.0)) / jnp.maximum(jnp.sum(present), 1)
+
+
+def _episode_means(stats: Any) -> tuple[jax.Array, jax.Array]:
+    """(episodes, mean return) of ``EpisodeStats``-like leaves ``ended`` / ``returns`` (NaN if none ended)."""
+    episodes = jnp.sum(stats.ended.astype(jnp.int32))
+    mean = jnp.where(episodes > 0, jnp.sum(stats.returns) / jnp.maximum(episodes, 1), jnp.nan)
+    return episodes, mean
+
+
+def run_chunk(
+    state: FrodoTrainState, env: JaxEnv, config: FrodoConfig, updates_per_chunk: int
+) -> tuple[FrodoTrainState, FrodoChunkMetrics]:
+    """``updates_per_chunk`` meta-iterations in a ``lax.scan``; metrics summarised over the chunk."""
+    nets = make_networks(config, env.num_actions)
+    collect_inner, collect_outer = _collectors(env, config, nets)
+    update = functools.partial(
+        meta_update, config=config, nets=nets, collect_inner=collect_inner, collect_outer=collect_outer,
+        probe=_probe(env, config, nets),
+    )
+
+    def step(carry: FrodoTrainState, _: None) -> tuple[FrodoTrainState, tuple]:
+        rng, key = jax.random.split(carry.rng)
+        learner, actor, metrics, probes, stats = update(carry.learner, carry.actor, key)
+        frames = carry.frames + config.frames_per_meta_update
+        return FrodoTrainState(learner, actor, rng, frames), (metrics, probes, stats)
+
+    state, (metrics, (errors, phases), stats) = jax.lax.scan(step, state, None, length=updates_per_chunk)
+    inner_stats, outer_stats = stats
+    train_episodes, train_return = _episode_means(inner_stats)
+    episodes, mean_return = train_episodes, train_return
+    if config.outer == "monte_carlo":
+        episodes, mean_return = _episode_means(outer_stats)
+    means = jax.tree.map(jnp.mean, metrics)
+    chunk = FrodoChunkMetrics(
+        **means._asdict(),
+        value_error=jnp.mean(errors),
+        changepoint_error=changepoint_error(errors.reshape(-1), phases.reshape(-1)),
+        train_return=train_return,
+        episodes=episodes,
+        mean_return=mean_return,
+        frames=state.frames,
+    )
+    return state, chunk
+
+
+def make_frodo_trainer(env: JaxEnv, config: FrodoConfig, *, updates_per_chunk: int) -> FrodoTrainer:
+    """Build the jitted FRODO loop for a pure-JAX ``env``."""
+    if updates_per_chunk < 1:
+        raise ValueError(f"updates_per_chunk must be >= 1, got {updates_per_chunk}")
+    init_fn = functools.partial(init_train_state, env=env, config=config)
+    chunk_fn = functools.partial(run_chunk, env=env, config=config, updates_per_chunk=updates_per_chunk)
+    return FrodoTrainer(
+        init=jax.jit(init_fn),
+        run_chunk=jax.jit(chunk_fn),
+        init_batch=jax.jit(jax.vmap(init_fn)),
+        run_chunk_batch=jax.jit(jax.vmap(chunk_fn)),
+    )
+
+
+def optimizer_config(spec: Any, total_steps: int) -> OptimizerConfig:
+    """``OptimizerConfig`` from an ``RMSPropSpec``."""
+    return OptimizerConfig(
+        learning_rate=spec.learning_rate,
+        decay=spec.decay,
+        epsilon=spec.epsilon,
+        initial_scale=spec.initial_scale,
+        momentum=spec.momentum,
+        max_grad_norm=spec.max_grad_norm,
+        lr_schedule=spec.lr_schedule,
+        total_steps=total_steps,
+    )
+
+
+def frodo_config(agent: Any, total_updates: int) -> FrodoConfig:
+    """The learner config of a ``FrodoAgentSpec``; ``total_updates`` meta-iterations set the lr schedules."""
+    if not agent.optimizer.eps_in_sqrt or not agent.meta_optimizer.eps_in_sqrt:
+        raise ValueError("FRODO differentiates through RMSProp: eps_in_sqrt must be true (NaN otherwise)")
+    net = agent.network
+    conv = dict(
+        conv_channels=tuple(net.channels), conv_kernels=tuple(net.kernel_sizes), conv_strides=tuple(net.strides),
+        conv_fc_size=net.fc_size,
+    ) if net.kind == "frodo_conv" else {}
+    return FrodoConfig(
+        task=agent.task,
+        network=net.kind,
+        hidden_sizes=tuple(net.hidden_sizes) if net.kind == "mlp" else (),
+        **conv,
+        optimizer=optimizer_config(agent.optimizer, total_updates * agent.inner_steps),
+        meta_optimizer=optimizer_config(agent.meta_optimizer, total_updates),
+        meta_hidden_size=agent.meta_network.hidden_size,
+        meta_inputs=tuple(agent.meta_network.inputs),
+        parameterises=agent.meta_network.parameterises,
+        target=agent.target,
+        target_grad=agent.target_grad,
+        inner_steps=agent.inner_steps,
+        unroll_length=agent.unroll_length,
+        batch_size=agent.batch_size,
+        discount=agent.discount,
+        baseline_cost=agent.baseline_cost,
+        entropy_cost=agent.entropy_cost,
+        reward_clip=agent.reward_clip,
+        outer=agent.outer.kind,
+        outer_unroll_length=agent.outer.unroll_length,
+        vtrace_lambda=agent.outer.trace_lambda,
+        rho_bar=agent.outer.rho_bar,
+        pg_rho_bar=agent.outer.pg_rho_bar,
+        temperature=agent.outer.temperature,
+        consistency_weight=agent.consistency.weight,
+        consistency_form=agent.consistency.form,
+        listing_offbyone=agent.consistency.listing_offbyone,
+    )
+
+
+def num_chunks_for(frames: int, frames_per_update: int, updates_per_chunk: int) -> int:
+    """Chunks needed to reach ``frames`` (at least one)."""
+    return max(1, math.ceil(frames / (frames_per_update * updates_per_chunk)))
+
+
+def build_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
+    """FRODO on a pure-JAX environment: each chunk of meta-iterations is one jitted, vmapped call.
+
+    Atari (``kind: atari``) is not wired into a runnable loop yet: the learner's pure functions support the
+    two-conv torso and the V-trace outer loss, but the host actor-learner loop comes with the Atari work.
+    """
+    from rlrepro.agents.registry import TrainerProgram
+    from rlrepro.environments.availability import require_backend
+    from rlrepro.environments.errors import UnsupportedSetupError
+    from rlrepro.environments.jax_envs import make_jax_env
+    from rlrepro.specs import JaxEnvSpec
+
+    require_backend(env_spec)
+    if not isinstance(env_spec, JaxEnvSpec):
+        raise UnsupportedSetupError(
+            f"FRODO on '{env_spec.kind}' environments is not runnable yet: the learner (rlrepro.agents.frodo.learner) "
+            "supports the Atari torso and V-trace outer loss, but the Atari actor-learner loop is not wired in"
+        )
+    env = make_jax_env(env_spec.name, **env_spec.kwargs)
+    probe_config = frodo_config(agent, total_updates=1)
+    frames_per_update = probe_config.frames_per_meta_update * env_spec.frames_per_step
+    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
+    config = frodo_config(agent, total_updates=num_chunks * run.updates_per_chunk)
+    if config.network == "frodo_conv":
+        raise UnsupportedSetupError("the frodo_conv torso needs image observations (Atari); use mlp or tabular here")
+    trainer = make_frodo_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
+    return TrainerProgram(trainer.init_batch, trainer.run_chunk_batch, num_chunks, run.updates_per_chunk,
+                          frames_per_update * run.updates_per_chunk)

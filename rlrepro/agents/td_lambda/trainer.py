@@ -1,0 +1,115 @@
+"""TD(lambda)'s jitted loop on pure-JAX prediction environments and ``build_td_lambda`` for the pipeline.
+
+One counted "update" is ``trajectories_per_update`` consecutive trajectories, each followed by one TD(lambda)
+step (6 = FRODO's M + 1 batches, so both agents consume and log the same environment steps per update).
+Metrics as FRODO's prediction trainer: ``value_error`` after every trajectory (chunk mean), ``changepoint_error``
+(per switching period the peak value error, averaged over the chunk's periods), returns and episodes.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rlrepro.agents.frodo.actor import make_prediction_collect
+from rlrepro.agents.frodo.trainer import changepoint_error, num_chunks_for, optimizer_config
+from rlrepro.agents.impala.actor import ActorState, init_actor
+from rlrepro.agents.td_lambda.learner import TdLambdaConfig, TdLambdaState, init, update
+
+
+class TdTrainState(NamedTuple):
+    """One seed's run: learner state, the environments, raw PRNG key data and frames (int32)."""
+
+    learner: TdLambdaState
+    actor: ActorState
+    rng: jax.Array
+    frames: jax.Array
+
+
+class TdChunkMetrics(NamedTuple):
+    """Chunk summaries (see the module docstring)."""
+
+    td_loss: jax.Array
+    value_error: jax.Array
+    changepoint_error: jax.Array
+    episodes: jax.Array
+    mean_return: jax.Array
+    frames: jax.Array
+
+
+class TdTrainer(NamedTuple):
+    init_batch: Callable[[jax.Array], TdTrainState]
+    run_chunk_batch: Callable[[TdTrainState], tuple[TdTrainState, TdChunkMetrics]]
+
+
+def _init(key: jax.Array, env: Any, config: TdLambdaConfig) -> TdTrainState:
+    learner_key, actor_key, rng = jax.random.split(key, 3)
+    return TdTrainState(init(learner_key, config, env.observation_shape), init_actor(actor_key, env, 1), rng,
+                        jnp.zeros((), jnp.int32))
+
+
+def _trajectory_step(carry: TdTrainState, key: jax.Array, env: Any, config: TdLambdaConfig) -> tuple[TdTrainState, tuple]:
+    collect = make_prediction_collect(env, config.unroll_length, config.discount)
+    actor, traj, stats = collect(key, None, carry.actor)
+    learner, loss = update(carry.learner, traj, config)
+    values = config.make_network().apply(learner.params, env.all_observations())
+    error = jnp.mean(jnp.square(values[None] - stats.true_values))
+    frames = carry.frames + config.unroll_length
+    return TdTrainState(learner, actor, carry.rng, frames), (loss, error, stats.phase[0], stats.ended, stats.returns)
+
+
+def run_chunk(state: TdTrainState, env: Any, config: TdLambdaConfig, updates_per_chunk: int) -> tuple[TdTrainState, TdChunkMetrics]:
+    """``updates_per_chunk * trajectories_per_update`` TD(lambda) steps in one ``lax.scan``."""
+    rng, key = jax.random.split(state.rng)
+    steps = updates_per_chunk * config.trajectories_per_update
+    step = functools.partial(_trajectory_step, env=env, config=config)
+    state, (losses, errors, phases, ended, returns) = jax.lax.scan(step, state._replace(rng=rng), jax.random.split(key, steps))
+    episodes = jnp.sum(ended.astype(jnp.int32))
+    mean_return = jnp.where(episodes > 0, jnp.sum(returns) / jnp.maximum(episodes, 1), jnp.nan)
+    metrics = TdChunkMetrics(jnp.mean(losses), jnp.mean(errors), changepoint_error(errors, phases), episodes,
+                             mean_return, state.frames)
+    return state, metrics
+
+
+def make_td_lambda_trainer(env: Any, config: TdLambdaConfig, *, updates_per_chunk: int) -> TdTrainer:
+    """Jitted, vmapped-over-seeds init and chunk."""
+    init_fn = functools.partial(_init, env=env, config=config)
+    chunk_fn = functools.partial(run_chunk, env=env, config=config, updates_per_chunk=updates_per_chunk)
+    return TdTrainer(jax.jit(jax.vmap(init_fn)), jax.jit(jax.vmap(chunk_fn)))
+
+
+def build_td_lambda(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
+    """TD(lambda) on a pure-JAX prediction environment (one with ``true_values``, e.g. the random walk)."""
+    from rlrepro.agents.registry import TrainerProgram
+    from rlrepro.environments.availability import require_backend
+    from rlrepro.environments.errors import UnsupportedSetupError
+    from rlrepro.environments.jax_envs import make_jax_env
+    from rlrepro.specs import JaxEnvSpec
+
+    require_backend(env_spec)
+    if not isinstance(env_spec, JaxEnvSpec):
+        raise UnsupportedSetupError(f"td_lambda runs on pure-JAX prediction environments, not '{env_spec.kind}'")
+    env = make_jax_env(env_spec.name, **env_spec.kwargs)
+    if not hasattr(env, "true_values"):
+        raise UnsupportedSetupError(f"td_lambda needs a prediction environment with true values; '{env_spec.name}' has none")
+    frames_per_update = agent.unroll_length * agent.trajectories_per_update * env_spec.frames_per_step
+    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
+    total_steps = num_chunks * run.updates_per_chunk * agent.trajectories_per_update
+    config = TdLambdaConfig(
+        trace_lambda=agent.trace_lambda,
+        optimizer=optimizer_config(agent.optimizer, total_steps),
+        unroll_length=agent.unroll_length,
+        discount=agent.discount,
+        network=agent.network.kind,
+        hidden_sizes=tuple(getattr(agent.network, "hidden_sizes", (64, 64))),
+        trajectories_per_update=agent.trajectories_per_update,
+    )
+    if config.network not in ("tabular", "mlp"):
+        raise UnsupportedSetupError(f"td_lambda supports tabular and mlp value networks, not '{config.network}'")
+    trainer = make_td_lambda_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
+    return TrainerProgram(trainer.init_batch, trainer.run_chunk_batch, num_chunks, run.updates_per_chunk,
+                          frames_per_update * run.updates_per_chunk)

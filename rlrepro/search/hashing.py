@@ -1,0 +1,110 @@
+"""Functional equivalence (§3.3): hash a program's outputs on fixed random inputs; probe whether it is TD-like.
+
+Released-code setting (notes §1.3): a batch of 10 transitions, floats and states U(-100, 100) (states of
+size 4), actions in {0, 1, 2}, and random 2-layer MLPs of width 4 as the Q-network and its target. The key
+is the outputs rounded to 5 significant digits (NaN and inf map to fixed tokens), so algebraically equal
+programs collide while float rounding does not split them.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+from typing import Any
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rlrepro.agents.dqn.networks import QNetwork
+from rlrepro.search.interpreter import make_interpreter, transition_inputs
+from rlrepro.search.program import Program, encode
+
+_OBS, _ACTIONS, _BATCH = 4, 3, 10
+
+
+class _Probe:
+    """Fixed random inputs and networks; compiled interpreters per (slots, network calls)."""
+
+    def __init__(self, constants: tuple[float, ...], low: float, high: float, batch: int, seed: int):
+        rng = np.random.default_rng(seed)
+        net = QNetwork(num_actions=_ACTIONS, hidden_sizes=(4, 4))
+        self.apply = net.apply
+        self.params = net.init(jax.random.key(seed), jnp.zeros((1, _OBS)))
+        self.target = net.init(jax.random.key(seed + 1), jnp.zeros((1, _OBS)))
+        f = lambda *shape: jnp.asarray(rng.uniform(low, high, shape), jnp.float32)  # noqa: E731
+        discount = jnp.asarray(rng.choice([0.0, 0.99], batch), jnp.float32)
+        self.batch = _Batch(f(batch, _OBS), jnp.asarray(rng.integers(0, _ACTIONS, batch), jnp.int32), f(batch), discount, f(batch, _OBS))
+        self.inputs = transition_inputs(self.batch, constants, _OBS, _ACTIONS)
+        self._compiled: dict[Any, Any] = {}
+
+    def _fn(self, calls: tuple[bool, ...], grad: bool):
+        key = (calls, grad)
+        if key not in self._compiled:
+            run = make_interpreter(self.apply, _OBS, _ACTIONS, calls)
+            if grad:
+                def f(program, dq):
+                    return jax.grad(lambda d: jnp.sum(run(self.params, self.target, self.inputs, program, jax.random.key(0), d)))(dq)
+            else:
+                def f(program, dq):
+                    return run(self.params, self.target, self.inputs, program, jax.random.key(0), dq)
+            self._compiled[key] = jax.jit(f)
+        return self._compiled[key]
+
+    def outputs(self, program: Program) -> np.ndarray:
+        arrays, calls = encode(program)
+        return np.asarray(self._fn(calls, False)(arrays, jnp.zeros((self.batch.r_t.shape[0], _ACTIONS))))
+
+    def grad_q(self, program: Program) -> np.ndarray:
+        """d loss / d Q(s_tm1, a_tm1) per transition."""
+        arrays, calls = encode(program)
+        n = self.batch.r_t.shape[0]
+        g = np.asarray(self._fn(calls, True)(arrays, jnp.zeros((n, _ACTIONS))))
+        return g[np.arange(n), np.asarray(self.batch.a_tm1)]
+
+    def deltas(self) -> tuple[np.ndarray, np.ndarray]:
+        """delta = Q - (r + gamma_t M) and the undiscounted Q - (r + M) on the probe inputs."""
+        b = self.batch
+        q = np.asarray(self.apply(self.params, b.obs_tm1))[np.arange(len(b.a_tm1)), np.asarray(b.a_tm1)]
+        m = np.asarray(self.apply(self.target, b.obs_t)).max(-1)
+        r = np.asarray(b.r_t)
+        return q - (r + np.asarray(b.discount_t) * m), q - (r + m)
+
+
+class _Batch:
+    def __init__(self, obs_tm1, a_tm1, r_t, discount_t, obs_t):
+        self.obs_tm1, self.a_tm1, self.r_t, self.discount_t, self.obs_t = obs_tm1, a_tm1, r_t, discount_t, obs_t
+
+
+@functools.lru_cache(maxsize=4)
+def _hash_probe(constants: tuple[float, ...]) -> _Probe:
+    return _Probe(constants, -100.0, 100.0, _BATCH, seed=12345)
+
+
+@functools.lru_cache(maxsize=4)
+def _td_probe(constants: tuple[float, ...]) -> _Probe:
+    return _Probe(constants, -1.0, 1.0, 256, seed=777)
+
+
+def _token(x: float) -> str:
+    if not np.isfinite(x):
+        return "nan" if np.isnan(x) else ("inf" if x > 0 else "-inf")
+    return f"{x:.5g}"
+
+
+def functional_hash(program: Program) -> str:
+    """A key shared by programs that compute the same loss on the fixed random inputs."""
+    out = _hash_probe(program.constants).outputs(program)
+    return hashlib.sha1(",".join(_token(float(v)) for v in out).encode()).hexdigest()[:16]
+
+
+def td_likeness(program: Program) -> float:
+    """Correlation of d loss / d Q(s, a) with the TD error (best of discounted and undiscounted), on inputs in [-1, 1].
+
+    About 1 for (Q - Y)^2, 0.5 (Q - Y)^2 + 0.1 Q and DQNClipped; a loss whose gradient ignores the target scores low.
+    """
+    probe = _td_probe(program.constants)
+    g = probe.grad_q(program)
+    if not np.all(np.isfinite(g)) or np.std(g) < 1e-12:
+        return 0.0
+    return float(max(np.corrcoef(g, d)[0, 1] for d in probe.deltas()))

@@ -1,0 +1,155 @@
+"""``build_loss_search``: the search as a runner program (one job per search seed, chunks of proposals).
+
+The job's state is one ``SearchState`` per seed (population, score cache, counters, generator): pickled in
+the runner's checkpoint after every chunk, so an interrupted search resumes with its population and cache.
+Metrics per chunk: ``frames`` = proposals so far, ``episodes`` = proposals in the chunk, ``mean_return`` =
+the best fitness found (so the runner's final_return is the best score), and the search statistics
+(duplicate and hurdle fractions, programs evaluated, whether the best program is TD-like). The best
+programs, as equations, go to ``search.md`` and ``search.json`` in each run folder.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from rlrepro.agents.dqn.build import dqn_config, seeds_of
+from rlrepro.environments.errors import UnsupportedSetupError
+from rlrepro.search import evolution
+from rlrepro.search.evaluate import EvalTask, evaluate_program
+from rlrepro.search.executor import make_executor
+from rlrepro.search.ops import SEARCHABLE
+
+
+class SearchMetrics(NamedTuple):
+    frames: np.ndarray
+    episodes: np.ndarray
+    mean_return: np.ndarray
+    best_fitness: np.ndarray
+    population_mean_fitness: np.ndarray
+    programs_evaluated: np.ndarray
+    duplicate_fraction: np.ndarray
+    hurdle_reject_fraction: np.ndarray
+    best_td_like: np.ndarray
+    eval_minutes: np.ndarray
+
+
+def evolution_config(agent: Any) -> evolution.EvolutionConfig:
+    operators = tuple(agent.operators) if agent.operators else SEARCHABLE
+    unknown = sorted(set(operators) - set(SEARCHABLE))
+    if unknown:
+        raise UnsupportedSetupError(f"agent.operators: unknown {unknown}; known {list(SEARCHABLE)}")
+    return evolution.EvolutionConfig(
+        population_size=agent.population_size,
+        tournament_size=agent.tournament_size,
+        mutation_probability=agent.mutation_probability,
+        free_nodes=agent.free_nodes,
+        bootstrap=agent.bootstrap,
+        operators=operators,
+        constants=tuple(agent.constants),
+    )
+
+
+def eval_task(agent: Any, env_spec: Any, seed: int) -> EvalTask:
+    members = tuple(env_spec.environments)
+    missing = [env.id for env in members if env.id not in agent.env_steps]
+    if missing:
+        raise UnsupportedSetupError(f"agent.env_steps: no budget for {missing}")
+    no_range = [env.id for env in members if env.return_range is None]
+    if no_range:
+        raise UnsupportedSetupError(f"environments {no_range}: a search needs return_range to normalize returns")
+    return EvalTask(members, tuple(agent.env_steps[env.id] for env in members), dqn_config(agent.inner),
+                    agent.hurdle_threshold, agent.fitness, seed)
+
+
+class _Search:
+    """Runs proposals for a batch of search seeds through one executor."""
+
+    def __init__(self, agent: Any, env_spec: Any):
+        self.agent, self.env_spec = agent, env_spec
+        self.config = evolution_config(agent)
+        self.executor = None
+
+    def _evaluate(self, task: EvalTask):
+        def run(programs: list) -> list:
+            if self.executor is None:
+                ex = self.agent.executor
+                self.executor = make_executor(ex.kind, ex.workers, ex.address)
+            futures = [self.executor.submit(evaluate_program, p, task) for p in programs]
+            return [f.result() for f in futures]
+        return run
+
+    def init(self, keys: Any) -> list[evolution.SearchState]:
+        return [evolution.SearchState(rng=np.random.default_rng([seed, 20_21])) for seed in seeds_of(keys)]
+
+    def run_chunk(self, states: list[evolution.SearchState], trials: int, seeds: list[int]):
+        workers = self.agent.executor.workers
+        for state, seed in zip(states, seeds):
+            evaluate = self._evaluate(eval_task(self.agent, self.env_spec, seed))
+            target = state.trials + trials
+            while state.trials < target:
+                if not state.population:  # the initial population counts as proposals
+                    evolution.add_batch(state, self.config, evolution.initial_programs(state, self.config), evaluate)
+                    continue
+                n = min(workers, target - state.trials)
+                children = [evolution.propose(state, self.config) for _ in range(n)]
+                evolution.add_batch(state, self.config, children, evaluate)
+        stats = [evolution.statistics(s) for s in states]
+        first = [s.trials for s in states]
+        return states, SearchMetrics(
+            frames=np.array(first, np.int64),
+            episodes=np.array([trials] * len(states)),
+            mean_return=np.array([s["best_fitness"] for s in stats]),
+            **{name: np.array([s[name] for s in stats]) for name in SearchMetrics._fields[3:]},
+        )
+
+
+def write_search_report(states: list[evolution.SearchState], run_dirs: list[Path], top: int = 10) -> None:
+    """The best programs of each seed as equations, with scores and the search statistics."""
+    from rlrepro.search.equations import equation
+    from rlrepro.search.hashing import td_likeness
+
+    for state, run_dir in zip(states, run_dirs):
+        stats = evolution.statistics(state)
+        best = [
+            {"hash": key, "fitness": fitness, "scores": list(state.scores[key]), "equation": equation(program),
+             "td_like": td_likeness(program), "passed_hurdle": state.passed[key]}
+            for key, fitness, program in evolution.top_programs(state, top)
+        ]
+        Path(run_dir, "search.json").write_text(json.dumps({"statistics": stats, "best": best}, indent=2) + "\n")
+        lines = ["# Loss search: best programs", "",
+                 f"{int(stats['trials'])} proposals, {int(stats['programs_evaluated'])} programs trained, "
+                 f"{100 * stats['duplicate_fraction']:.0f}% duplicates, "
+                 f"{100 * stats['hurdle_reject_fraction']:.0f}% of the trained rejected by the hurdle.", "",
+                 "| rank | fitness | per-environment | TD-likeness | loss |", "|---|---|---|---|---|"]
+        for i, b in enumerate(best, 1):
+            scores = ", ".join(f"{v:.3f}" for v in b["scores"])
+            lines.append(f"| {i} | {b['fitness']:.3f} | {scores} | {b['td_like']:.2f} | `{b['equation']}` |")
+        Path(run_dir, "search.md").write_text("\n".join(lines) + "\n")
+
+
+def build_loss_search(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
+    """The search over ``frames`` proposals (programs), ``agent.trials_per_chunk`` per chunk."""
+    from rlrepro.agents.registry import TrainerProgram
+    from rlrepro.environments.availability import require_backend
+
+    if env_spec.kind != "gym_suite":
+        raise UnsupportedSetupError(f"a loss search needs a 'gym_suite' environment (hurdle first), got '{env_spec.kind}'")
+    require_backend(env_spec)
+    search = _Search(agent, env_spec)
+    per_chunk = min(agent.trials_per_chunk, frames)
+    num_chunks = math.ceil(frames / per_chunk)
+    holder: dict[str, list[int]] = {}
+
+    def init_batch(keys: Any) -> list[evolution.SearchState]:
+        holder["seeds"] = seeds_of(keys)
+        return search.init(keys)
+
+    def run_chunk_batch(states: list[evolution.SearchState]):
+        return search.run_chunk(states, per_chunk, holder["seeds"])
+
+    return TrainerProgram(init_batch, run_chunk_batch, num_chunks, per_chunk, per_chunk, write_search_report)
