@@ -125,9 +125,13 @@ def test_a_seed_trained_alone_equals_the_same_seed_trained_in_a_batch(
     (alone,) = _train(spec, tmp_path / "alone", seeds=(1,))
     batched = _run_dirs(finished)[1]
     assert alone == _run_dirs(tmp_path / "alone")[1]
-    assert comparable_metrics(read_metrics(alone / "metrics.jsonl")) == comparable_metrics(
-        read_metrics(batched / "metrics.jsonl")
-    )
+    # vmap over seeds may reorder float reductions: equal up to float32 rounding, chunk by chunk
+    for a, b in zip(
+        comparable_metrics(read_metrics(alone / "metrics.jsonl")),
+        comparable_metrics(read_metrics(batched / "metrics.jsonl")),
+        strict=True,
+    ):
+        assert a == pytest.approx(b, rel=1e-4, abs=1e-5, nan_ok=True)
 
 
 # --------------------------------------------------------------------------------------------------
