@@ -161,3 +161,15 @@ def test_catch_return_improves():
     for _ in range(5):
         state, last = trainer.run_chunk_batch(state)
     assert float(last.mean_return[0]) > float(first.mean_return[0]) + 0.3
+
+
+def test_random_walk_spec_variant_switches_agent_kind():
+    from pathlib import Path
+
+    from rlrepro.specs import load_spec, resolve_agent
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "specs" / "frodo" / "random_walk.yaml")
+    variants = {v.name: v for v in spec.variant_list()}
+    assert resolve_agent(spec, variants["frodo"], "cpu").kind == "frodo"
+    td = resolve_agent(spec, variants["td_lambda=0.4"], "cpu")
+    assert td.kind == "td_lambda" and td.trace_lambda == 0.4 and td.optimizer.learning_rate == 0.1
