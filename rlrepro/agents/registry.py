@@ -8,6 +8,7 @@ chunks the budget takes. The runner in ``rlrepro.training.runner`` is agent-agno
 from __future__ import annotations
 
 import importlib
+import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -28,6 +29,11 @@ class TrainerProgram(NamedTuple):
     updates_per_chunk: int
     frames_per_chunk: int
     write_artifacts: Callable[[Any, list[Any]], None] | None = None  # (final state, run dirs): extra files per run
+
+
+def num_chunks_for(frames: int, frames_per_update: int, updates_per_chunk: int) -> int:
+    """Chunks of ``updates_per_chunk`` updates needed to reach ``frames`` (at least one)."""
+    return max(1, math.ceil(frames / (frames_per_update * updates_per_chunk)))
 
 
 class AgentEntry(NamedTuple):

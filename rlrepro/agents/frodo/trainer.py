@@ -16,7 +16,6 @@ averaged over the periods of the chunk: the spikes of Fig. 2b).
 from __future__ import annotations
 
 import functools
-import math
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -225,10 +224,6 @@ def frodo_config(agent: Any, total_updates: int) -> FrodoConfig:
     )
 
 
-def num_chunks_for(frames: int, frames_per_update: int, updates_per_chunk: int) -> int:
-    """Chunks needed to reach ``frames`` (at least one)."""
-    return max(1, math.ceil(frames / (frames_per_update * updates_per_chunk)))
-
 
 def build_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """FRODO on a pure-JAX environment: each chunk of meta-iterations is one jitted, vmapped call.
@@ -237,6 +232,7 @@ def build_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     two-conv torso and the V-trace outer loss, but the host actor-learner loop comes with the Atari work.
     """
     from rlrepro.agents.registry import TrainerProgram
+    from rlrepro.agents.registry import num_chunks_for
     from rlrepro.environments.availability import require_backend
     from rlrepro.environments.errors import UnsupportedSetupError
     from rlrepro.environments.jax_envs import make_jax_env

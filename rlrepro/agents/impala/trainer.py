@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
-from rlrepro.agents.registry import TrainerProgram
+from rlrepro.agents.registry import TrainerProgram, num_chunks_for
 from rlrepro.environments.availability import require_backend
 from rlrepro.environments.errors import UnsupportedSetupError
 from rlrepro.specs import ImpalaAgentSpec
@@ -64,7 +63,7 @@ def build_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: Run
     from rlrepro.training.jax_loop import make_jax_trainer
 
     frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
-    num_chunks = max(1, math.ceil(frames / (frames_per_update * run.updates_per_chunk)))
+    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
     config = impala_config(agent, total_updates=num_chunks * run.updates_per_chunk)
     env = make_jax_env(env_spec.name, **env_spec.kwargs)
     trainer = make_jax_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
@@ -86,7 +85,7 @@ def build_impala_atari(agent: ImpalaAgentSpec, env_spec: AtariEnvSpec, *, frames
     from rlrepro.agents.impala.host_trainer import HostImpalaTrainer
 
     frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
-    num_chunks = max(1, math.ceil(frames / (frames_per_update * run.updates_per_chunk)))
+    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
     config = impala_config(agent, total_updates=num_chunks * run.updates_per_chunk)
     trainer = HostImpalaTrainer(config, env_spec, agent.actor, updates_per_chunk=run.updates_per_chunk)
 

@@ -16,7 +16,8 @@ import jax
 import jax.numpy as jnp
 
 from rlrepro.agents.frodo.actor import make_prediction_collect
-from rlrepro.agents.frodo.trainer import changepoint_error, num_chunks_for, optimizer_config
+from rlrepro.agents.frodo.trainer import changepoint_error, optimizer_config
+from rlrepro.agents.registry import num_chunks_for
 from rlrepro.agents.impala.actor import ActorState, init_actor
 from rlrepro.agents.td_lambda.learner import TdLambdaConfig, TdLambdaState, init, update
 
