@@ -39,3 +39,14 @@ def test_the_whole_impala_paper_at_smoke_scale(tmp_path: Path, subprocess_env: d
         assert (root / f"tables/impala/{experiment}.png").exists()
     report = (root / "REPORT.md").read_text()
     assert "impala/dmlab30" in report and "DeepMind Lab is not installed" in report
+
+
+def test_evolving_rl_eval_atari_smoke_runs_dqnreg_on_boxing_end_to_end(tmp_path: Path, subprocess_env: dict[str, str]):
+    root = run_smoke(tmp_path, "evolving_rl/eval_atari", subprocess_env, timeout=600)
+    summary = json.loads((root / "runs/evolving_rl/eval_atari/dqnreg/boxing/seed0/summary.json").read_text())
+    assert -100 <= summary["final"]["best_eval_return"] <= 100  # a real Boxing game was evaluated
+    assert summary["frames"] >= 4000 and summary["final"]["loss"] >= 0
+    table = (root / "tables/evolving_rl/eval_atari.md").read_text()
+    assert "(paper 100" in table  # Table 1's DQNReg Boxing score beside ours
+    report = (root / "REPORT.md").read_text()
+    assert "evolving_rl/eval_atari: 5 claim(s)" in report

@@ -47,7 +47,7 @@ AGENTS: dict[str, AgentEntry] = {
     "impala": AgentEntry("rlrepro.agents.impala.trainer:build_impala", ("jax", "atari")),
     "frodo": AgentEntry("rlrepro.agents.frodo.trainer:build_frodo", ("jax",)),
     "td_lambda": AgentEntry("rlrepro.agents.td_lambda.trainer:build_td_lambda", ("jax",)),
-    "dqn": AgentEntry("rlrepro.agents.dqn.build:build_dqn", ("gym",)),
+    "dqn": AgentEntry("rlrepro.agents.dqn.build:build_dqn", ("gym", "atari")),
     "loss_search": AgentEntry("rlrepro.search.trainer:build_loss_search", ("gym_suite",)),
 }
 

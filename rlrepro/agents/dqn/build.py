@@ -8,12 +8,15 @@ from typing import Any
 import numpy as np
 
 from rlrepro.agents.dqn.config import DQNConfig
+from rlrepro.agents.impala.config import ConvNetworkConfig
 from rlrepro.agents.dqn.trainer import DQNState, HostDQN, num_steps
 from rlrepro.environments.errors import UnsupportedSetupError
 
 
-def dqn_config(agent: Any) -> DQNConfig:
-    """The learner config of a ``DQNAgentSpec``."""
+def dqn_config(agent: Any, env_id: str | None = None) -> DQNConfig:
+    """The learner config of a ``DQNAgentSpec`` on environment ``env_id`` (its epsilon decay may differ per id)."""
+    conv = None if agent.network.kind == "mlp" else ConvNetworkConfig.from_spec(agent.network)
+    decay = agent.exploration.decay_steps if env_id is None else agent.exploration.decay_steps_for(env_id)
     return DQNConfig(
         loss=agent.loss.name,
         td_scale=agent.loss.td_scale,
@@ -22,7 +25,7 @@ def dqn_config(agent: Any) -> DQNConfig:
         discount=agent.discount,
         learning_rate=agent.optimizer.learning_rate,
         adam_eps=agent.optimizer.eps,
-        hidden_sizes=tuple(agent.network.hidden_sizes),
+        hidden_sizes=tuple(agent.network.hidden_sizes) if conv is None else (),
         batch_size=agent.batch_size,
         replay_capacity=agent.replay_capacity,
         min_replay=agent.min_replay,
@@ -30,7 +33,10 @@ def dqn_config(agent: Any) -> DQNConfig:
         target_period=agent.target_period,
         epsilon_start=agent.exploration.start,
         epsilon_end=agent.exploration.end,
-        epsilon_decay_steps=agent.exploration.decay_steps,
+        epsilon_decay_steps=decay,
+        conv_network=conv,
+        reward_clip=agent.reward_clip,
+        evaluation_period=agent.evaluation_period,
     )
 
 
@@ -40,21 +46,19 @@ def seeds_of(keys: Any) -> list[int]:
 
 
 def build_dqn(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
-    """DQN on a gymnasium environment, every seed of the job stepped in lockstep; chunk = ``run.updates_per_chunk`` steps."""
+    """DQN on a gymnasium environment (every seed of the job stepped in lockstep) or on Atari (one seed per job);
+    chunk = ``run.updates_per_chunk`` environment steps."""
     from rlrepro.agents.registry import TrainerProgram
     from rlrepro.environments.availability import require_backend
 
     require_backend(env_spec)
     if env_spec.kind == "atari":
-        raise UnsupportedSetupError(
-            "DQN on Atari needs rlrepro.environments.atari (the shared Atari module, in progress); "
-            "the spec validates and plans, but cannot train yet"
-        )
+        return build_dqn_atari(agent, env_spec, frames=frames, run=run)
     if env_spec.kind != "gym":
-        raise UnsupportedSetupError(f"DQN on '{env_spec.kind}' environments is not implemented (use kind: gym)")
+        raise UnsupportedSetupError(f"DQN on '{env_spec.kind}' environments is not implemented (use kind: gym or atari)")
     if agent.network.kind != "mlp":
         raise UnsupportedSetupError(f"agent.network.kind '{agent.network.kind}': gymnasium vector observations need 'mlp'")
-    config = dqn_config(agent)
+    config = dqn_config(agent, env_spec.id)
     dqn = HostDQN(config, env_spec)
     total = num_steps(frames, env_spec)
     steps = min(run.updates_per_chunk, total)
@@ -67,3 +71,27 @@ def build_dqn(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
         return dqn.run(state, steps)
 
     return TrainerProgram(init_batch, run_chunk_batch, num_chunks, steps, steps * env_spec.frames_per_step)
+
+
+def build_dqn_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
+    """DQN on one Atari game, one seed per job (``run.seeds_per_job: 1``)."""
+    from rlrepro.agents.dqn.atari import AtariDQN
+    from rlrepro.agents.registry import TrainerProgram
+
+    if agent.network.kind == "mlp":
+        raise UnsupportedSetupError("agent.network.kind 'mlp' cannot read Atari frames: use impala_shallow (the DQN net)")
+    if agent.network.lstm_size is not None:
+        raise UnsupportedSetupError("DQN's Q-network is feed-forward: set agent.network.lstm_size to null")
+    if env_spec.num_envs != 1:
+        raise UnsupportedSetupError(f"DQN on Atari plays one game per seed: set the environment's num_envs: 1, not {env_spec.num_envs}")
+    total = num_steps(frames, env_spec)
+    steps = min(run.updates_per_chunk, total)
+    num_chunks = math.ceil(total / steps)
+    dqn = AtariDQN(dqn_config(agent, env_spec.id), env_spec, total_steps=num_chunks * steps, steps_per_chunk=steps)
+
+    def init_batch(keys: Any) -> Any:
+        if len(keys) != 1:
+            raise UnsupportedSetupError("Atari jobs train one seed each: set run.seeds_per_job: 1 in the spec")
+        return dqn.init(keys[0])
+
+    return TrainerProgram(init_batch, dqn.run_chunk, num_chunks, steps, steps * env_spec.frames_per_step)

@@ -5,6 +5,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
+from rlrepro.agents.impala.config import ConvNetworkConfig
+
 LossName = Literal["dqn", "ddqn", "dqnreg", "dqnclipped", "program"]
 LOSSES: tuple[str, ...] = ("dqn", "ddqn", "dqnreg", "dqnclipped", "program")
 
@@ -29,7 +31,11 @@ class DQNConfig:
       update_period: environment steps per gradient update (code: 1).
       target_period: updates between copies of the online parameters to the target (App. B: 100).
       epsilon_start, epsilon_end, epsilon_decay_steps: linear epsilon-greedy schedule over environment steps
-        (App. B: 1 -> 0.05 over 1000 steps on classic control, 1e5 on MiniGrid).
+        (App. B: 1 -> 0.05 over 1000 steps on classic control, 1e5 on MiniGrid; Atari 1 -> 0.1 over 1e6).
+      conv_network: the image Q-network's torso (Atari: the shallow A3C 2-conv net + FC 256); None: the MLP.
+      reward_clip: rewards are clipped to [-c, c] in the learner; None leaves them raw (released code: its
+        learner overrides Acme's clipping step and its Atari wrapper does not clip).
+      evaluation_period: Atari: agent steps between evaluations (App. B: 1e6); None: only after the last chunk.
     """
 
     loss: LossName = "dqn"
@@ -48,7 +54,12 @@ class DQNConfig:
     epsilon_start: float = 1.0
     epsilon_end: float = 0.05
     epsilon_decay_steps: int = 1000
+    conv_network: ConvNetworkConfig | None = None
+    reward_clip: float | None = None
+    evaluation_period: int | None = None
 
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:
             raise ValueError(f"loss must be one of {LOSSES}, got {self.loss!r}")
+        if self.reward_clip is not None and self.reward_clip <= 0:
+            raise ValueError(f"reward_clip must be > 0 or None, got {self.reward_clip}")

@@ -16,7 +16,7 @@ import jax.numpy as jnp
 import optax
 
 from rlrepro.agents.dqn.config import DQNConfig
-from rlrepro.agents.dqn.networks import QNetwork
+from rlrepro.agents.dqn.networks import make_q_network
 from rlrepro.losses import ddqn_loss, dqn_loss, dqnclipped_loss, dqnreg_loss
 
 Params = Any
@@ -88,18 +88,22 @@ def make_learner(
     """``init(key)`` and ``update(state, batch, program)`` for one seed (pure; jit and vmap them outside).
 
     ``loss_factory(apply)`` builds the loss from the network's apply (the search interpreter); default: the
-    configured hand-written loss.
+    configured hand-written loss. With ``config.conv_network`` the Q-network is the Atari conv net on uint8
+    frames; ``config.reward_clip`` clips the batch's rewards before the loss.
     """
-    network = QNetwork(num_actions=num_actions, hidden_sizes=config.hidden_sizes)
+    network = make_q_network(num_actions, config.hidden_sizes, config.conv_network)
     apply: Apply = network.apply
     loss_fn = loss_factory(apply) if loss_factory else make_closed_form_loss(config, apply)
     optimizer = optax.adam(config.learning_rate, eps=config.adam_eps)
 
     def init(key: jax.Array) -> LearnerState:
-        params = network.init(key, jnp.zeros((1, *obs_shape), jnp.float32))
+        obs_dtype = jnp.uint8 if config.conv_network is not None else jnp.float32
+        params = network.init(key, jnp.zeros((1, *obs_shape), obs_dtype))
         return LearnerState(params, params, optimizer.init(params), jnp.zeros((), jnp.int32))
 
     def update(state: LearnerState, batch: Batch, program: Any = None) -> tuple[LearnerState, LearnerMetrics]:
+        if config.reward_clip is not None:
+            batch = batch._replace(r_t=jnp.clip(batch.r_t, -config.reward_clip, config.reward_clip))
         loss, grads = jax.value_and_grad(loss_fn)(state.params, state.target_params, batch, program)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)

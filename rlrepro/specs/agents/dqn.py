@@ -43,6 +43,17 @@ class EpsilonGreedySpec(SpecModel):
     start: float = Field(1.0, ge=0, le=1, description="Initial epsilon.")
     end: float = Field(0.05, ge=0, le=1, description="Final epsilon (paper 0.05; released code 0.02; Atari 0.1).")
     decay_steps: PositiveCount = Field(1000, description="Steps to reach the final epsilon (classic control 1e3, MiniGrid 1e5, Atari 1e6).")
+    decay_steps_by_env: dict[str, PositiveCount] = Field(
+        default_factory=dict,
+        description=(
+            "decay_steps per environment id, where it differs (paper App. B: MiniGrid 1e5 vs classic control 1e3; "
+            "released code: FourRooms, KeyCorridorS3R2, MultiRoom 5e5). Keys are environment ids of the experiment."
+        ),
+    )
+
+    def decay_steps_for(self, env_id: str) -> int:
+        """The decay steps on environment ``env_id``."""
+        return self.decay_steps_by_env.get(env_id, self.decay_steps)
 
 
 class DQNAgentSpec(SpecModel):
@@ -62,6 +73,18 @@ class DQNAgentSpec(SpecModel):
     update_period: PositiveCount = Field(1, description="Environment steps per update (released code: 1; Atari 4).")
     target_period: PositiveCount = Field(100, description="Updates between target-network copies (App. B: 100; Atari 1000).")
     exploration: EpsilonGreedySpec = Field(default_factory=EpsilonGreedySpec, description="Epsilon-greedy schedule.")
+    reward_clip: float | None = Field(
+        None,
+        gt=0,
+        description=(
+            "Clip rewards to [-c, c] in the learner (Mnih et al.: 1). null: raw rewards, as the released Evolving RL "
+            "code (its learner replaces Acme's clipping step; its Atari wrapper does not clip)."
+        ),
+    )
+    evaluation_period: PositiveCount | None = Field(
+        None,
+        description="Atari: agent steps between evaluation rounds (App. B: 1e6); null: one evaluation after the last chunk.",
+    )
 
 
 class ExecutorSpec(SpecModel):
