@@ -15,17 +15,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from rlrepro.bench.timing import time_calls
+
 
 def _updates_per_second(update, state, batch, program, n: int) -> tuple[float, float]:
-    started = time.perf_counter()
-    state, _ = update(state, batch, program)
-    jax.block_until_ready(state)
-    compile_s = time.perf_counter() - started
-    started = time.perf_counter()
-    for _ in range(n):
-        state, _ = update(state, batch, program)
-    jax.block_until_ready(state)
-    return n / (time.perf_counter() - started), compile_s
+    timing = time_calls(lambda s: update(s, batch, program)[0], state, repeats=n)
+    return 1.0 / timing.seconds_per_call, timing.first_call_seconds
 
 
 def bench_updates(n: int) -> dict[str, float]:
@@ -70,7 +65,7 @@ def bench_programs(n: int) -> dict[str, float]:
         GymEnvSpec(kind="gym", id="empty_5x5", name="MiniGrid-Empty-5x5-v0", observation="minigrid_fully_observed",
                    max_episode_steps=100, return_range=(0.0, 1.0)),
     )
-    task = EvalTask(envs, (10_000, 5_000), DQNConfig(), 0.6, "mean_last50", 0)
+    task = EvalTask(envs, (10_000, 5_000), (DQNConfig(), DQNConfig()), 0.6, "mean_last50", 0)
     rng = np.random.default_rng(0)
     program = with_free_nodes(rng, dqn_program(), 14, SEARCHABLE)
     evaluate_program(program, task)  # compile

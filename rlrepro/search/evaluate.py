@@ -28,7 +28,7 @@ class EvalTask:
 
     environments: tuple[Any, ...]  # GymEnvSpec, the hurdle first
     steps: tuple[int, ...]
-    inner: DQNConfig
+    inner: tuple[DQNConfig, ...]  # one per environment (the epsilon decay may differ per environment)
     hurdle_threshold: float
     fitness: str  # mean_all | mean_last50
     seed: int
@@ -82,8 +82,8 @@ def evaluate_program(program: Program, task: EvalTask) -> EvalResult:
     """Train on each environment in turn (hurdle first) and sum the normalized scores."""
     started = time.monotonic()
     scores = []
-    for i, (env, steps) in enumerate(zip(task.environments, task.steps)):
-        dqn, arrays = _host_dqn(env, program, task.inner)
+    for i, (env, steps, inner) in enumerate(zip(task.environments, task.steps, task.inner)):
+        dqn, arrays = _host_dqn(env, program, inner)
         state = dqn.init([task.seed], steps)
         state, _ = dqn.run(state, steps, program=arrays)
         value = score(state.host.episode_returns[0], env.return_range, task.fitness)

@@ -62,8 +62,8 @@ def eval_task(agent: Any, env_spec: Any, seed: int) -> EvalTask:
     no_range = [env.id for env in members if env.return_range is None]
     if no_range:
         raise UnsupportedSetupError(f"environments {no_range}: a search needs return_range to normalize returns")
-    return EvalTask(members, tuple(agent.env_steps[env.id] for env in members), dqn_config(agent.inner),
-                    agent.hurdle_threshold, agent.fitness, seed)
+    return EvalTask(members, tuple(agent.env_steps[env.id] for env in members),
+                    tuple(dqn_config(agent.inner, env.id) for env in members), agent.hurdle_threshold, agent.fitness, seed)
 
 
 class _Search:

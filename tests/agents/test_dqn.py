@@ -1,6 +1,7 @@
 """The host DQN agent: determinism, resume through pickling, learning on CartPole (slow)."""
 
 import pickle
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,6 +10,7 @@ from rlrepro.agents.dqn.config import DQNConfig
 from rlrepro.agents.dqn.trainer import HostDQN
 from rlrepro.specs.environments import GymEnvSpec
 
+REPO = Path(__file__).resolve().parents[2]
 CARTPOLE = GymEnvSpec(kind="gym", id="cartpole", name="CartPole-v0", return_range=(0.0, 200.0))
 TINY = DQNConfig(loss="dqnreg", hidden_sizes=(16,), min_replay=50, batch_size=8)
 
@@ -48,3 +50,42 @@ def test_learns_cartpole(loss):
     state, metrics = dqn.run(state, 15_000)
     last = np.clip(state.host.episode_returns[0][-50:], 0, 200) / 200
     assert last.mean() >= 0.6  # the paper's hurdle
+
+
+# --- per-environment epsilon schedules (App. B: 1e3 steps on classic control, 1e5 on MiniGrid) -------------------
+
+
+def test_the_epsilon_decay_of_an_environment_comes_from_decay_steps_by_env():
+    from rlrepro.agents.dqn.build import dqn_config
+    from rlrepro.specs.agents.dqn import DQNAgentSpec
+
+    agent = DQNAgentSpec(kind="dqn", loss={"name": "dqn"},
+                         exploration={"decay_steps": 1000, "decay_steps_by_env": {"doorkey_5x5": 100_000}})
+    assert dqn_config(agent, "doorkey_5x5").epsilon_decay_steps == 100_000
+    assert dqn_config(agent, "cartpole").epsilon_decay_steps == 1000
+    assert dqn_config(agent).epsilon_decay_steps == 1000
+
+
+def test_every_decay_steps_by_env_key_of_the_repository_specs_is_an_environment_of_the_spec():
+    from rlrepro.specs import load_specs
+
+    specs = load_specs([REPO / "specs" / "evolving_rl"])
+    checked = 0
+    for path, spec in specs:
+        agent = spec.agent.inner if spec.agent.kind == "loss_search" else spec.agent
+        env_ids = {e.id for env in spec.environments for e in getattr(env, "environments", [env])}
+        keys = set(agent.exploration.decay_steps_by_env)
+        assert keys <= env_ids, (path, sorted(keys - env_ids))
+        checked += len(keys)
+    assert checked >= 12 + 2 + 3  # eval_classic_minigrid's MiniGrid tasks and the MiniGrid members of two searches
+
+
+def test_a_search_trains_each_member_with_its_own_epsilon_schedule():
+    from rlrepro.search.trainer import eval_task
+    from rlrepro.specs import load_spec
+
+    spec = load_spec(REPO / "specs/evolving_rl/search_dqnreg.yaml")
+    task = eval_task(spec.agent, spec.environments[0], seed=0)
+    decays = {env.id: config.epsilon_decay_steps for env, config in zip(task.environments, task.inner)}
+    assert decays == {"cartpole": 1000, "keycorridor_s3r1": 100_000, "dynamic_obstacles_6x6": 100_000,
+                      "doorkey_5x5": 100_000}
