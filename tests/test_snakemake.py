@@ -12,7 +12,6 @@ import re
 import shutil
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -168,7 +167,7 @@ def test_mlflow_sync_afterwards_skips_every_run(pipeline: Pipeline, subprocess_e
     assert sorted(r.info.run_id for r in after) == sorted(r.info.run_id for r in mlflow_runs)  # no duplicates
 
 
-def test_an_explicit_dmlab_experiment_fails_quickly_naming_deepmind_lab(
+def test_an_explicit_dmlab_experiment_fails_before_training_naming_deepmind_lab(
     pipeline: Pipeline, tmp_path: Path, subprocess_env
 ):
     # The tracking store of the end-to-end run is copied in (a fresh store takes seconds to migrate).
@@ -177,15 +176,12 @@ def test_an_explicit_dmlab_experiment_fails_quickly_naming_deepmind_lab(
     for name in ("mlflow.db", "mlflow.db.ready", ".mlflow-store.json"):
         shutil.copy2(pipeline.base / name, base / name)
     config = ["--config", "scale=smoke", f"specs={REPO / 'specs'}", f"results={base}", "only=impala/dmlab_single_task"]
-    started = time.monotonic()
     result = snakemake(tmp_path, "-c2", *config, env=subprocess_env, timeout=120)
-    elapsed = time.monotonic() - started
 
     assert result.returncode != 0, _output(result)
     logs = base / "smoke" / "logs" / "train" / "impala" / "dmlab_single_task"
     text = (logs / "default" / "rooms_watermaze" / "seeds0-0.log").read_text()
     assert "DeepMind Lab is not installed" in text and "Traceback" not in text, text
-    assert elapsed < 60, f"took {elapsed:.0f} s"
     assert not (base / "smoke" / "runs").exists()
 
 
@@ -193,34 +189,12 @@ def test_an_explicit_dmlab_experiment_fails_quickly_naming_deepmind_lab(
 # the repository's own specs
 
 
-def test_the_dag_of_the_repository_specs_builds_quickly(tmp_path: Path, subprocess_env):
-    started = time.monotonic()
+def test_the_dag_of_the_repository_specs_builds(tmp_path: Path, subprocess_env):
     result = snakemake(tmp_path, "-n", "--config", f"specs={REPO / 'specs'}", env=subprocess_env, timeout=60)
-    elapsed = time.monotonic() - started
     assert result.returncode == 0, _output(result)
-    assert elapsed < 10, f"snakemake -n took {elapsed:.1f} s"
     jobs = re.findall(r"^(train_\w+)\s+1$", result.stdout, flags=re.M)
     assert jobs and not any("dmlab" in job for job in jobs)  # DMLab left out of the default target
     assert not (tmp_path / "results").exists()  # a dry run writes nothing
-
-
-def test_planning_is_fast_and_imports_neither_jax_nor_mlflow(subprocess_env):
-    # What the Snakefile does while building the DAG, timed in a fresh interpreter (imports included).
-    code = (
-        "import sys, time\n"
-        "t = time.perf_counter()\n"
-        "from rlrepro.tracking import default_tracking_uri\n"
-        "from rlrepro.workflow import cannot_run, plan\n"
-        f"plans = plan([{str(REPO / 'specs')!r}], 'cpu')\n"
-        "[cannot_run(p) for p in plans]\n"
-        "print(time.perf_counter() - t, len(plans), 'jax' in sys.modules, 'mlflow' in sys.modules)\n"
-    )
-    command = [sys.executable, "-c", code]
-    result = subprocess.run(command, capture_output=True, text=True, env=subprocess_env, timeout=60)
-    assert result.returncode == 0, result.stderr
-    seconds, count, jax_imported, mlflow_imported = result.stdout.split()
-    assert float(seconds) < 2.0 and int(count) >= 1
-    assert (jax_imported, mlflow_imported) == ("False", "False")
 
 
 def test_snakemake_lint_passes(tmp_path: Path, subprocess_env):

@@ -281,19 +281,17 @@ def test_config_hash_differs_between_cells_and_is_set_on_jobs(spec_dir: Path) ->
 # --- DAG building stays light -------------------------------------------------------------------------------
 
 _IMPORT_CHECK = """
-import json, sys, time
-start = time.perf_counter()
+import json, sys
 import rlrepro.workflow as workflow
 import rlrepro.tracking  # the Snakefile imports it too
 plans = [p for scale in ("smoke", "cpu", "paper") for p in workflow.plan([sys.argv[1]], scale)]
 reasons = [workflow.cannot_run(p) for p in plans]
-elapsed = time.perf_counter() - start
 heavy = sorted(m for m in ("jax", "jaxlib", "mlflow", "matplotlib", "sqlalchemy") if m in sys.modules)
-print(json.dumps({"seconds": elapsed, "heavy": heavy, "jobs": sum(len(p.jobs) for p in plans)}))
+print(json.dumps({"heavy": heavy, "jobs": sum(len(p.jobs) for p in plans)}))
 """
 
 
-def test_planning_every_spec_imports_no_jax_or_mlflow_and_is_fast() -> None:
+def test_planning_every_spec_imports_no_jax_or_mlflow() -> None:
     result = subprocess.run(
         [sys.executable, "-c", _IMPORT_CHECK, str(REPO / "specs")],
         capture_output=True, text=True, cwd=REPO, timeout=60, check=True,
@@ -301,4 +299,3 @@ def test_planning_every_spec_imports_no_jax_or_mlflow_and_is_fast() -> None:
     report = json.loads(result.stdout)
     assert report["heavy"] == []
     assert report["jobs"] > 0
-    assert report["seconds"] < 2.0

@@ -11,6 +11,7 @@ BENCHMARKS = {
     "impala-atari": "rlrepro.bench.impala_atari",
     "evolving-rl": "rlrepro.bench.evolving_rl",
     "frodo": "rlrepro.bench.frodo",
+    "planning": "rlrepro.bench.planning",
 }
 
 

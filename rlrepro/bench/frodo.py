@@ -12,22 +12,13 @@ from __future__ import annotations
 
 import argparse
 import functools
-import time
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
 
 from rlrepro.agents.frodo.config import FrodoConfig, OptimizerConfig
 from rlrepro.agents.frodo.learner import Trajectory, init, make_networks, meta_objective, meta_update
-
-
-def _time(fn: Callable[[], object], repeats: int) -> float:
-    jax.block_until_ready(fn())
-    start = time.perf_counter()
-    for _ in range(repeats):
-        jax.block_until_ready(fn())
-    return (time.perf_counter() - start) / repeats
+from rlrepro.bench.timing import time_calls
 
 
 def _config(kind: str, target: str, inner_steps: int, batch: int, unroll: int) -> FrodoConfig:
@@ -63,10 +54,10 @@ def measure(kind: str, inner_steps: int, batch: int, unroll: int, repeats: int) 
         probe = lambda p, s: jnp.zeros(())
         update = jax.jit(functools.partial(meta_update, config=config, nets=nets, collect_inner=collect,
                                            collect_outer=collect, probe=probe))
-        results[name] = _time(lambda: update(state, 0, jax.random.key(2)), repeats)
+        results[name] = time_calls(lambda _: update(state, 0, jax.random.key(2)), repeats=repeats).seconds_per_call
         if name == "frodo":
             forward = jax.jit(lambda eta: meta_objective(eta, state, 0, jax.random.key(2), config, nets, collect, collect, probe)[0])
-            results["frodo_forward_only"] = _time(lambda: forward(state.meta_params), repeats)
+            results["frodo_forward_only"] = time_calls(lambda _: forward(state.meta_params), repeats=repeats).seconds_per_call
     steps = (inner_steps + 1) * unroll * batch * (4 if kind == "atari" else 1)
     return {k: steps / v for k, v in results.items()} | {"seconds_" + k: v for k, v in results.items()}
 

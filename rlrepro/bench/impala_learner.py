@@ -9,7 +9,6 @@ gradients in scan are ~15x slower on XLA:CPU, STACK.md trap 12). Frames = agent 
 from __future__ import annotations
 
 import argparse
-import time
 
 import jax
 import numpy as np
@@ -18,6 +17,7 @@ from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
 from rlrepro.agents.impala.learner import Batch, make_learner
 from rlrepro.agents.impala.networks import initial_core_state, make_network
 from rlrepro.agents.impala.sharding import make_sharded_update
+from rlrepro.bench.timing import time_calls
 
 ATARI_OBSERVATION_SHAPE = (4, 84, 84)
 
@@ -77,12 +77,7 @@ def learner_frames_per_second(
     batch = learner.shard_batch(
         random_batch(network, batch_size=batch_size, unroll=unroll, num_actions=num_actions)
     )
-    state = jax.block_until_ready(learner.update(state, batch))[0]  # compile and first call
-    start = time.perf_counter()
-    for _ in range(repeats):
-        state, metrics = learner.update(state, batch)
-    jax.block_until_ready((state, metrics))
-    seconds = (time.perf_counter() - start) / repeats
+    seconds = time_calls(lambda s: learner.update(s, batch)[0], state, repeats=repeats).seconds_per_call
     return unroll * batch_size * action_repeat / seconds
 
 

@@ -12,8 +12,6 @@ actor's network forward passes are part of end to end but of neither part, so < 
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
@@ -22,17 +20,9 @@ from rlrepro.agents.impala.actor import init_actor, unroll
 from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala.learner import make_learner
 from rlrepro.agents.impala.networks import make_network
+from rlrepro.bench.timing import time_calls
 from rlrepro.environments.jax_envs import make_jax_env
 from rlrepro.training.jax_loop import make_jax_trainer
-
-
-def _time(fn: Callable[[], object], repeats: int) -> float:
-    """Seconds per call after one warm-up (compile) call; blocks on the results."""
-    jax.block_until_ready(fn())
-    start = time.perf_counter()
-    for _ in range(repeats):
-        jax.block_until_ready(fn())
-    return (time.perf_counter() - start) / repeats
 
 
 def env_only(env_name: str, config: ImpalaConfig, repeats: int) -> float:
@@ -53,7 +43,7 @@ def env_only(env_name: str, config: ImpalaConfig, repeats: int) -> float:
         (_, total), _ = jax.lax.scan(step, (states, 0.0), jax.random.split(key, config.unroll_length * 25))
         return total
 
-    seconds = _time(lambda: run(jax.random.key(0)), repeats)
+    seconds = time_calls(lambda _: run(jax.random.key(0)), repeats=repeats).seconds_per_call
     return config.unroll_length * 25 * config.batch_size / seconds
 
 
@@ -72,7 +62,7 @@ def learner_only(env_name: str, config: ImpalaConfig, repeats: int) -> float:
 
         return jax.lax.scan(body, state, None, length=25)[0]
 
-    seconds = _time(lambda: run(state), repeats)
+    seconds = time_calls(lambda _: run(state), repeats=repeats).seconds_per_call
     return 25 * config.frames_per_update / seconds
 
 
@@ -80,7 +70,7 @@ def end_to_end(env_name: str, config: ImpalaConfig, repeats: int, seeds: int) ->
     trainer = make_jax_trainer(make_jax_env(env_name), config, updates_per_chunk=25)
     keys = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in range(seeds)])
     state = trainer.init_batch(keys)
-    seconds = _time(lambda: trainer.run_chunk_batch(state), repeats)
+    seconds = time_calls(lambda _: trainer.run_chunk_batch(state), repeats=repeats).seconds_per_call
     return seeds * 25 * config.frames_per_update / seconds
 
 
