@@ -8,6 +8,7 @@ from pathlib import Path
 
 from rlrepro.provenance import git_commit
 from rlrepro.results.claims import NOT_JUDGED
+from rlrepro.results.tables import search_counts_text
 from rlrepro.specs import Scale
 from rlrepro.workflow import ExperimentPlan, cannot_run, plan, results_root
 
@@ -32,7 +33,8 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
             f"### {experiment.key}\n\n{experiment.spec.reference.where}. Scale {prov['scale']}, {prov['seeds']} seeds, "
             f"{prov['frames_per_run']:,} frames per run, spec hash `{prov['spec_hash']}`. "
             f"Table: [tables/{experiment.key}.md](tables/{experiment.key}.md)\n\n"
-            f"![curves](tables/{experiment.key}.png)\n"
+            + "".join(_search_summary(run) for run in data.get("search", []))
+            + f"![curves](tables/{experiment.key}.png)\n"
         )
     counts: dict[str, int] = {}
     for row in summary_rows:
@@ -63,6 +65,13 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
     return path
+
+
+def _search_summary(run: dict) -> str:
+    """A loss search's best program (simplified equation, fitness) and its proposal counts, in one paragraph."""
+    best = run["best"][0] if run["best"] else None
+    found = f"best program `{best['equation']}` (fitness {best['fitness']:.3f})" if best else "no program trained"
+    return f"Search {run['env']} seed {run['seed']}: {found}. {search_counts_text(run['statistics'])}\n\n"
 
 
 def _not_judged_lines(rows: list[tuple[str, str, str, str]]) -> list[str]:

@@ -30,14 +30,58 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
     paths["md"].parent.mkdir(parents=True, exist_ok=True)
     rows = _rows(cells, spec.paper_values)
     provenance = _provenance(plan, scale, cells)
+    searches = search_results(plan, root)
     _write_csv(paths["csv"], rows, provenance)
-    paths["md"].write_text(_markdown(plan, rows, verdicts, provenance, paths["png"].name, cells))
+    paths["md"].write_text(_markdown(plan, rows, verdicts, provenance, paths["png"].name, cells, searches))
     title = f"{plan.key} at scale '{scale}' ({provenance['seeds']} seeds)"
     plot_learning_curves(cells, paths["png"], title=title, metric=spec.run.curve_metric)
-    paths["json"].write_text(
-        json.dumps({"provenance": provenance, "rows": rows, "claims": [v.as_dict() for v in verdicts]}, indent=2) + "\n"
-    )
+    data = {"provenance": provenance, "rows": rows, "claims": [v.as_dict() for v in verdicts]}
+    if searches:
+        data["search"] = searches
+    paths["json"].write_text(json.dumps(data, indent=2) + "\n")
     return paths
+
+
+def search_results(plan: ExperimentPlan, root: Path, top: int = 5) -> list[dict]:
+    """Loss searches: per run, the search statistics and its ``top`` best programs (from the run's search.json)."""
+    results = []
+    for job in plan.jobs:
+        for unit in job.units:
+            path = unit.run_dir(root) / "search.json"
+            if path.exists():
+                data = json.loads(path.read_text())
+                results.append({"variant": unit.variant, "env": unit.env, "seed": unit.seed,
+                                "statistics": data["statistics"], "best": data["best"][:top]})
+    return results
+
+
+def _search_lines(searches: list[dict]) -> list[str]:
+    """The best programs of each search as simplified equations with their scores, and the proposal counts."""
+    if not searches:
+        return []
+    lines = ["", "## Search: best programs", "",
+             "Equations in the paper's notation: Q = Q(s_t, a_t), M = max_a Q_targ(s_{t+1}, a), Y = r + gamma M "
+             "(gamma = 0 at terminals); fitness = sum of normalized training returns over the training environments."]
+    for run in searches:
+        stats = run["statistics"]
+        lines += ["", f"### {run['variant']} / {run['env']} / seed {run['seed']}", "", search_counts_text(stats), "",
+                  "| rank | fitness | per environment | loss |", "|---|---|---|---|"]
+        for rank, best in enumerate(run["best"], 1):
+            scores = ", ".join(f"{v:.3f}" for v in best["scores"])
+            lines.append(f"| {rank} | {best['fitness']:.3f} | {scores} | `{best['equation']}` |")
+    return lines
+
+
+def search_counts_text(stats: dict[str, float]) -> str:
+    """'N proposals: D functional duplicates (x%); T programs trained, H rejected by the hurdle (y%)'."""
+    trials, trained = stats["trials"], stats["programs_evaluated"]
+    duplicates = stats.get("duplicates", stats["duplicate_fraction"] * trials)  # older search.json: from the fraction
+    rejected = stats.get("hurdle_rejections", stats["hurdle_reject_fraction"] * trained)
+    return (
+        f"{trials:.0f} proposals: {duplicates:.0f} functional duplicates ({stats['duplicate_fraction']:.0%}; paper ~70%); "
+        f"{trained:.0f} programs trained, {rejected:.0f} rejected by the hurdle "
+        f"({stats['hurdle_reject_fraction']:.0%}; paper ~40%)."
+    )
 
 
 def _rows(cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict[str, float]]) -> list[dict]:
@@ -123,7 +167,7 @@ def _hns_lines(spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -
 
 def _markdown(
     plan: ExperimentPlan, rows: list[dict], verdicts: list[Verdict], prov: dict, png: str,
-    cells_by_key: dict[tuple[str, str], CellResult],
+    cells_by_key: dict[tuple[str, str], CellResult], searches: list[dict] | None = None,
 ) -> str:
     spec = plan.spec
     envs = list(dict.fromkeys(r["env"] for r in rows))
@@ -156,6 +200,7 @@ def _markdown(
         table = spec.paper_table
         lines += ["", "## The paper's numbers", "", table.caption, "", "| " + " | ".join(table.columns) + " |"]
         lines += ["|---" * len(table.columns) + "|"] + ["| " + " | ".join(str(c) for c in row) + " |" for row in table.rows]
+    lines += _search_lines(searches or [])
     lines += ["", "## Claims", ""]
     lines += [f"- **{v.claim}**: {v.verdict}. {v.statement} — {v.detail}" for v in verdicts] or ["- (no claims)"]
     lines += ["", f"![learning curves]({png})", ""]

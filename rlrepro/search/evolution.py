@@ -101,13 +101,15 @@ def add_batch(state: SearchState, config: EvolutionConfig, children: list[Progra
 
 
 def statistics(state: SearchState) -> dict[str, float]:
-    """Counts as fractions: duplicates among all proposals, hurdle rejections among the evaluated."""
+    """Counts, and as fractions: duplicates among all proposals, hurdle rejections among the evaluated."""
     evaluated = len(state.cache)
     fitness = [ind.fitness for ind in state.population]
     best_key = max(state.cache, key=state.cache.get) if state.cache else None
     return {
         "trials": float(state.trials),
         "programs_evaluated": float(evaluated),
+        "duplicates": float(state.duplicates),
+        "hurdle_rejections": float(state.hurdle_failures),
         "duplicate_fraction": state.duplicates / max(state.trials, 1),
         "hurdle_reject_fraction": state.hurdle_failures / max(evaluated, 1),
         "best_fitness": float(max(state.cache.values())) if state.cache else float("nan"),

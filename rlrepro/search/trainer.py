@@ -123,8 +123,9 @@ def write_search_report(states: list[evolution.SearchState], run_dirs: list[Path
         Path(run_dir, "search.json").write_text(json.dumps({"statistics": stats, "best": best}, indent=2) + "\n")
         lines = ["# Loss search: best programs", "",
                  f"{int(stats['trials'])} proposals, {int(stats['programs_evaluated'])} programs trained, "
-                 f"{100 * stats['duplicate_fraction']:.0f}% duplicates, "
-                 f"{100 * stats['hurdle_reject_fraction']:.0f}% of the trained rejected by the hurdle.", "",
+                 f"{int(stats['duplicates'])} duplicates ({100 * stats['duplicate_fraction']:.0f}%), "
+                 f"{int(stats['hurdle_rejections'])} of the trained rejected by the hurdle "
+                 f"({100 * stats['hurdle_reject_fraction']:.0f}%).", "",
                  "| rank | fitness | per-environment | TD-likeness | loss |", "|---|---|---|---|---|"]
         for i, b in enumerate(best, 1):
             scores = ", ".join(f"{v:.3f}" for v in b["scores"])
