@@ -173,3 +173,31 @@ def test_random_walk_spec_variant_switches_agent_kind():
     assert resolve_agent(spec, variants["frodo"], "cpu").kind == "frodo"
     td = resolve_agent(spec, variants["td_lambda=0.4"], "cpu")
     assert td.kind == "td_lambda" and td.trace_lambda == 0.4 and td.optimizer.learning_rate == 0.1
+
+
+_INIT_MANY_SEEDS = """
+import jax, jax.numpy as jnp
+from rlrepro.agents.frodo import FrodoConfig, OptimizerConfig
+from rlrepro.agents.frodo.trainer import make_frodo_trainer
+from rlrepro.environments.jax_envs import Catch
+config = FrodoConfig(task="actor_critic", network="mlp", hidden_sizes=(8,), optimizer=OptimizerConfig(1e-3),
+                     meta_optimizer=OptimizerConfig(1e-4), meta_hidden_size=256, meta_inputs=("reward", "discount", "v_next"),
+                     unroll_length=3, batch_size=2, discount=1.0, outer="monte_carlo", outer_unroll_length=5)
+trainer = make_frodo_trainer(Catch(), config, updates_per_chunk=1)
+keys = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in range(10)])
+batch = jax.block_until_ready(trainer.init_batch(keys))
+alone = trainer.init(keys[3])
+for a, b in zip(jax.tree.leaves(alone.learner.meta_params), jax.tree.leaves(batch.learner.meta_params)):
+    assert jnp.allclose(a, b[3], atol=1e-6)
+print("ok")
+"""
+
+
+def test_init_of_many_seeds_does_not_deadlock():
+    # Vmapped over 10 seeds, the LSTM's four orthogonal initialisers (batched QRs) deadlocked XLA:CPU's
+    # intra-op pool (issue 4). Run in a subprocess so that a regression fails instead of hanging the suite.
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _INIT_MANY_SEEDS], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]

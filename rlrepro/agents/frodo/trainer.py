@@ -157,7 +157,14 @@ def run_chunk(
 
 
 def make_frodo_trainer(env: JaxEnv, config: FrodoConfig, *, updates_per_chunk: int) -> FrodoTrainer:
-    """Build the jitted FRODO loop for a pure-JAX ``env``."""
+    """Build the jitted FRODO loop for a pure-JAX ``env``.
+
+    The seeds are initialised one after another (``lax.map``), not vmapped: the LSTM's orthogonal
+    initialisers are QR decompositions, and jaxlib's CPU QR kernel splits a batch over the XLA intra-op
+    thread pool and blocks its worker until the parts finish. Vmapped over ~10 seeds, the four gates'
+    independent QRs ran at once on both pool workers, each waiting for parts queued behind the other:
+    the process deadlocked, idle, before the first chunk. Unbatched QRs never split (and init is cheap).
+    """
     if updates_per_chunk < 1:
         raise ValueError(f"updates_per_chunk must be >= 1, got {updates_per_chunk}")
     init_fn = functools.partial(init_train_state, env=env, config=config)
@@ -165,7 +172,7 @@ def make_frodo_trainer(env: JaxEnv, config: FrodoConfig, *, updates_per_chunk: i
     return FrodoTrainer(
         init=jax.jit(init_fn),
         run_chunk=jax.jit(chunk_fn),
-        init_batch=jax.jit(jax.vmap(init_fn)),
+        init_batch=jax.jit(functools.partial(jax.lax.map, init_fn)),
         run_chunk_batch=jax.jit(jax.vmap(chunk_fn)),
     )
 
