@@ -88,6 +88,18 @@ def test_the_frame_replay_stores_one_uint8_frame_per_step_and_rebuilds_every_sta
     assert replay.num_transitions == 259  # the newest step waits for its next observation
 
 
+def test_a_lost_life_ends_the_transition_but_not_the_frame_stack():
+    breakout = SHORT_BOXING.model_copy(update={"id": "breakout", "game": "breakout", "max_episode_frames": 108_000})
+    game = play(breakout, 400, seed=4)
+    lost_life = np.flatnonzero(game["done"] & ~game["game_over"])
+    assert len(lost_life) >= 1  # random play loses Breakout lives within 400 steps
+    replay = FrameReplay(1000, (84, 84), 4, seed=0)
+    fill(replay, game, 400)
+    np.testing.assert_array_equal(replay.observations(np.arange(400)), game["obs"][:400])
+    assert np.all(replay.discounts[lost_life] == 0) and not replay.first[lost_life + 1].any()  # same game goes on
+    assert replay.observations(lost_life + 1)[:, :3].any()  # the next observation keeps its older frames
+
+
 def test_sampled_transitions_are_real_transitions_across_game_ends(game):
     replay = FrameReplay(1000, (84, 84), 4, seed=1)
     fill(replay, game, 260)
