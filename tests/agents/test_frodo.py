@@ -150,16 +150,21 @@ def test_random_walk_value_error_falls():
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(strict=True, reason="FRODO does not learn Catch yet at this budget (issue 4 is open): fix, then drop this mark")
 def test_catch_return_improves():
+    # Real 6 x 11 Catch, 3-transition inner trajectories, Monte Carlo outer loss, the paper's learning rates
+    # and its LSTM-256 meta-network; a smaller agent and batch than the spec to fit in about a minute. (With
+    # a 32-unit meta-network at meta lr 1e-4 the target sat at the mean return for 1M+ frames: RMSProp moves
+    # every weight by about lr per step, so g_eta's output moves in proportion to its width.)
     config = FrodoConfig(task="actor_critic", network="mlp", hidden_sizes=(64, 64), optimizer=OptimizerConfig(1e-3),
-                         meta_optimizer=OptimizerConfig(1e-4), meta_hidden_size=32, meta_inputs=("reward", "discount", "v_next"),
+                         meta_optimizer=OptimizerConfig(1e-4), meta_hidden_size=256, meta_inputs=("reward", "discount", "v_next"),
                          unroll_length=3, batch_size=16, discount=1.0, outer="monte_carlo", outer_unroll_length=5)
-    trainer = make_frodo_trainer(Catch(), config, updates_per_chunk=100)
+    trainer = make_frodo_trainer(Catch(), config, updates_per_chunk=200)
     state = trainer.init_batch(jax.random.key_data(jax.random.key(0))[None])
     state, first = trainer.run_chunk_batch(state)
-    for _ in range(5):
+    for _ in range(4):
         state, last = trainer.run_chunk_batch(state)
+    assert int(last.frames[0]) == 5 * 200 * (5 * 3 + 5) * 16
+    assert float(first.mean_return[0]) < -0.6  # about a blind policy's -9/11 at first
     assert float(last.mean_return[0]) > float(first.mean_return[0]) + 0.3
 
 
