@@ -169,3 +169,22 @@ def test_the_runner_trains_the_atari_spec_at_smoke_scale(tmp_path: Path):
     assert summary["final"]["best_eval_return"] == summary["final"]["eval_return"]
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert {"loss", "mean_q", "epsilon", "eval_return", "best_eval_return"} <= set(records[-1])
+
+
+@pytest.mark.parametrize(
+    ("network", "env", "message"),
+    [
+        ({"kind": "mlp"}, {}, "cannot read Atari frames"),
+        ({"kind": "impala_shallow", "lstm_size": 256}, {}, "feed-forward"),
+        ({"kind": "impala_shallow"}, {"num_envs": 4}, "num_envs: 1"),
+    ],
+)
+def test_atari_setups_dqn_cannot_train_say_what_to_change(network, env, message):
+    from rlrepro.agents.dqn.build import build_dqn
+    from rlrepro.environments.errors import UnsupportedSetupError
+    from rlrepro.specs.agents.dqn import DQNAgentSpec
+    from rlrepro.specs.experiment import RunSpec
+
+    agent = DQNAgentSpec(kind="dqn", loss={"name": "dqn"}, network=network)
+    with pytest.raises(UnsupportedSetupError, match=message):
+        build_dqn(agent, SHORT_BOXING.model_copy(update=env), frames=4000, run=RunSpec())

@@ -80,8 +80,10 @@ def build_dqn_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
 
     if agent.network.kind == "mlp":
         raise UnsupportedSetupError("agent.network.kind 'mlp' cannot read Atari frames: use impala_shallow (the DQN net)")
-    if agent.network.lstm_size is not None:
-        raise UnsupportedSetupError("DQN's Q-network is feed-forward: set agent.network.lstm_size to null")
+    if agent.network.lstm_size is not None or agent.network.last_action_reward_inputs:
+        raise UnsupportedSetupError(
+            "DQN's Q-network is feed-forward on frames: set agent.network.lstm_size to null and last_action_reward_inputs to false"
+        )
     if env_spec.num_envs != 1:
         raise UnsupportedSetupError(f"DQN on Atari plays one game per seed: set the environment's num_envs: 1, not {env_spec.num_envs}")
     total = num_steps(frames, env_spec)
