@@ -27,6 +27,8 @@ from typing import Any, NamedTuple, Protocol
 import jax
 import numpy as np
 
+from rlrepro.environments.atari import AtariEnv
+
 
 class HostEnv(Protocol):
     """What the actor needs of an environment (``rlrepro.environments.atari.AtariEnv`` is one)."""
@@ -246,3 +248,101 @@ class LaggedActor:
 
     def stop(self) -> None:
         pass
+
+
+class HostActorLearner:
+    """The acting half of a host actor-learner, shared by the agents that learn from Atari unrolls.
+
+    Starts the actors (threads feeding a queue, or the lagged synchronous actor), hands the learner
+    unrolls, publishes the learner's parameters after each update and plays the evaluation games.
+    A subclass sets ``policy_step`` (a ``PolicyStep``) and overrides ``_initial_core`` / ``_reset_core``
+    if its agent is recurrent; its learner decides how many unrolls an update takes.
+    """
+
+    policy_step: PolicyStep
+
+    def __init__(self, env_spec: Any, actor_spec: Any, *, unroll_length: int, policy_lag: int = 0):
+        if env_spec.num_envs % actor_spec.num_actors:
+            raise ValueError(f"num_envs {env_spec.num_envs} is not divisible by actor.num_actors {actor_spec.num_actors}")
+        self.env_spec, self.actor_spec = env_spec, actor_spec
+        self.envs_per_actor = env_spec.num_envs // actor_spec.num_actors
+        self._unroll_length, self._policy_lag = unroll_length, policy_lag
+        self._source: Any = None
+        self._store: ParameterStore | None = None
+
+    def _initial_core(self, n: int) -> Any:
+        return ()
+
+    def _reset_core(self, core: Any, done: np.ndarray) -> Any:
+        return core
+
+    def _actor_params(self, params: Any) -> Any:
+        """The actors' copy of the parameters, on the first device (replicated arrays would run everywhere)."""
+        return jax.device_put(params, jax.local_devices()[0])
+
+    def _start_actors(self, params: Any, rng: Any, version: int) -> None:
+        """Start the actors (first chunk, or after a resume) acting with ``params``; ``rng`` is raw key data."""
+        seed = int(np.asarray(rng)[0] % (2**31))
+        key = jax.random.wrap_key_data(jax.numpy.asarray(rng, jax.numpy.uint32))
+        if self.actor_spec.mode == "sync":
+            env = AtariEnv(self.env_spec, num_envs=self.env_spec.num_envs, seed=seed)
+            self._source = LaggedActor(
+                env, self.policy_step, self._reset_core, self._initial_core,
+                lag=self._policy_lag, unroll_length=self._unroll_length, key=key,
+            )  # fmt: skip
+            self._source.record(self._actor_params(params), version)
+        else:
+            envs = [
+                AtariEnv(self.env_spec, num_envs=self.envs_per_actor, seed=seed + 1000 * i, num_threads=1)
+                for i in range(self.actor_spec.num_actors)
+            ]
+            self._store = ParameterStore(self._actor_params(params), version)
+            self._source = ThreadedActors(
+                envs, self.policy_step, self._reset_core, self._initial_core, self._store,
+                unroll_length=self._unroll_length, key=key, queue_size=self.actor_spec.queue_size,
+            )  # fmt: skip
+
+    def _next_unroll(self) -> Unroll:
+        return self._source.get()
+
+    def _publish(self, params: Any, version: int) -> None:
+        """Hand the actors the learner's parameters after an update."""
+        params = self._actor_params(params)
+        if self._store is not None:
+            self._store.publish(params, version)
+        else:
+            self._source.record(params, version)
+
+    def stop(self) -> None:
+        if self._source is not None:
+            self._source.stop()
+            self._source = None
+
+    def evaluate(self, params: Any, version: int) -> float:
+        """Mean raw score of ``evaluation.episodes`` whole games (no life-loss ends, up to ``noop_max`` no-ops)."""
+        spec = self.env_spec.evaluation
+        n = min(spec.episodes, 16)
+        scores: list[float] = []
+        key = jax.random.key(version)
+        round_index = 0
+        while len(scores) < spec.episodes:
+            env = AtariEnv(self.env_spec, num_envs=n, seed=10_000 + round_index, training=False, noop_max=spec.noop_max)
+            obs, finished = env.reset(), np.zeros(n, bool)
+            core = self._initial_core(n)
+            prev_action, prev_reward = np.zeros(n, np.int32), np.zeros(n, np.float32)
+            round_scores = np.zeros(n)
+            while not finished.all():
+                key, step_key = jax.random.split(key)
+                action, _, core = self.policy_step(params, obs, prev_action, prev_reward, core, step_key)
+                step = env.step(np.asarray(action))
+                newly = step.game_over & ~finished
+                round_scores[newly] = step.episode_return[newly]
+                finished |= step.game_over
+                core = self._reset_core(core, step.done)
+                prev_action = np.where(step.done, 0, np.asarray(action)).astype(np.int32)
+                prev_reward = np.where(step.done, 0.0, step.reward).astype(np.float32)
+                obs = step.observation
+            env.close()
+            scores.extend(round_scores[: spec.episodes - len(scores)].tolist())
+            round_index += 1
+        return float(np.mean(scores))

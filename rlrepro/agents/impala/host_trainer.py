@@ -25,7 +25,7 @@ from rlrepro.agents.impala.learner import Batch, LearnerState, make_learner
 from rlrepro.agents.impala.networks import initial_core_state, make_network, make_policy_step, reset_core_state
 from rlrepro.agents.impala.sharding import make_sharded_update
 from rlrepro.environments.atari import AtariEnv
-from rlrepro.training.actor_learner import LaggedActor, ParameterStore, ThreadedActors, Unroll
+from rlrepro.training.actor_learner import HostActorLearner, Unroll
 
 
 class HostState(NamedTuple):
@@ -70,11 +70,11 @@ def batch_from_unrolls(unrolls: list[Unroll]) -> Batch:
     )
 
 
-class HostImpalaTrainer:
+class HostImpalaTrainer(HostActorLearner):
     """Builds the actors and the learner for one (agent, Atari environment) and runs chunks of updates."""
 
     def __init__(self, config: ImpalaConfig, env_spec: Any, actor_spec: Any, *, updates_per_chunk: int):
-        self.config, self.env_spec, self.actor_spec = config, env_spec, actor_spec
+        self.config = config
         self.updates_per_chunk = updates_per_chunk
         probe = AtariEnv(env_spec, num_envs=1, seed=0, num_threads=1)
         self.num_actions, self.observation_shape = probe.num_actions, probe.observation_shape
@@ -85,11 +85,7 @@ class HostImpalaTrainer:
         self.sharded = make_sharded_update(self.learner)
         self.update = lambda learner, batch: self.sharded.update(learner, self.sharded.shard_batch(batch))
         self.policy_step = make_policy_step(self.network)
-        self._source: Any = None
-        self._store: ParameterStore | None = None
-        if env_spec.num_envs % actor_spec.num_actors:
-            raise ValueError(f"num_envs {env_spec.num_envs} is not divisible by actor.num_actors {actor_spec.num_actors}")
-        self.envs_per_actor = env_spec.num_envs // actor_spec.num_actors
+        super().__init__(env_spec, actor_spec, unroll_length=config.unroll_length, policy_lag=config.policy_lag)
         if config.batch_size % self.envs_per_actor:
             raise ValueError(
                 f"batch_size {config.batch_size} must be a multiple of the environments per actor ({self.envs_per_actor})"
@@ -109,35 +105,7 @@ class HostImpalaTrainer:
 
     def _start(self, state: HostState) -> None:
         """Start the actors (first chunk, or after a resume) from the state's parameters."""
-        seed = int(np.asarray(state.rng)[0] % (2**31))
-        key = jax.random.wrap_key_data(jnp.asarray(state.rng, jnp.uint32))
-        version = int(state.version)
-        if self.actor_spec.mode == "sync":
-            env = AtariEnv(self.env_spec, num_envs=self.env_spec.num_envs, seed=seed)
-            self._source = LaggedActor(
-                env, self.policy_step, self._reset_core, self._initial_core,
-                lag=self.config.policy_lag, unroll_length=self.config.unroll_length, key=key,
-            )  # fmt: skip
-            self._source.record(self._actor_params(state.learner.params), version)
-        else:
-            envs = [
-                AtariEnv(self.env_spec, num_envs=self.envs_per_actor, seed=seed + 1000 * i, num_threads=1)
-                for i in range(self.actor_spec.num_actors)
-            ]
-            self._store = ParameterStore(self._actor_params(state.learner.params), version)
-            self._source = ThreadedActors(
-                envs, self.policy_step, self._reset_core, self._initial_core, self._store,
-                unroll_length=self.config.unroll_length, key=key, queue_size=self.actor_spec.queue_size,
-            )  # fmt: skip
-
-    def _actor_params(self, params: Any) -> Any:
-        """The actors' copy of the parameters, on the first device (replicated arrays would run everywhere)."""
-        return jax.device_put(params, jax.local_devices()[0])
-
-    def stop(self) -> None:
-        if self._source is not None:
-            self._source.stop()
-            self._source = None
+        self._start_actors(state.learner.params, state.rng, int(state.version))
 
     # -- one chunk ---------------------------------------------------------------------------------------
     def run_chunk(self, state: HostState) -> tuple[HostState, HostMetrics]:
@@ -147,16 +115,12 @@ class HostImpalaTrainer:
         learner, version = state.learner, int(state.version)
         lags, returns, learner_metrics = [], [], []
         for _ in range(self.updates_per_chunk):
-            unrolls = [self._source.get() for _ in range(self.config.batch_size // self.envs_per_actor)]
+            unrolls = [self._next_unroll() for _ in range(self.config.batch_size // self.envs_per_actor)]
             lags.extend(version - u.param_version for u in unrolls)
             returns.extend(r for u in unrolls for r in u.episode_returns)
             learner, metrics = self.update(learner, batch_from_unrolls(unrolls))
             version += 1
-            params = self._actor_params(learner.params)
-            if self._store is not None:
-                self._store.publish(params, version)
-            else:
-                self._source.record(params, version)
+            self._publish(learner.params, version)
             learner_metrics.append(metrics)
         means = {k: float(np.mean([getattr(m, k) for m in learner_metrics])) for k in learner_metrics[0]._fields}
         frames_per_update = self.config.frames_per_update * self.env_spec.action_repeat
@@ -182,32 +146,3 @@ class HostImpalaTrainer:
             eval_return=one(eval_return),
         )
         return HostState(learner, state.rng, jnp.asarray(version, jnp.int32)), metrics
-
-    def evaluate(self, params: Any, version: int) -> float:
-        """Mean raw score of ``evaluation.episodes`` whole games (no life-loss ends, up to ``noop_max`` no-ops)."""
-        spec = self.env_spec.evaluation
-        n = min(spec.episodes, 16)
-        scores: list[float] = []
-        key = jax.random.key(version)
-        round_index = 0
-        while len(scores) < spec.episodes:
-            env = AtariEnv(self.env_spec, num_envs=n, seed=10_000 + round_index, training=False, noop_max=spec.noop_max)
-            obs, finished = env.reset(), np.zeros(n, bool)
-            core = self._initial_core(n)
-            prev_action, prev_reward = np.zeros(n, np.int32), np.zeros(n, np.float32)
-            round_scores = np.zeros(n)
-            while not finished.all():
-                key, step_key = jax.random.split(key)
-                action, _, core = self.policy_step(params, obs, prev_action, prev_reward, core, step_key)
-                step = env.step(np.asarray(action))
-                newly = step.game_over & ~finished
-                round_scores[newly] = step.episode_return[newly]
-                finished |= step.game_over
-                core = self._reset_core(core, step.done)
-                prev_action = np.where(step.done, 0, np.asarray(action)).astype(np.int32)
-                prev_reward = np.where(step.done, 0.0, step.reward).astype(np.float32)
-                obs = step.observation
-            env.close()
-            scores.extend(round_scores[: spec.episodes - len(scores)].tolist())
-            round_index += 1
-        return float(np.mean(scores))
