@@ -45,7 +45,7 @@ class AgentEntry(NamedTuple):
 
 AGENTS: dict[str, AgentEntry] = {
     "impala": AgentEntry("rlrepro.agents.impala.trainer:build_impala", ("jax", "atari")),
-    "frodo": AgentEntry("rlrepro.agents.frodo.trainer:build_frodo", ("jax",)),
+    "frodo": AgentEntry("rlrepro.agents.frodo.trainer:build_frodo", ("jax", "atari")),
     "td_lambda": AgentEntry("rlrepro.agents.td_lambda.trainer:build_td_lambda", ("jax",)),
     "dqn": AgentEntry("rlrepro.agents.dqn.build:build_dqn", ("gym", "atari")),
     "loss_search": AgentEntry("rlrepro.search.trainer:build_loss_search", ("gym_suite",)),

@@ -85,6 +85,9 @@ class FrodoConfig:
       outer_unroll_length: steps of the validation batch.
       vtrace_lambda, rho_bar, pg_rho_bar, temperature: the outer V-trace loss (C.5).
       consistency_weight, consistency_form, listing_offbyone: the consistency loss (eq. 13, C.4).
+      meta_unroll: time steps of g_eta's LSTM unrolled per loop iteration (speed only, same maths); None: the
+        whole trajectory unrolled (fastest for the toys' 3-16 steps); 1: a plain scan (Atari's 30 steps: with
+        the conv agent, full unrolling made the meta-update compile ~4x slower and run ~2x slower).
     """
 
     task: Literal["prediction", "actor_critic"]
@@ -117,6 +120,7 @@ class FrodoConfig:
     consistency_weight: float = 0.0
     consistency_form: Literal["n_step", "one_step"] = "n_step"
     listing_offbyone: bool = False
+    meta_unroll: int | None = None
 
     def __post_init__(self) -> None:
         problems = []

@@ -110,7 +110,7 @@ Probe = Callable[[Params, Any], Any]
 
 def make_networks(config: FrodoConfig, num_actions: int, param_dtype: Any = jnp.float32) -> Networks:
     """The agent's network (value-only for prediction, actor-critic otherwise) and g_eta."""
-    meta = MetaNetwork(config.meta_hidden_size, param_dtype=param_dtype)
+    meta = MetaNetwork(config.meta_hidden_size, param_dtype=param_dtype, unroll=config.meta_unroll)
     if config.task == "prediction":
         agent = TabularValue(param_dtype) if config.network == "tabular" else MLPValue(config.hidden_sizes)
         return Networks(agent, meta)
@@ -228,7 +228,7 @@ def _inner_loss(
 ) -> jax.Array:
     """The inner loss of theta (eq. 8 or 10) towards the target G, or the meta-network's loss (Fig. 3b ablation)."""
     out = agent_outputs(config, nets, params, traj.observations)
-    if config.target_grad == "full":  # the listings as printed: G (and its theta-dependent inputs) carry gradient
+    if config.target_grad == "full" and config.parameterises == "target":  # the listings as printed: G carries gradient
         inputs = meta_inputs(config, traj, out)
         target = nets.meta.apply(eta, inputs)
     if config.task == "prediction":
@@ -288,7 +288,10 @@ def inner_step(
     """
     out = agent_outputs(config, nets, params, traj.observations)
     inputs = meta_inputs(config, traj, out)
-    target = nets.meta.apply(eta, inputs) if config.meta_learning else jnp.zeros_like(traj.rewards)
+    # No learned target without meta-learning (the V-trace baseline) or when g_eta outputs a loss (Fig. 3b):
+    # there the consistency loss is 0 and the target statistics are NaN.
+    has_target = config.meta_learning and config.parameterises == "target"
+    target = nets.meta.apply(eta, inputs) if has_target else jnp.zeros_like(traj.rewards)
     loss, grads = jax.value_and_grad(_inner_loss)(params, eta, target, inputs, traj, config, nets)
     updates, opt_state = config.optimizer.make().update(grads, opt_state, params)
     params = optax.apply_updates(params, updates)
@@ -296,11 +299,12 @@ def inner_step(
         traj.rewards, traj.discounts, target
     )
     vs = jax.lax.stop_gradient(_vtrace_return(config, traj, out))
+    no_target = jnp.full((), jnp.nan)
     report = InnerOutputs(
         loss=loss,
-        consistency=0.5 * jnp.sum(jnp.square(errors)),
-        mean_target=jnp.mean(jax.lax.stop_gradient(target)),
-        vtrace_g_mse=jnp.mean(jnp.square(vs - jax.lax.stop_gradient(target))),
+        consistency=0.5 * jnp.sum(jnp.square(errors)) if has_target else jnp.zeros(()),
+        mean_target=jnp.mean(jax.lax.stop_gradient(target)) if has_target else no_target,
+        vtrace_g_mse=jnp.mean(jnp.square(vs - jax.lax.stop_gradient(target))) if has_target else no_target,
     )
     return params, opt_state, report
 

@@ -26,12 +26,14 @@ class MetaNetwork(nn.Module):
 
     hidden_size: int
     param_dtype: Any = jnp.float32
+    unroll: int | None = None
 
     @nn.compact
     def __call__(self, inputs: jax.Array) -> jax.Array:
         cell = nn.OptimizedLSTMCell(self.hidden_size, param_dtype=self.param_dtype)
-        # Fully unrolled over the (short) trajectory: a scan under second-order autodiff compiles slowly on CPU.
-        rnn = nn.RNN(cell, time_major=True, reverse=True, keep_order=True, unroll=inputs.shape[0])
+        # Fully unrolled over the (short) trajectory by default: a scan under second-order autodiff compiles slowly on CPU.
+        unroll = inputs.shape[0] if self.unroll is None else min(self.unroll, inputs.shape[0])
+        rnn = nn.RNN(cell, time_major=True, reverse=True, keep_order=True, unroll=unroll)
         hidden = rnn(inputs.astype(self.param_dtype))
         return nn.Dense(1, param_dtype=self.param_dtype, name="head")(hidden)[..., 0]
 
@@ -61,7 +63,9 @@ class MLPValue(nn.Module):
 class TwoConvTorso(nn.Module):
     """FRODO's Atari torso (Table 1): conv 32 k4 s4, conv 64 k4 s4 (VALID, ReLU), flatten, optional ReLU FC.
 
-    84x84 inputs give 21x21x32 then 5x5x64 (notes §2.3). Observations are [N, H, W, C] uint8 or float.
+    84x84 inputs give 21x21x32 then 5x5x64 (notes §2.3). Observations are channels-first [N, C, H, W] (Atari:
+    uint8 [N, 4, 84, 84], ale-py's layout, as IMPALA's torsos take them), transposed to NHWC here; uint8 is
+    scaled to [0, 1].
     """
 
     channels: Sequence[int] = (32, 64)
@@ -71,7 +75,7 @@ class TwoConvTorso(nn.Module):
 
     @nn.compact
     def __call__(self, observations: jax.Array) -> jax.Array:
-        x = observations.astype(jnp.float32)
+        x = jnp.transpose(observations, (0, 2, 3, 1)).astype(jnp.float32)
         if observations.dtype == jnp.uint8:
             x = x / 255.0
         for channels, kernel, stride in zip(self.channels, self.kernel_sizes, self.strides):

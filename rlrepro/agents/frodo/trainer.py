@@ -191,8 +191,11 @@ def optimizer_config(spec: Any, total_steps: int) -> OptimizerConfig:
     )
 
 
-def frodo_config(agent: Any, total_updates: int) -> FrodoConfig:
-    """The learner config of a ``FrodoAgentSpec``; ``total_updates`` meta-iterations set the lr schedules."""
+def frodo_config(agent: Any, total_updates: int, meta_unroll: int | None = None) -> FrodoConfig:
+    """The learner config of a ``FrodoAgentSpec``; ``total_updates`` meta-iterations set the lr schedules.
+
+    ``meta_unroll`` only trades compile time for run time (see ``FrodoConfig``).
+    """
     if not agent.optimizer.eps_in_sqrt or not agent.meta_optimizer.eps_in_sqrt:
         raise ValueError("FRODO differentiates through RMSProp: eps_in_sqrt must be true (NaN otherwise)")
     net = agent.network
@@ -228,29 +231,25 @@ def frodo_config(agent: Any, total_updates: int) -> FrodoConfig:
         consistency_weight=agent.consistency.weight,
         consistency_form=agent.consistency.form,
         listing_offbyone=agent.consistency.listing_offbyone,
+        meta_unroll=meta_unroll,
     )
 
 
 
 def build_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
-    """FRODO on a pure-JAX environment: each chunk of meta-iterations is one jitted, vmapped call.
-
-    Atari (``kind: atari``) is not wired into a runnable loop yet: the learner's pure functions support the
-    two-conv torso and the V-trace outer loss, but the host actor-learner loop comes with the Atari work.
-    """
+    """FRODO on a pure-JAX environment (each chunk of meta-iterations one jitted, vmapped call) or on Atari."""
     from rlrepro.agents.registry import TrainerProgram
     from rlrepro.agents.registry import num_chunks_for
     from rlrepro.environments.availability import require_backend
     from rlrepro.environments.errors import UnsupportedSetupError
     from rlrepro.environments.jax_envs import make_jax_env
-    from rlrepro.specs import JaxEnvSpec
+    from rlrepro.specs.environments import AtariEnvSpec, JaxEnvSpec
 
     require_backend(env_spec)
+    if isinstance(env_spec, AtariEnvSpec):
+        return build_frodo_atari(agent, env_spec, frames=frames, run=run)
     if not isinstance(env_spec, JaxEnvSpec):
-        raise UnsupportedSetupError(
-            f"FRODO on '{env_spec.kind}' environments is not runnable yet: the learner (rlrepro.agents.frodo.learner) "
-            "supports the Atari torso and V-trace outer loss, but the Atari actor-learner loop is not wired in"
-        )
+        raise UnsupportedSetupError(f"FRODO on '{env_spec.kind}' environments is not implemented")
     env = make_jax_env(env_spec.name, **env_spec.kwargs)
     probe_config = frodo_config(agent, total_updates=1)
     frames_per_update = probe_config.frames_per_meta_update * env_spec.frames_per_step
@@ -260,4 +259,30 @@ def build_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
         raise UnsupportedSetupError("the frodo_conv torso needs image observations (Atari); use mlp or tabular here")
     trainer = make_frodo_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
     return TrainerProgram(trainer.init_batch, trainer.run_chunk_batch, num_chunks, run.updates_per_chunk,
+                          frames_per_update * run.updates_per_chunk)
+
+
+def build_frodo_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
+    """FRODO on Atari: one seed per job; IMPALA's actor threads (or synchronous actor) and the meta-update."""
+    from rlrepro.agents.frodo.host_trainer import HostFrodoTrainer
+    from rlrepro.agents.registry import TrainerProgram, num_chunks_for
+    from rlrepro.environments.errors import UnsupportedSetupError
+
+    if agent.network.kind != "frodo_conv":
+        raise UnsupportedSetupError(f"agent.network.kind '{agent.network.kind}' cannot read Atari frames: use frodo_conv")
+    probe_config = frodo_config(agent, total_updates=1)
+    frames_per_update = probe_config.frames_per_meta_update * env_spec.frames_per_step
+    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
+    total_updates = num_chunks * run.updates_per_chunk
+    config = frodo_config(agent, total_updates=total_updates, meta_unroll=1)  # g_eta's LSTM as a scan on Atari
+    trainer = HostFrodoTrainer(
+        config, env_spec, agent.actor, updates_per_chunk=run.updates_per_chunk, total_updates=total_updates
+    )
+
+    def init_batch(keys: Any) -> Any:
+        if len(keys) != 1:
+            raise UnsupportedSetupError("Atari jobs train one seed each: set run.seeds_per_job: 1 in the spec")
+        return trainer.init(keys[0])
+
+    return TrainerProgram(init_batch, trainer.run_chunk, num_chunks, run.updates_per_chunk,
                           frames_per_update * run.updates_per_chunk)

@@ -7,6 +7,7 @@ from typing import Annotated, Literal, Union
 from pydantic import Field
 
 from rlrepro.specs.agents.common import MLPNetworkSpec, RMSPropSpec
+from rlrepro.specs.agents.impala import ActorSpec
 from rlrepro.specs.common import PositiveCount, SpecModel
 
 MetaInput = Literal["reward", "discount", "v_next", "observation", "pi_a", "mu_a", "torso"]
@@ -118,3 +119,11 @@ class FrodoAgentSpec(SpecModel):
     reward_clip: float | None = Field(None, gt=0, description="Clip rewards to [-c, c] (Atari: 1, an assumption); null: none.")
     outer: OuterLossSpec = Field(description="The outer loss.")
     consistency: ConsistencySpec = Field(default_factory=ConsistencySpec, description="The consistency loss.")
+    actor: ActorSpec = Field(
+        default_factory=ActorSpec,
+        description=(
+            "Acting on Atari (IMPALA's actors): threaded actors give the learner M + 1 batches from the queue (their "
+            "policy lag is logged); sync acts with the latest meta-updated parameters (lag 0, deterministic). "
+            "Unused on pure-JAX tasks, which act inside the jitted meta-update."
+        ),
+    )
