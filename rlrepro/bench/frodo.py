@@ -1,6 +1,6 @@
 """FRODO's meta-update beside the plain IMPALA update on the same batches and cores (frames/s, ratio, breakdown).
 
-Atari-shaped batches (T = 30, B = 30, 84x84x4 uint8 observations, FRODO's two-conv torso of Table 1, 6 actions),
+Atari-shaped batches (T = 30, B = 30, uint8 [4, 84, 84] observations as ALE gives them, FRODO's two-conv torso of Table 1, 6 actions),
 or Catch-shaped (MLP 256x256). Measured after compilation, one process:
 - IMPALA: one V-trace update (FRODO's code path with ``target: vtrace``: M inner V-trace updates, no meta step);
 - FRODO: one meta-update (M inner updates towards G_eta, outer V-trace loss, meta-gradient through all M);
@@ -40,7 +40,7 @@ def _batches(key: jax.Array, n: int, obs_shape: tuple[int, ...], num_actions: in
 
 
 def measure(kind: str, inner_steps: int, batch: int, unroll: int, repeats: int) -> dict[str, float]:
-    obs_shape, num_actions = ((84, 84, 4), 6) if kind == "atari" else ((6, 11), 3)
+    obs_shape, num_actions = ((4, 84, 84), 6) if kind == "atari" else ((6, 11), 3)
     results = {}
     for name, target in (("impala", "vtrace"), ("frodo", "meta_network")):
         config = _config(kind, target, inner_steps, batch, unroll)

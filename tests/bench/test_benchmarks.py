@@ -1,0 +1,26 @@
+"""Every benchmark still runs (tiny sizes): a benchmark that rots is found here, not on a GPU machine."""
+
+import pytest
+
+from rlrepro.bench.__main__ import BENCHMARKS, main
+
+# name -> (tiny arguments, a word its printout must contain)
+TINY = {
+    "impala-toy": (["--batch-size", "4", "--unroll-length", "5", "--repeats", "1"], "frames/s"),
+    "impala-atari": (["--chunks", "1", "--updates-per-chunk", "2", "--env-seconds", "1"], "frames/s"),
+    "frodo": (["--kind", "atari", "--inner-steps", "1", "--batch-size", "2", "--unroll-length", "2", "--repeats", "1"], "ratio"),
+    "evolving-rl": (["--updates", "10"], "ratio"),
+    "planning": (["--repeats", "1"], "snakemake -n"),
+}
+
+
+def test_every_benchmark_has_a_tiny_setting():
+    assert set(TINY) == set(BENCHMARKS)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", sorted(TINY))
+def test_benchmark_runs_and_prints_its_figures(name: str, capsys: pytest.CaptureFixture[str]):
+    arguments, expected = TINY[name]
+    assert main([name, *arguments]) == 0
+    assert expected in capsys.readouterr().out
