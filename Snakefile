@@ -65,7 +65,7 @@ for _plan in PLANS:
                 env=_job.env,
                 seeds=",".join(map(str, _job.seeds)),
                 config_hash=_job.config_hash,  # a changed config re-runs the job (rerun trigger: params)
-            threads: 1
+            threads: workflow.cores if _job.whole_machine else 1
             resources:
                 gpu=GPUS,
             conda:

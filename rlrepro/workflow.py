@@ -56,6 +56,7 @@ class Job:
     frames: int
     config_hash: str
     units: tuple[RunUnit, ...] = field(repr=False)
+    whole_machine: bool = False  # run alone on every core (speed measurements)
 
     @property
     def name(self) -> str:
@@ -122,7 +123,10 @@ def plan_experiment(spec_path: Path, spec: ExperimentSpec, scale: Scale) -> Expe
                 units = tuple(
                     RunUnit(spec.paper, spec.experiment, variant.name, env_id, seed, size.frames) for seed in chunk
                 )
-                jobs.append(Job(spec_path, spec.paper, spec.experiment, variant.name, env_id, chunk, size.frames, digest, units))
+                jobs.append(
+                    Job(spec_path, spec.paper, spec.experiment, variant.name, env_id, chunk, size.frames, digest, units,
+                        whole_machine=spec.run.whole_machine)
+                )
     return ExperimentPlan(spec_path, spec, tuple(jobs))
 
 
@@ -138,7 +142,7 @@ def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Sca
             "agent": resolve_agent(spec, variant, scale).model_dump(mode="json"),
             "env": env.model_dump(mode="json"),
             "frames": spec.scale(scale).frames,
-            "run": spec.run.model_dump(mode="json", exclude={"seeds_per_job"}),
+            "run": spec.run.model_dump(mode="json", exclude={"seeds_per_job", "whole_machine"}),  # how jobs are laid out, not what they compute
         }
     )
 

@@ -297,3 +297,21 @@ def test_planning_every_spec_imports_no_jax_or_mlflow() -> None:
     report = json.loads(result.stdout)
     assert report["heavy"] == []
     assert report["jobs"] > 0
+
+
+def test_whole_machine_marks_the_jobs_and_leaves_the_config_hash_alone(tmp_path: Path) -> None:
+    data = spec_data()
+    shared = write_spec(tmp_path / "shared", data)
+    data["run"] = {**data.get("run", {}), "whole_machine": True}
+    alone = write_spec(tmp_path / "alone", data)
+    [shared_plan] = plan([shared], "cpu")
+    [alone_plan] = plan([alone], "cpu")
+    assert not any(job.whole_machine for job in shared_plan.jobs)
+    assert all(job.whole_machine for job in alone_plan.jobs)
+    # how jobs share the machine is not what they compute: finished runs stay valid
+    assert [j.config_hash for j in alone_plan.jobs] == [j.config_hash for j in shared_plan.jobs]
+
+
+def test_the_throughput_experiment_runs_each_job_alone() -> None:
+    [throughput] = plan([REPO / "specs" / "impala" / "throughput.yaml"], "cpu")
+    assert throughput.jobs and all(job.whole_machine for job in throughput.jobs)

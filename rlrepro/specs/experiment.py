@@ -105,6 +105,11 @@ class RunSpec(SpecModel):
     seeds_per_job: PositiveCount | None = Field(
         None, description="Seeds trained together (vmapped) in one job; default: all seeds of a variant in one job."
     )
+    whole_machine: bool = Field(
+        False,
+        description="Each training job runs alone with every core Snakemake was given (for speed measurements, "
+        "e.g. frames/s); otherwise jobs run side by side, one core each.",
+    )
 
 
 class OrderingClaim(SpecModel):
