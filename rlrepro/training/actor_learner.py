@@ -17,6 +17,7 @@ The environment and policy are behind two small protocols so that other agents c
 from __future__ import annotations
 
 import collections
+import math
 import queue
 import threading
 import time
@@ -312,6 +313,28 @@ class HostActorLearner:
             self._store.publish(params, version)
         else:
             self._source.record(params, version)
+
+    def _chunk_metrics(
+        self, metrics_type: Any, params: Any, version: int, *, total_updates: int, frames_per_update: int,
+        started: float, returns: list[float], lags: list[int], learner_metrics: list[Any],
+    ) -> Any:
+        """A chunk's ``metrics_type`` as [1] arrays (one seed per job): frames, games, fps, policy lag, the
+        learner metrics' means, and ``eval_return`` after the last update (which also stops the actors)."""
+        elapsed = time.monotonic() - started
+        final = version >= total_updates
+        eval_return = self.evaluate(params, version) if final else math.nan
+        if final:
+            self.stop()
+        values = {k: float(np.mean([getattr(m, k) for m in learner_metrics])) for k in learner_metrics[0]._fields}
+        values.update(
+            frames=version * frames_per_update,
+            episodes=len(returns),
+            mean_return=float(np.mean(returns)) if returns else math.nan,
+            fps=len(learner_metrics) * frames_per_update / elapsed,
+            policy_lag=float(np.mean(lags)),
+            eval_return=eval_return,
+        )
+        return metrics_type(**{name: np.asarray([values[name]]) for name in metrics_type._fields})
 
     def stop(self) -> None:
         if self._source is not None:

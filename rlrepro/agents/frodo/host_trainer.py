@@ -18,7 +18,6 @@ inner batches, Fig. 3d) and at the last chunk ``eval_return``.
 from __future__ import annotations
 
 import functools
-import math
 import time
 from typing import Any, NamedTuple
 
@@ -142,21 +141,9 @@ class HostFrodoTrainer(HostActorLearner):
             version += 1
             self._publish(learner.params, version)
             learner_metrics.append(metrics)
-        means = {k: float(np.mean([getattr(m, k) for m in learner_metrics])) for k in MetaMetrics._fields}
-        frames_per_update = self.config.frames_per_meta_update * self.env_spec.action_repeat
-        elapsed = time.monotonic() - started
-        final = version >= self.total_updates
-        eval_return = self.evaluate(learner.params, version) if final else math.nan
-        if final:
-            self.stop()
-        one = lambda x: np.asarray([x])  # noqa: E731  (one seed per job)
-        metrics = FrodoHostMetrics(
-            frames=one(version * frames_per_update),
-            episodes=one(len(returns)),
-            mean_return=one(float(np.mean(returns)) if returns else math.nan),
-            fps=one(self.updates_per_chunk * frames_per_update / elapsed),
-            policy_lag=one(float(np.mean(lags))),
-            **{k: one(v) for k, v in means.items()},
-            eval_return=one(eval_return),
-        )
+        metrics = self._chunk_metrics(
+            FrodoHostMetrics, learner.params, version, total_updates=self.total_updates,
+            frames_per_update=self.config.frames_per_meta_update * self.env_spec.action_repeat,
+            started=started, returns=returns, lags=lags, learner_metrics=learner_metrics,
+        )  # fmt: skip
         return FrodoHostState(learner, state.rng, jnp.asarray(version, jnp.int32)), metrics

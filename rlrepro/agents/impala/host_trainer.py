@@ -12,7 +12,6 @@ loss terms, and at the last chunk ``eval_return``: the mean score of separate ev
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any, NamedTuple
 
@@ -122,27 +121,9 @@ class HostImpalaTrainer(HostActorLearner):
             version += 1
             self._publish(learner.params, version)
             learner_metrics.append(metrics)
-        means = {k: float(np.mean([getattr(m, k) for m in learner_metrics])) for k in learner_metrics[0]._fields}
-        frames_per_update = self.config.frames_per_update * self.env_spec.action_repeat
-        elapsed = time.monotonic() - started
-        final = version >= self.config.total_updates
-        eval_return = self.evaluate(learner.params, version) if final else math.nan
-        if final:
-            self.stop()
-        one = lambda x: np.asarray([x])  # noqa: E731  (one seed per job)
-        metrics = HostMetrics(
-            frames=one(version * frames_per_update),
-            episodes=one(len(returns)),
-            mean_return=one(float(np.mean(returns)) if returns else math.nan),
-            fps=one(self.updates_per_chunk * frames_per_update / elapsed),
-            policy_lag=one(float(np.mean(lags))),
-            total_loss=one(means["total_loss"]),
-            pg_loss=one(means["pg_loss"]),
-            baseline_loss=one(means["baseline_loss"]),
-            entropy=one(means["entropy"]),
-            grad_norm=one(means["grad_norm"]),
-            mean_rho=one(means["mean_rho"]),
-            learning_rate=one(means["learning_rate"]),
-            eval_return=one(eval_return),
-        )
+        metrics = self._chunk_metrics(
+            HostMetrics, learner.params, version, total_updates=self.config.total_updates,
+            frames_per_update=self.config.frames_per_update * self.env_spec.action_repeat,
+            started=started, returns=returns, lags=lags, learner_metrics=learner_metrics,
+        )  # fmt: skip
         return HostState(learner, state.rng, jnp.asarray(version, jnp.int32)), metrics
