@@ -71,17 +71,24 @@ def _judge_ordering(claim: OrderingClaim, cells: dict[tuple[str, str], CellResul
                 missing.append(f"finite {claim.metric} for {claim.better} vs {worse_name} on {env}")
                 continue
             diff, low, high = difference_of_means_ci(a, b, reps=reps)
-            ok = low > 0 if claim.higher_is_better else high < 0
+            better_ = low > 0 if claim.higher_is_better else high < 0
             reversed_ = high < 0 if claim.higher_is_better else low > 0
+            ok = better_ if claim.relation == "beats" else not reversed_
             holds &= ok
-            outcome = "ok" if ok else "REVERSED" if reversed_ else "inconclusive (CI spans 0)"
+            if claim.relation == "beats":
+                outcome = "ok" if ok else "REVERSED" if reversed_ else "inconclusive (CI spans 0)"
+            else:
+                outcome = "ok (better)" if better_ else "REVERSED" if reversed_ else "ok (CI spans 0: matches)"
             lines.append(f"{env}: {claim.better} - {worse_name} = {diff:+.3g} [95% CI {low:+.3g}, {high:+.3g}] {outcome}")
     if missing or not lines:
         why = "not run at this scale: " + "; ".join(missing) if missing else "no runs to compare"
         return Verdict(claim.id, claim.statement, NOT_JUDGED, why, claim.paper_evidence)
     verdict = REPRODUCED if holds else NOT_REPRODUCED
-    side = "above" if claim.higher_is_better else "below"
-    rule = f"{claim.metric}: every difference's bootstrap 95% CI (over seeds) must lie {side} 0"
+    side, other = ("above", "below") if claim.higher_is_better else ("below", "above")
+    if claim.relation == "beats":
+        rule = f"{claim.metric}: every difference's bootstrap 95% CI (over seeds) must lie {side} 0"
+    else:
+        rule = f"{claim.metric}: no difference's bootstrap 95% CI (over seeds) may lie wholly {other} 0"
     return Verdict(claim.id, claim.statement, verdict, f"{rule}. " + "; ".join(lines), claim.paper_evidence)
 
 

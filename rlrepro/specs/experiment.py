@@ -113,7 +113,7 @@ class RunSpec(SpecModel):
 
 
 class OrderingClaim(SpecModel):
-    """A variant beats others on a metric, e.g. V-trace is best at large lag."""
+    """A variant beats (or matches or beats) others on a metric, e.g. V-trace is best at large lag."""
 
     kind: Literal["ordering"] = Field(description="Claim kind.")
     id: Name = Field(description="Claim id.")
@@ -125,6 +125,11 @@ class OrderingClaim(SpecModel):
     higher_is_better: bool = Field(True, description="Whether larger values of the metric are better (false for errors).")
     better: str = Field(description="Variant that should score highest.")
     worse: list[str] = Field(min_length=1, description="Variants it should beat.")
+    relation: Literal["beats", "matches_or_beats"] = Field(
+        "beats",
+        description="'beats': every difference's 95% CI lies on the better side of 0. 'matches_or_beats' (claims "
+        "worded 'matches or outperforms'): no difference's CI lies wholly on the worse side of 0.",
+    )
     environments: list[str] | None = Field(None, description="Environment ids where it must hold (default: all run).")
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")

@@ -208,3 +208,23 @@ def test_difference_of_means_rejects_nan_and_bad_arguments() -> None:
         difference_of_means_ci([1.0], [1.0], reps=0)
     with pytest.raises(ValueError, match="confidence"):
         difference_of_means_ci([1.0], [1.0], confidence=1.0)
+
+
+def test_matches_or_beats_holds_when_the_ci_spans_zero_and_fails_only_when_reversed() -> None:
+    spec = make_spec(ordering(relation="matches_or_beats"))
+    noisy_better, noisy_worse = [1.0, 7.0, 2.0, 6.0], [2.0, 4.0, 3.0, 4.5]  # +0.625, CI spans 0 (test above)
+    [matches] = judge_claims(spec, "cpu", cells({("a", "catch"): noisy_better, ("b", "catch"): noisy_worse}))
+    assert matches.verdict == REPRODUCED
+    assert "a - b = +0.625" in matches.detail and "ok (CI spans 0: matches)" in matches.detail
+    assert "may lie wholly below 0" in matches.detail
+    [better] = judge_claims(spec, "cpu", cells({("a", "catch"): HIGH, ("b", "catch"): LOW}))
+    assert better.verdict == REPRODUCED and "ok (better)" in better.detail
+    [reversed_] = judge_claims(spec, "cpu", cells({("a", "catch"): LOW, ("b", "catch"): HIGH}))
+    assert reversed_.verdict == NOT_REPRODUCED and "REVERSED" in reversed_.detail
+
+
+def test_matches_or_beats_for_a_lower_is_better_metric() -> None:
+    spec = make_spec(ordering(relation="matches_or_beats", higher_is_better=False))
+    [verdict] = judge_claims(spec, "cpu", cells({("a", "catch"): HIGH, ("b", "catch"): LOW}))
+    assert verdict.verdict == NOT_REPRODUCED and "REVERSED" in verdict.detail
+    assert "may lie wholly above 0" in verdict.detail
