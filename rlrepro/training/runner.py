@@ -216,6 +216,8 @@ def _write_summary(run_dir: Path, *, final_fraction: float) -> None:
     value, episodes = final_return(records, last["frames"], final_fraction)
     run = json.loads((run_dir / "spec.resolved.json").read_text())["run"]
     final = {"final_return": value, "final_episodes": episodes, "final_fraction": final_fraction}
+    # The mean return over the whole run (the area under the learning curve): sample efficiency.
+    final["run_return"], final["run_episodes"] = final_return(records, last["frames"], 1.0)
     summary = {
         "run": run,
         "frames": last["frames"],

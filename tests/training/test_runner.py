@@ -17,6 +17,7 @@ import time
 import zipfile
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from rlrepro.environments.errors import BackendMissingError
@@ -98,6 +99,9 @@ def test_a_run_writes_resolved_spec_metrics_and_summary(finished: Path, spec: Pa
         assert summary["run"] == run
         assert (summary["frames"], summary["updates"]) == (records[-1]["frames"], records[-1]["updates"])
         assert summary["final"]["final_fraction"] == 0.5 and summary["final"]["final_episodes"] == 2 * 20
+        # the whole run: every chunk's 20 episodes, weighted by episodes (all equal here, so the plain mean)
+        assert summary["final"]["run_episodes"] == NUM_CHUNKS * 20
+        assert summary["final"]["run_return"] == pytest.approx(np.mean([r["episode_return"] for r in records]))
         assert (run_dir / "summary.json").stat().st_mtime_ns >= (run_dir / "metrics.jsonl").stat().st_mtime_ns
     assert checkpoint.load_meta(_checkpoint(finished))["chunk"] == NUM_CHUNKS
 
