@@ -9,8 +9,16 @@ the program uses (``net_calls``, static). Inside ``lax.switch`` a network branch
 carry the network's residuals in the backward pass (3-4x slower on CPU). Values are [batch, W] arrays (see ``ops``); after every
 operator the columns outside the value's type are zeroed, so padding never feeds NaN into gradients.
 Released-code semantics (notes §4 item 8): Log is log(|x| + 1e-12), VarianceList is the standard deviation,
-Entropy is sum p log p; Div guards |y| < 1e-6. Every branch is finite-gradient on any finite input (logs of
-|x|), because the default dispatch computes all branches and selects one.
+Entropy is sum p log p; Div guards |y| < 1e-6.
+
+Two dispatches compute the same values. ``switch`` runs one function per operator (``_branches``, the
+readable definition) under ``lax.switch``. ``fused`` (the default) computes every operator's value for the
+slot at once, sharing the reductions (one sum over the columns for DotProduct, L2Distance, SelectList,
+MeanList, KLDiv and Entropy, one max for MaxList, MinList and Softmax, one more sum for VarianceList and
+Softmax), and picks the opcode's value with ``lax.select_n``. XLA fuses that into a few loops per slot
+instead of dozens of tiny kernels, which is what an update of small batches costs on CPU. Every operator
+is finite-gradient on any finite input (logs of |x|, Div's guard, Exp capped, Softmax's exponent <= 0),
+so the values not selected never turn the selected one's gradient into NaN.
 """
 
 from __future__ import annotations
@@ -32,7 +40,7 @@ def _rep(v: jax.Array, width: int) -> jax.Array:
     return jnp.broadcast_to(v[:, None], (v.shape[0], width))
 
 
-def _branches(apply: Apply, obs_dim: int, num_actions: int, width: int) -> list[Callable]:
+def _branches(num_actions: int, width: int) -> list[Callable]:
     """One function per opcode: (x, y, reduce mask x, reduce mask y, normal [B], uniform [B]) -> [B, W]."""
     la = jnp.arange(width) < num_actions  # list columns
     neg = -1e30
@@ -86,12 +94,57 @@ def _branches(apply: Apply, obs_dim: int, num_actions: int, width: int) -> list[
     return [table[op.name] for op in OPS]
 
 
+def _fused(num_actions: int, width: int) -> Callable:
+    """``slot(op, x, y, mx, my, n, u) -> [B, W]``: every operator's value from shared reductions, ``op``'s picked.
+
+    Same values as ``_branches`` (tested operator by operator, values and gradients)."""
+    la = jnp.arange(width) < num_actions  # list columns
+    cols = jnp.arange(width)
+    neg = -1e30
+
+    def rep(v):
+        return _rep(v, width)
+
+    def slot(op, x, y, mx, my, n, u):
+        log_x, log_y = jnp.log(jnp.abs(x) + 1e-12), jnp.log(jnp.abs(y) + 1e-12)
+        chosen = cols[None] == jnp.round(y[:, :1]).astype(jnp.int32)
+        dot, l2, select, total, kl, entropy = jnp.sum(jnp.stack([
+            jnp.where(mx, x * y, 0.0), jnp.where(mx, (x - y) ** 2, 0.0), jnp.where(chosen, x, 0.0),
+            jnp.where(la, x, 0.0), jnp.where(la, x * (log_x - log_y), 0.0), jnp.where(la, x * log_x, 0.0),
+        ]), axis=-1)
+        masked = jnp.where(la, x, neg)
+        top, neg_bottom = jnp.max(jnp.stack([masked, jnp.where(la, -x, neg)]), axis=-1)
+        mean = total / num_actions
+        exp_shifted = jnp.exp(jnp.where(la, x, top[:, None]) - top[:, None])  # <= 1 on the list columns
+        sq_dev, exp_sum = jnp.sum(jnp.stack([
+            jnp.where(la, (x - mean[:, None]) ** 2, 0.0), jnp.where(la, exp_shifted, 0.0),
+        ]), axis=-1)
+        safe_y = jnp.where(jnp.abs(y) < 1e-6, jnp.where(y < 0, -1e-6, 1e-6), y)
+        zeros = jnp.zeros_like(x)
+        values = {
+            "Noop": zeros, "Add": x + y, "Subtract": x - y, "Max": jnp.maximum(x, y), "Min": jnp.minimum(x, y),
+            "Div": x / safe_y, "DotProduct": rep(dot), "L2Distance": rep(0.5 * l2), "MaxList": rep(top),
+            "MinList": rep(-neg_bottom), "ArgMaxList": rep(jnp.argmax(masked, axis=-1).astype(x.dtype)),
+            "SelectList": rep(select), "MeanList": rep(mean),
+            "VarianceList": rep(jnp.sqrt(sq_dev / num_actions + 1e-12)), "Log": log_x,
+            "Exp": jnp.exp(jnp.minimum(x, 80.0)), "Abs": jnp.abs(x), "QValues": zeros, "TargetQValues": zeros,
+            "Softmax": jnp.where(la, exp_shifted / exp_sum[:, None], 0.0), "KLDiv": rep(kl),
+            "Entropy": rep(entropy), "MultiplyTenth": 0.1 * x, "Normal": rep(n), "Uniform": rep(u),
+        }
+        return jax.lax.select_n(op, *(values[o.name] for o in OPS))
+
+    return slot
+
+
 def make_interpreter(
-    apply: Apply, obs_dim: int, num_actions: int, net_calls: tuple[bool, ...] = (True,) * 4, dispatch: str = "select"
+    apply: Apply, obs_dim: int, num_actions: int, net_calls: tuple[bool, ...] = (True,) * 4, dispatch: str = "fused"
 ) -> Callable:
     """``run(params, target_params, inputs [n_in, B, W], program, key) -> [B]`` per-example loss values."""
     width = max(obs_dim, num_actions, 1)
-    branches = _branches(apply, obs_dim, num_actions, width)
+    if dispatch not in ("fused", "switch"):
+        raise ValueError(f"unknown dispatch {dispatch!r}: expected fused or switch")
+    branches = _branches(num_actions, width)
+    fused = _fused(num_actions, width)
     cols = jnp.arange(width)
 
     def masks(kind: jax.Array) -> tuple[jax.Array, jax.Array]:
@@ -127,9 +180,8 @@ def make_interpreter(
             args = (table[a], table[b], reduce[a], reduce[b], normal[i], uniform[i])
             if dispatch == "switch":
                 out = jax.lax.switch(program.op[i], branches, *args)
-            else:  # every branch, then select: no conditionals (all branches are cheap and NaN-safe)
-                outs = jnp.stack([f(*args) for f in branches])
-                out = outs[program.op[i]]
+            else:
+                out = fused(program.op[i], *args)
             table = table.at[n_in + i].set(jnp.where(store[n_in + i], out, 0.0))
         return table[program.output][:, 0]
 
@@ -156,14 +208,15 @@ def transition_inputs(batch: Any, constants: tuple[float, ...], obs_dim: int, nu
 
 
 def make_program_loss(
-    apply: Apply, obs_dim: int, num_actions: int, constants: tuple[float, ...], net_calls: tuple[bool, ...] = (True,) * 4
+    apply: Apply, obs_dim: int, num_actions: int, constants: tuple[float, ...], net_calls: tuple[bool, ...] = (True,) * 4,
+    dispatch: str = "fused",
 ) -> Callable:
     """A DQN learner loss ``(params, target_params, batch, program) -> mean loss`` that runs ``program``.
 
     The key of the random operators (Normal, Uniform) is derived from the batch's bits, so it changes with
     every batch and stays deterministic.
     """
-    run = make_interpreter(apply, obs_dim, num_actions, net_calls)
+    run = make_interpreter(apply, obs_dim, num_actions, net_calls, dispatch)
 
     def loss(params: Any, target_params: Any, batch: Any, program: ProgramArrays) -> jax.Array:
         inputs = transition_inputs(batch, constants, obs_dim, num_actions)

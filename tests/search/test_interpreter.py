@@ -1,0 +1,66 @@
+"""The interpreter's two dispatches: the fused evaluator equals the per-operator definitions, values and gradients."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rlrepro.search.interpreter import _branches, _fused, make_interpreter, transition_inputs
+from rlrepro.search.ops import CONSTANTS, OPS
+from rlrepro.search.program import dqnreg_program, encode
+from tests.search.test_program import _batch
+
+WIDTH, ACTIONS, BATCH = 5, 3, 8
+
+
+def _operands(seed: int):
+    """Random x, y [B, W] (with exact zeros, tiny divisors and an action index in y's first column) and masks."""
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(BATCH, WIDTH)) * 3
+    y = rng.normal(size=(BATCH, WIDTH)) * 3
+    x[0, :2], y[1, :] = 0.0, 1e-8  # log|0|, division by a tiny number
+    y[:, 0] = rng.integers(0, ACTIONS, BATCH)  # SelectList reads the action from the first column
+    mx = np.arange(WIDTH) < rng.integers(1, WIDTH + 1)
+    my = np.arange(WIDTH) < rng.integers(1, WIDTH + 1)
+    n, u = rng.normal(size=BATCH), rng.uniform(size=BATCH)
+    return tuple(jnp.asarray(v, jnp.float32) if v.dtype != bool else jnp.asarray(v) for v in (x, y, mx, my, n, u))
+
+
+@pytest.mark.parametrize("op", range(len(OPS)), ids=[o.name for o in OPS])
+def test_fused_dispatch_equals_the_operator_definition(op: int) -> None:
+    reference, fused = _branches(ACTIONS, WIDTH)[op], _fused(ACTIONS, WIDTH)
+    for seed in range(3):
+        x, y, mx, my, n, u = _operands(seed)
+        np.testing.assert_allclose(fused(op, x, y, mx, my, n, u), reference(x, y, mx, my, n, u), rtol=1e-5, atol=1e-6)
+        weights = jax.random.normal(jax.random.key(seed), (BATCH, WIDTH))  # a random cotangent
+
+        def grads(f):
+            return jax.grad(lambda a, b: jnp.sum(weights * f(a, b)), argnums=(0, 1))(x, y)
+
+        got = grads(lambda a, b: fused(op, a, b, mx, my, n, u))
+        want = grads(lambda a, b: reference(a, b, mx, my, n, u))
+        for g, w in zip(got, want):
+            assert np.all(np.isfinite(g))
+            np.testing.assert_allclose(g, w, rtol=1e-4, atol=1e-5)
+
+
+def test_the_two_dispatches_give_the_same_loss_and_gradient() -> None:
+    arrays, calls = encode(dqnreg_program())
+    def apply(params, obs):  # a one-parameter "network": enough to carry a gradient
+        return obs[:, :2] * params
+
+    batch = _batch()
+    inputs = transition_inputs(batch, CONSTANTS, 4, 2)
+    key = jax.random.key(0)
+    results = []
+    for dispatch in ("fused", "switch"):
+        run = make_interpreter(apply, 4, 2, calls, dispatch=dispatch)
+        loss = lambda p: jnp.mean(run(p, 0.5 * p, inputs, arrays, key))  # noqa: E731
+        results.append(jax.value_and_grad(loss)(jnp.float32(1.3)))
+    np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
+    np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5)
+
+
+def test_unknown_dispatch_is_refused() -> None:
+    with pytest.raises(ValueError, match="expected fused or switch"):
+        make_interpreter(lambda p, o: o, 4, 2, dispatch="select")
