@@ -1,7 +1,8 @@
 """Evolving RL speed: hand-written DQNReg vs the same loss run by the interpreter, and programs per hour.
 
 ``python -m rlrepro.bench evolving-rl [--updates N] [--programs N]``: learner updates/s of both on the same
-batch, network (MLP 256-256, batch 32, CartPole shapes) and cores, their ratio (goal >= 0.8), the compile
+batch, network (MLP 256-256, batch 32, CartPole shapes) and cores, timed side by side in interleaved rounds,
+their ratio (goal >= 0.8; the interpreter's default ``fused`` dispatch, and ``switch`` beside it), the compile
 time a new program costs (none within a slot bucket), and, with ``--programs``, how many mutated programs
 one process trains per hour with the cpu-scale search settings (CartPole 10k steps + MiniGrid-Empty-5x5 5k).
 """
@@ -15,15 +16,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlrepro.bench.timing import time_calls
+from rlrepro.bench.timing import compare_calls
 
 
-def _updates_per_second(update, state, batch, program, n: int) -> tuple[float, float]:
-    timing = time_calls(lambda s: update(s, batch, program)[0], state, repeats=n)
-    return 1.0 / timing.seconds_per_call, timing.first_call_seconds
-
-
-def bench_updates(n: int) -> dict[str, float]:
+def bench_updates(n: int, rounds: int = 7) -> dict[str, float]:
+    """Updates/s of the hand-written DQNReg and of the same loss in the interpreter (both dispatches), timed
+    side by side in ``rounds`` interleaved rounds of ``n // rounds`` updates (medians)."""
     from rlrepro.agents.dqn.config import DQNConfig
     from rlrepro.agents.dqn.learner import Batch, make_learner
     from rlrepro.search.interpreter import make_program_loss
@@ -39,17 +37,24 @@ def bench_updates(n: int) -> dict[str, float]:
     config = DQNConfig(loss="dqnreg", td_scale=0.5)
     arrays, calls = encode(dqnreg_program())
     hand = make_learner(config, (4,), 2)
-    interp = make_learner(config, (4,), 2, lambda apply: make_program_loss(apply, 4, 2, CONSTANTS, calls))
     state = hand.init(jax.random.key(0))
-    hand_rate, hand_compile = _updates_per_second(jax.jit(hand.update), state, batch, None, n)
-    interp_update = jax.jit(interp.update)
-    interp_rate, interp_compile = _updates_per_second(interp_update, state, batch, arrays, n)
+    steps = {"hand": (jax.jit(hand.update), None)}
+    for dispatch in ("fused", "switch"):
+        learner = make_learner(config, (4,), 2, lambda apply, d=dispatch: make_program_loss(apply, 4, 2, CONSTANTS, calls, d))
+        steps[f"interpreter_{dispatch}"] = (jax.jit(learner.update), arrays)
+    timings = compare_calls(
+        {name: (lambda s, f=f, p=p: f(s, batch, p)[0], state) for name, (f, p) in steps.items()},
+        repeats=max(1, n // rounds), rounds=rounds,
+    )
+    rates = {name: 1.0 / t.seconds_per_call for name, t in timings.items()}
     return {
-        "hand_updates_per_s": hand_rate,
-        "interpreter_updates_per_s": interp_rate,
-        "ratio": interp_rate / hand_rate,
-        "hand_compile_s": hand_compile,
-        "interpreter_compile_s": interp_compile,
+        "hand_updates_per_s": rates["hand"],
+        "interpreter_updates_per_s": rates["interpreter_fused"],
+        "ratio": rates["interpreter_fused"] / rates["hand"],
+        "interpreter_switch_updates_per_s": rates["interpreter_switch"],
+        "switch_ratio": rates["interpreter_switch"] / rates["hand"],
+        "hand_compile_s": timings["hand"].first_call_seconds,
+        "interpreter_compile_s": timings["interpreter_fused"].first_call_seconds,
     }
 
 
