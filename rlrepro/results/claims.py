@@ -58,7 +58,7 @@ def judge_claims(
 
 def _judge_ordering(claim: OrderingClaim, cells: dict[tuple[str, str], CellResult], reps: int) -> Verdict:
     envs = claim.environments or sorted({env for (_, env) in cells})
-    lines, holds, missing = [], True, []
+    lines, holds, missing, few = [], True, [], []
     for env in envs:
         better = cells.get((claim.better, env))
         for worse_name in claim.worse:
@@ -70,6 +70,9 @@ def _judge_ordering(claim: OrderingClaim, cells: dict[tuple[str, str], CellResul
             if not a or not b:
                 missing.append(f"finite {claim.metric} for {claim.better} vs {worse_name} on {env}")
                 continue
+            if len(a) < 2 or len(b) < 2:  # one run per side: the bootstrap interval collapses to the point
+                few.append(f"{claim.better} vs {worse_name} on {env} has {len(a)} and {len(b)} run(s)")
+                continue
             diff, low, high = difference_of_means_ci(a, b, reps=reps)
             better_ = low > 0 if claim.higher_is_better else high < 0
             reversed_ = high < 0 if claim.higher_is_better else low > 0
@@ -80,6 +83,9 @@ def _judge_ordering(claim: OrderingClaim, cells: dict[tuple[str, str], CellResul
             else:
                 outcome = "ok (better)" if better_ else "REVERSED" if reversed_ else "ok (CI spans 0: matches)"
             lines.append(f"{env}: {claim.better} - {worse_name} = {diff:+.3g} [95% CI {low:+.3g}, {high:+.3g}] {outcome}")
+    if few and not missing:
+        why = "an interval needs at least 2 runs of each variant: " + "; ".join(few)
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, why, claim.paper_evidence)
     if missing or not lines:
         why = "not run at this scale: " + "; ".join(missing) if missing else "no runs to compare"
         return Verdict(claim.id, claim.statement, NOT_JUDGED, why, claim.paper_evidence)

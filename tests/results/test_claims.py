@@ -228,3 +228,9 @@ def test_matches_or_beats_for_a_lower_is_better_metric() -> None:
     [verdict] = judge_claims(spec, "cpu", cells({("a", "catch"): HIGH, ("b", "catch"): LOW}))
     assert verdict.verdict == NOT_REPRODUCED and "REVERSED" in verdict.detail
     assert "may lie wholly above 0" in verdict.detail
+
+
+def test_one_run_per_variant_gives_no_interval_and_is_not_judged() -> None:
+    [verdict] = judge_claims(make_spec(ordering()), "cpu", cells({("a", "catch"): [10.0], ("b", "catch"): [1.0]}))
+    assert verdict.verdict == NOT_JUDGED
+    assert verdict.detail == "an interval needs at least 2 runs of each variant: a vs b on catch has 1 and 1 run(s)"

@@ -86,7 +86,8 @@ def fabricate_run(root: Path, spec: ExperimentSpec, unit: RunUnit, final: float,
         "frames": records[-1]["frames"],
         "updates": records[-1]["updates"],
         "wall_time": records[-1]["wall_time"],
-        "final": {"final_return": final, "final_episodes": 4, "final_fraction": spec.run.final_fraction},
+        "final": {"final_return": final, "final_episodes": 4, "final_fraction": spec.run.final_fraction,
+                  "run_return": final, "run_episodes": 8},
         "completed_at": "2024-01-01T00:00:00+00:00",
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
