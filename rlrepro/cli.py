@@ -44,7 +44,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from rlrepro.workflow import plan
+    from rlrepro.workflow import cannot_run, plan
 
     plans = plan(args.specs, args.scale, args.only)
     units = [unit for experiment in plans for job in experiment.jobs for unit in job.units]
@@ -58,6 +58,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     for row in [header, *rows]:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
     jobs = sum(len(p.jobs) for p in plans)
+    if args.scale != "paper":
+        blocked = [p for p in plans if p.jobs and cannot_run(p)]
+        stated = [p.spec.scale(args.scale).expected_minutes for p in plans if p.jobs and p not in blocked]
+        minutes = sum(m for m in stated if m is not None)
+        notes = [f"{sum(m is None for m in stated)} experiment(s) state none"] if None in stated else []
+        notes += [f"{len(blocked)} cannot run here"] if blocked else []
+        print(f"\nexpected wall time on 2 cores: about {minutes:,.0f} min (the specs' expected_minutes"
+              + "".join(f"; {n}" for n in notes) + ")")
     print(f"\n{len(rows)} run unit(s) in {jobs} job(s) at scale '{args.scale}'; total {total:,} frames")
     return 0
 

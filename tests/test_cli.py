@@ -111,6 +111,19 @@ def test_plan_lists_units_and_the_total(tmp_path: Path, capsys: pytest.CaptureFi
     assert len(units) == 24
     assert ["toy", "mini", "b", "cartpole", "3", "1,500"] in units
     assert out.rstrip().endswith("24 run unit(s) in 12 job(s) at scale 'cpu'; total 36,000 frames")
+    assert "expected wall time on 2 cores: about 0 min (the specs' expected_minutes; 1 experiment(s) state none)" in out
+
+
+def test_plan_sums_the_expected_minutes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    data = spec_data()
+    data["scales"]["cpu"]["expected_minutes"] = 12.5
+    write(tmp_path, data)
+    other = spec_data()
+    other["paper"] = "other"
+    other["scales"]["cpu"]["expected_minutes"] = 30
+    write(tmp_path, other)
+    assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path)]) == 0
+    assert "expected wall time on 2 cores: about 42 min (the specs' expected_minutes)\n" in capsys.readouterr().out
 
 
 def test_plan_at_smoke_and_paper_scale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
