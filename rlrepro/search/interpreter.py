@@ -97,16 +97,19 @@ def _branches(num_actions: int, width: int) -> list[Callable]:
 def _fused(num_actions: int, width: int) -> Callable:
     """``slot(op, x, y, mx, my, n, u) -> [B, W]``: every operator's value from shared reductions, ``op``'s picked.
 
-    Same values as ``_branches`` (tested operator by operator, values and gradients)."""
+    The backward pass is written out the same way (``jax.custom_vjp``): every operator's input cotangents
+    from two shared sums of the output cotangent, then ``op``'s picked; autodiff of the forward would
+    differentiate all 25 values and cost about twice the kernels. Same values and gradients as
+    ``_branches`` (tested operator by operator; ties split the gradient evenly, as JAX's max and min do)."""
     la = jnp.arange(width) < num_actions  # list columns
     cols = jnp.arange(width)
-    neg = -1e30
+    neg, eps = -1e30, 1e-12
 
     def rep(v):
         return _rep(v, width)
 
-    def slot(op, x, y, mx, my, n, u):
-        log_x, log_y = jnp.log(jnp.abs(x) + 1e-12), jnp.log(jnp.abs(y) + 1e-12)
+    def forward(op, x, y, mx, my, n, u):
+        log_x, log_y = jnp.log(jnp.abs(x) + eps), jnp.log(jnp.abs(y) + eps)
         chosen = cols[None] == jnp.round(y[:, :1]).astype(jnp.int32)
         dot, l2, select, total, kl, entropy = jnp.sum(jnp.stack([
             jnp.where(mx, x * y, 0.0), jnp.where(mx, (x - y) ** 2, 0.0), jnp.where(chosen, x, 0.0),
@@ -116,23 +119,72 @@ def _fused(num_actions: int, width: int) -> Callable:
         top, neg_bottom = jnp.max(jnp.stack([masked, jnp.where(la, -x, neg)]), axis=-1)
         mean = total / num_actions
         exp_shifted = jnp.exp(jnp.where(la, x, top[:, None]) - top[:, None])  # <= 1 on the list columns
-        sq_dev, exp_sum = jnp.sum(jnp.stack([
-            jnp.where(la, (x - mean[:, None]) ** 2, 0.0), jnp.where(la, exp_shifted, 0.0),
+        is_top, is_bottom = la & (x == top[:, None]), la & (x == -neg_bottom[:, None])
+        sq_dev, dev, exp_sum, tops, bottoms = jnp.sum(jnp.stack([
+            jnp.where(la, (x - mean[:, None]) ** 2, 0.0), jnp.where(la, x - mean[:, None], 0.0),
+            jnp.where(la, exp_shifted, 0.0), is_top.astype(x.dtype), is_bottom.astype(x.dtype),
         ]), axis=-1)
+        std = jnp.sqrt(sq_dev / num_actions + eps)
+        softmax = jnp.where(la, exp_shifted / exp_sum[:, None], 0.0)
         safe_y = jnp.where(jnp.abs(y) < 1e-6, jnp.where(y < 0, -1e-6, 1e-6), y)
         zeros = jnp.zeros_like(x)
         values = {
             "Noop": zeros, "Add": x + y, "Subtract": x - y, "Max": jnp.maximum(x, y), "Min": jnp.minimum(x, y),
             "Div": x / safe_y, "DotProduct": rep(dot), "L2Distance": rep(0.5 * l2), "MaxList": rep(top),
             "MinList": rep(-neg_bottom), "ArgMaxList": rep(jnp.argmax(masked, axis=-1).astype(x.dtype)),
-            "SelectList": rep(select), "MeanList": rep(mean),
-            "VarianceList": rep(jnp.sqrt(sq_dev / num_actions + 1e-12)), "Log": log_x,
+            "SelectList": rep(select), "MeanList": rep(mean), "VarianceList": rep(std), "Log": log_x,
             "Exp": jnp.exp(jnp.minimum(x, 80.0)), "Abs": jnp.abs(x), "QValues": zeros, "TargetQValues": zeros,
-            "Softmax": jnp.where(la, exp_shifted / exp_sum[:, None], 0.0), "KLDiv": rep(kl),
-            "Entropy": rep(entropy), "MultiplyTenth": 0.1 * x, "Normal": rep(n), "Uniform": rep(u),
+            "Softmax": softmax, "KLDiv": rep(kl), "Entropy": rep(entropy), "MultiplyTenth": 0.1 * x,
+            "Normal": rep(n), "Uniform": rep(u),
         }
-        return jax.lax.select_n(op, *(values[o.name] for o in OPS))
+        out = jax.lax.select_n(op, *(values[o.name] for o in OPS))
+        # Only the inputs and the per-example reductions are kept; the backward recomputes the elementwise
+        # parts inside its own loops (keeping them would write them out: more kernels, not fewer).
+        return out, (op, x, y, mx, jnp.stack([top, neg_bottom, total, sq_dev, dev, exp_sum, tops, bottoms]))
 
+    def backward(saved, g):
+        op, x, y, mx, reductions = saved
+        top, neg_bottom, total, sq_dev, dev, exp_sum, tops, bottoms = (r[:, None] for r in reductions)
+        mean, std = total / num_actions, jnp.sqrt(sq_dev / num_actions + eps)
+        softmax = jnp.where(la, jnp.exp(jnp.where(la, x, top) - top) / exp_sum, 0.0)
+        top_share, bottom_share = jnp.where(la & (x == top), 1.0 / tops, 0.0), jnp.where(la & (x == -neg_bottom), 1.0 / bottoms, 0.0)
+        chosen = cols[None] == jnp.round(y[:, :1]).astype(jnp.int32)
+        log_x, log_y = jnp.log(jnp.abs(x) + eps), jnp.log(jnp.abs(y) + eps)
+        safe_y = jnp.where(jnp.abs(y) < 1e-6, jnp.where(y < 0, -1e-6, 1e-6), y)
+        g_sum, g_dot_p = jnp.sum(jnp.stack([g, jnp.where(la, g * softmax, 0.0)]), axis=-1)
+        big = g_sum[:, None]  # the cotangent of a per-example number repeated over the columns
+        sign_x, sign_y = jnp.where(x >= 0, 1.0, -1.0), jnp.where(y >= 0, 1.0, -1.0)  # d|x|/dx, 1 at 0 as in JAX
+        d_log_x, d_log_y = sign_x / (jnp.abs(x) + eps), sign_y / (jnp.abs(y) + eps)
+        half_tie = jnp.where(x == y, 0.5, 0.0)
+        zeros = jnp.zeros_like(x)
+        dx = {
+            "Add": g, "Subtract": g, "Max": g * (jnp.where(x > y, 1.0, 0.0) + half_tie),
+            "Min": g * (jnp.where(x < y, 1.0, 0.0) + half_tie), "Div": g / safe_y,
+            "DotProduct": jnp.where(mx, big * y, 0.0), "L2Distance": jnp.where(mx, big * (x - y), 0.0),
+            "MaxList": big * top_share, "MinList": big * bottom_share, "SelectList": jnp.where(chosen, big, 0.0),
+            "MeanList": jnp.where(la, big / num_actions, 0.0),
+            "VarianceList": jnp.where(la, big * ((x - mean) - dev / num_actions) / (num_actions * std), 0.0),
+            "Log": g * d_log_x, "Exp": g * jnp.where(x < 80.0, jnp.exp(jnp.minimum(x, 80.0)), 0.0)
+            + g * jnp.where(x == 80.0, 0.5 * jnp.exp(80.0), 0.0), "Abs": g * sign_x,
+            "Softmax": jnp.where(la, softmax * (g - g_dot_p[:, None]), 0.0),
+            "KLDiv": jnp.where(la, big * (log_x - log_y + x * d_log_x), 0.0),
+            "Entropy": jnp.where(la, big * (log_x + x * d_log_x), 0.0), "MultiplyTenth": 0.1 * g,
+        }
+        dy = {
+            "Add": g, "Subtract": -g, "Max": g * (jnp.where(y > x, 1.0, 0.0) + half_tie),
+            "Min": g * (jnp.where(y < x, 1.0, 0.0) + half_tie),
+            "Div": jnp.where(jnp.abs(y) < 1e-6, 0.0, -g * x / safe_y**2),
+            "DotProduct": jnp.where(mx, big * x, 0.0), "L2Distance": jnp.where(mx, big * (y - x), 0.0),
+            "KLDiv": jnp.where(la, -big * x * d_log_y, 0.0),
+        }
+        pick = lambda d: jax.lax.select_n(op, *(d.get(o.name, zeros) for o in OPS))  # noqa: E731
+        return None, pick(dx), pick(dy), None, None, None, None
+
+    @jax.custom_vjp
+    def slot(op, x, y, mx, my, n, u):
+        return forward(op, x, y, mx, my, n, u)[0]
+
+    slot.defvjp(forward, backward)
     return slot
 
 

@@ -14,12 +14,14 @@ WIDTH, ACTIONS, BATCH = 5, 3, 8
 
 
 def _operands(seed: int):
-    """Random x, y [B, W] (with exact zeros, tiny divisors and an action index in y's first column) and masks."""
+    """Random x, y [B, W] (with exact zeros, tiny divisors, ties and an action index in y's first column), masks."""
     rng = np.random.default_rng(seed)
     x = rng.normal(size=(BATCH, WIDTH)) * 3
     y = rng.normal(size=(BATCH, WIDTH)) * 3
     x[0, :2], y[1, :] = 0.0, 1e-8  # log|0|, division by a tiny number
     y[:, 0] = rng.integers(0, ACTIONS, BATCH)  # SelectList reads the action from the first column
+    x[2] = y[2]  # ties of Max and Min (the gradient is split evenly)
+    x[3, :ACTIONS] = 1.5  # ties of MaxList and MinList
     mx = np.arange(WIDTH) < rng.integers(1, WIDTH + 1)
     my = np.arange(WIDTH) < rng.integers(1, WIDTH + 1)
     n, u = rng.normal(size=BATCH), rng.uniform(size=BATCH)
