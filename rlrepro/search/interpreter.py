@@ -108,9 +108,14 @@ def _fused(num_actions: int, width: int) -> Callable:
     def rep(v):
         return _rep(v, width)
 
-    def forward(op, x, y, mx, my, n, u):
-        log_x, log_y = jnp.log(jnp.abs(x) + eps), jnp.log(jnp.abs(y) + eps)
+    def elementwise(x, y):
+        """Parts both passes use: log|x|, log|y|, SelectList's chosen column, Div's guarded divisor."""
         chosen = cols[None] == jnp.round(y[:, :1]).astype(jnp.int32)
+        safe_y = jnp.where(jnp.abs(y) < 1e-6, jnp.where(y < 0, -1e-6, 1e-6), y)
+        return jnp.log(jnp.abs(x) + eps), jnp.log(jnp.abs(y) + eps), chosen, safe_y
+
+    def forward(op, x, y, mx, my, n, u):
+        log_x, log_y, chosen, safe_y = elementwise(x, y)
         dot, l2, select, total, kl, entropy = jnp.sum(jnp.stack([
             jnp.where(mx, x * y, 0.0), jnp.where(mx, (x - y) ** 2, 0.0), jnp.where(chosen, x, 0.0),
             jnp.where(la, x, 0.0), jnp.where(la, x * (log_x - log_y), 0.0), jnp.where(la, x * log_x, 0.0),
@@ -126,7 +131,6 @@ def _fused(num_actions: int, width: int) -> Callable:
         ]), axis=-1)
         std = jnp.sqrt(sq_dev / num_actions + eps)
         softmax = jnp.where(la, exp_shifted / exp_sum[:, None], 0.0)
-        safe_y = jnp.where(jnp.abs(y) < 1e-6, jnp.where(y < 0, -1e-6, 1e-6), y)
         zeros = jnp.zeros_like(x)
         values = {
             "Noop": zeros, "Add": x + y, "Subtract": x - y, "Max": jnp.maximum(x, y), "Min": jnp.minimum(x, y),
@@ -147,15 +151,15 @@ def _fused(num_actions: int, width: int) -> Callable:
         top, neg_bottom, total, sq_dev, dev, exp_sum, tops, bottoms = (r[:, None] for r in reductions)
         mean, std = total / num_actions, jnp.sqrt(sq_dev / num_actions + eps)
         softmax = jnp.where(la, jnp.exp(jnp.where(la, x, top) - top) / exp_sum, 0.0)
-        top_share, bottom_share = jnp.where(la & (x == top), 1.0 / tops, 0.0), jnp.where(la & (x == -neg_bottom), 1.0 / bottoms, 0.0)
-        chosen = cols[None] == jnp.round(y[:, :1]).astype(jnp.int32)
-        log_x, log_y = jnp.log(jnp.abs(x) + eps), jnp.log(jnp.abs(y) + eps)
-        safe_y = jnp.where(jnp.abs(y) < 1e-6, jnp.where(y < 0, -1e-6, 1e-6), y)
+        top_share = jnp.where(la & (x == top), 1.0 / tops, 0.0)  # ties share the gradient evenly
+        bottom_share = jnp.where(la & (x == -neg_bottom), 1.0 / bottoms, 0.0)
+        log_x, log_y, chosen, safe_y = elementwise(x, y)
         g_sum, g_dot_p = jnp.sum(jnp.stack([g, jnp.where(la, g * softmax, 0.0)]), axis=-1)
         big = g_sum[:, None]  # the cotangent of a per-example number repeated over the columns
         sign_x, sign_y = jnp.where(x >= 0, 1.0, -1.0), jnp.where(y >= 0, 1.0, -1.0)  # d|x|/dx, 1 at 0 as in JAX
         d_log_x, d_log_y = sign_x / (jnp.abs(x) + eps), sign_y / (jnp.abs(y) + eps)
         half_tie = jnp.where(x == y, 0.5, 0.0)
+        below_cap = jnp.where(x < 80.0, 1.0, jnp.where(x == 80.0, 0.5, 0.0))  # d min(x, 80) / dx
         zeros = jnp.zeros_like(x)
         dx = {
             "Add": g, "Subtract": g, "Max": g * (jnp.where(x > y, 1.0, 0.0) + half_tie),
@@ -164,8 +168,7 @@ def _fused(num_actions: int, width: int) -> Callable:
             "MaxList": big * top_share, "MinList": big * bottom_share, "SelectList": jnp.where(chosen, big, 0.0),
             "MeanList": jnp.where(la, big / num_actions, 0.0),
             "VarianceList": jnp.where(la, big * ((x - mean) - dev / num_actions) / (num_actions * std), 0.0),
-            "Log": g * d_log_x, "Exp": g * jnp.where(x < 80.0, jnp.exp(jnp.minimum(x, 80.0)), 0.0)
-            + g * jnp.where(x == 80.0, 0.5 * jnp.exp(80.0), 0.0), "Abs": g * sign_x,
+            "Log": g * d_log_x, "Exp": g * jnp.exp(jnp.minimum(x, 80.0)) * below_cap, "Abs": g * sign_x,
             "Softmax": jnp.where(la, softmax * (g - g_dot_p[:, None]), 0.0),
             "KLDiv": jnp.where(la, big * (log_x - log_y + x * d_log_x), 0.0),
             "Entropy": jnp.where(la, big * (log_x + x * d_log_x), 0.0), "MultiplyTenth": 0.1 * g,
