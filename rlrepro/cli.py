@@ -59,11 +59,12 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
     jobs = sum(len(p.jobs) for p in plans)
     if args.scale != "paper":
-        blocked = [p for p in plans if p.jobs and cannot_run(p)]
-        stated = [p.spec.scale(args.scale).expected_minutes for p in plans if p.jobs and p not in blocked]
+        with_jobs = [p for p in plans if p.jobs]
+        blocked = [cannot_run(p) is not None for p in with_jobs]
+        stated = [p.spec.scale(args.scale).expected_minutes for p, b in zip(with_jobs, blocked) if not b]
         minutes = sum(m for m in stated if m is not None)
         notes = [f"{sum(m is None for m in stated)} experiment(s) state none"] if None in stated else []
-        notes += [f"{len(blocked)} cannot run here"] if blocked else []
+        notes += [f"{sum(blocked)} cannot run here"] if any(blocked) else []
         print(f"\nexpected wall time on 2 cores: about {minutes:,.0f} min (the specs' expected_minutes"
               + "".join(f"; {n}" for n in notes) + ")")
     print(f"\n{len(rows)} run unit(s) in {jobs} job(s) at scale '{args.scale}'; total {total:,} frames")
