@@ -68,7 +68,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(f"\nexpected wall time on 2 cores: about {minutes:,.0f} min (the specs' expected_minutes"
               + "".join(f"; {n}" for n in notes) + ")")
     print(f"\n{len(rows)} run unit(s) in {jobs} job(s) at scale '{args.scale}'; total {total:,} frames")
+    _print_power(plans, args)
     return 0
+
+
+def _print_power(plans: list, args: argparse.Namespace) -> None:
+    """Per ordering claim: the smallest difference the scale's seeds can detect (before a run, from expected_sd)."""
+    from rlrepro.results.claims import power_lines
+    from rlrepro.workflow import results_root
+
+    root = results_root(args.results, args.scale)
+    lines = [line for p in plans for line in power_lines(p.spec, args.scale, Path(p.table_paths(root)["md"]).with_suffix(".json"))]
+    if lines:
+        print("\npower of the ordering claims judged at this scale (80%, one-sided 0.025):")
+        print("\n".join(f"  {line}" for line in lines))
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -154,6 +167,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--specs", nargs="+", default=["specs"], help="Spec files or directories.")
     p.add_argument("--only", default=None, help="PAPER or PAPER/EXPERIMENT (comma-separated).")
     p.add_argument("--json", action="store_true", help="Print JSON.")
+    _add_results(p)
     p.set_defaults(func=cmd_plan)
 
     p = sub.add_parser("schema", help="Write (or --check) the JSON schema of the spec models.")

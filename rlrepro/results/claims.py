@@ -12,8 +12,10 @@ rates are measured by ``rlrepro.results.calibration``.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 import numpy as np
 
@@ -308,16 +310,29 @@ def _judge_ordering_aggregate(
 # --- threshold and aggregate claims ----------------------------------------------------------------------------
 
 
+SEED_FLAG = "best_is_seed"  # a search's summary: 1 when its best program is the unchanged bootstrap seed
+FOUND_PROGRAM_METRICS = ("best_td_like",)  # properties of the program a search found, not of its seed
+
+
 def _judge_threshold(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult]) -> Verdict:
     cell = cells.get((claim.variant, claim.environment))
     values = _finite(cell.values(claim.metric)) if cell else []
     if not values:
         return Verdict(claim.id, claim.statement, NOT_JUDGED, f"{claim.variant} on {claim.environment} not run at this scale", claim.paper_evidence)
     needs = f"needs {claim.op} {claim.value:g} (tolerance {claim.tolerance:g})"
+    seed_note = ""
+    if claim.metric in FOUND_PROGRAM_METRICS:
+        values, seed_note = _drop_unchanged_seeds(cell, claim.metric)
+        if not values:
+            detail = (
+                f"{seed_note}: its {claim.metric} is the seed's (DQN is TD by construction), not a finding; a longer "
+                "search (more proposals) would decide"
+            )
+            return _threshold_verdict(claim, stats.UNDECIDED, detail)
     if len(values) < 2:
         detail = (
             f"{claim.metric} of {claim.variant} on {claim.environment}: {values[0]:.4g} from one seed; {needs}. "
-            "One seed gives no interval: at least 2 seeds are needed to decide"
+            "One seed gives no interval: at least 2 seeds are needed to decide" + (f" ({seed_note})" if seed_note else "")
         )
         return _threshold_verdict(claim, stats.UNDECIDED, detail)
     interval = stats.one_sample_interval(values)
@@ -332,7 +347,18 @@ def _judge_threshold(claim: ThresholdClaim, cells: dict[tuple[str, str], CellRes
     if code == stats.UNDECIDED and sd > 0 and gap > 0:
         n = max(2, math.ceil(stats.seeds_to_detect(sd, gap) / 2))  # one sample: half the two-sample count
         detail += f". About {n} seeds would decide it at the observed mean (SD {sd:.3g}; normal approximation, 80% power)"
-    return _threshold_verdict(claim, code, detail)
+    return _threshold_verdict(claim, code, detail + (f" ({seed_note}; those searches are left out)" if seed_note else ""))
+
+
+def _drop_unchanged_seeds(cell: CellResult, metric: str) -> tuple[list[float], str]:
+    """The metric of the searches whose best program is not the unchanged seed, and a note on the others."""
+    flags = cell.values(SEED_FLAG)
+    pairs = [(v, f) for v, f in zip(cell.values(metric), flags) if v is not None and math.isfinite(v)]
+    kept = [v for v, f in pairs if not f == 1.0]
+    seeded = len(pairs) - len(kept)
+    if not seeded:
+        return kept, ""
+    return kept, f"the best program is the unchanged bootstrap seed in {seeded} of {len(pairs)} search(es)"
 
 
 def _threshold_verdict(claim: ThresholdClaim, code: int, detail: str) -> Verdict:
@@ -387,3 +413,33 @@ def _judge_aggregate(claim: AggregateClaim, spec: ExperimentSpec, cells: dict[tu
 
 def _finite(values: list[float]) -> list[float]:
     return [v for v in values if v is not None and math.isfinite(v)]
+
+
+# --- power up front (rlrepro plan) -----------------------------------------------------------------------------
+
+
+def power_lines(spec: ExperimentSpec, scale: str, table_json: Path | None = None) -> list[str]:
+    """Per ordering claim judged at ``scale``: the smallest difference its seeds can detect with 80% power.
+
+    From the claim's ``expected_sd`` (before any run), else from the spread seen in the experiment's last table
+    (``table_json``), else a note that neither is known.
+    """
+    seen = {}
+    if table_json is not None and table_json.exists():
+        seen = {c["claim"]: c.get("power", "") for c in json.loads(table_json.read_text())["claims"]}
+    seeds = spec.scale(scale).seeds
+    lines = []
+    for claim in spec.claims:
+        if not isinstance(claim, OrderingClaim) or scale not in claim.judged_at:
+            continue
+        gap = f" (margin {claim.margin:g})" if claim.margin is not None else ""
+        if claim.expected_sd is not None:
+            d = stats.detectable_difference(claim.expected_sd, seeds)
+            text = (f"{seeds} seeds per side detect a difference of {d:.3g} in {claim.metric} with 80% power at the "
+                    f"expected SD {claim.expected_sd:g}{gap} (t-based, one-sided 0.025)")
+        elif seen.get(claim.id):
+            text = f"from the last table: {seen[claim.id]}{gap}"
+        else:
+            text = f"{seeds} seeds per side; no expected_sd in the spec and no table yet: the detectable difference is unknown"
+        lines.append(f"{spec.paper}/{spec.experiment} {claim.id}: {text}")
+    return lines

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from rlrepro.search.hashing import functional_hash, td_likeness
+from rlrepro.search.hashing import TD_LIKE, functional_hash, td_likeness
 from rlrepro.search.program import Program, dqn_program, mutate, random_program, with_free_nodes
 
 
@@ -52,6 +52,7 @@ class SearchState:
     duplicates: int = 0
     hurdle_failures: int = 0
     seconds: float = 0.0
+    seed_key: str | None = None  # functional hash of the bootstrap seed (DQN), so the report can say "unchanged seed"
 
 
 def _base(config: EvolutionConfig) -> Program:
@@ -63,6 +64,7 @@ def initial_programs(state: SearchState, config: EvolutionConfig) -> list[Progra
     """Bootstrap: DQN followed by random (unused) nodes; scratch: random programs after Q(s, a)."""
     base = _base(config)
     if config.bootstrap == "dqn":
+        state.seed_key = functional_hash(base)
         return [with_free_nodes(state.rng, base, config.free_nodes, config.operators) for _ in range(config.population_size)]
     return [random_program(state.rng, base, config.free_nodes, config.operators) for _ in range(config.population_size)]
 
@@ -114,7 +116,8 @@ def statistics(state: SearchState) -> dict[str, float]:
         "hurdle_reject_fraction": state.hurdle_failures / max(evaluated, 1),
         "best_fitness": float(max(state.cache.values())) if state.cache else float("nan"),
         "population_mean_fitness": float(np.mean(fitness)) if fitness else float("nan"),
-        "best_td_like": float(td_likeness(state.programs[best_key]) >= 0.9) if best_key else float("nan"),
+        "best_td_like": float(td_likeness(state.programs[best_key]) >= TD_LIKE) if best_key else float("nan"),
+        "best_is_seed": float(best_key is not None and best_key == getattr(state, "seed_key", None)),
         "eval_minutes": state.seconds / 60.0,
     }
 

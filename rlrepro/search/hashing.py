@@ -26,14 +26,17 @@ _OBS, _ACTIONS, _BATCH = 4, 3, 10
 class _Probe:
     """Fixed random inputs and networks; compiled interpreters per (slots, network calls)."""
 
-    def __init__(self, constants: tuple[float, ...], low: float, high: float, batch: int, seed: int):
+    def __init__(
+        self, constants: tuple[float, ...], low: float, high: float, batch: int, seed: int,
+        target_scale: float = 1.0, terminal_fraction: float = 0.5,
+    ):
         rng = np.random.default_rng(seed)
         net = QNetwork(num_actions=_ACTIONS, hidden_sizes=(4, 4))
         self.apply = net.apply
         self.params = net.init(jax.random.key(seed), jnp.zeros((1, _OBS)))
-        self.target = net.init(jax.random.key(seed + 1), jnp.zeros((1, _OBS)))
+        self.target = _scale_output(net.init(jax.random.key(seed + 1), jnp.zeros((1, _OBS))), target_scale)
         f = lambda *shape: jnp.asarray(rng.uniform(low, high, shape), jnp.float32)  # noqa: E731
-        discount = jnp.asarray(rng.choice([0.0, 0.99], batch), jnp.float32)
+        discount = jnp.asarray(np.where(rng.random(batch) < terminal_fraction, 0.0, 0.99), jnp.float32)
         self.batch = _Batch(f(batch, _OBS), jnp.asarray(rng.integers(0, _ACTIONS, batch), jnp.int32), f(batch), discount, f(batch, _OBS))
         self.inputs = transition_inputs(self.batch, constants, _OBS, _ACTIONS)
         self._compiled: dict[Any, Any] = {}
@@ -62,13 +65,33 @@ class _Probe:
         g = np.asarray(self._fn(calls, True)(arrays, jnp.zeros((n, _ACTIONS))))
         return g[np.arange(n), np.asarray(self.batch.a_tm1)]
 
-    def deltas(self) -> tuple[np.ndarray, np.ndarray]:
-        """delta = Q - (r + gamma_t M) and the undiscounted Q - (r + M) on the probe inputs."""
+    def deltas(self) -> list[np.ndarray]:
+        """TD errors Q - (r + g B) on the probe inputs: B = max_a Q'(s', a) (DQN) or Q'(s', argmax_a Q(s', a))
+        (double DQN), g = gamma_t or 1 (undiscounted)."""
+        b = self.batch
+        n = len(b.a_tm1)
+        q = np.asarray(self.apply(self.params, b.obs_tm1))[np.arange(n), np.asarray(b.a_tm1)]
+        target_next = np.asarray(self.apply(self.target, b.obs_t))
+        online_next = np.asarray(self.apply(self.params, b.obs_t))
+        bootstraps = (target_next.max(-1), target_next[np.arange(n), online_next.argmax(-1)])
+        r, gamma = np.asarray(b.r_t), np.asarray(b.discount_t)
+        return [q - (r + g * m) for m in bootstraps for g in (gamma, 1.0)]
+
+    def non_bootstrapped(self) -> list[np.ndarray]:
+        """Regression targets without a bootstrap: Q - r (reward regression) and Q (a constant target)."""
         b = self.batch
         q = np.asarray(self.apply(self.params, b.obs_tm1))[np.arange(len(b.a_tm1)), np.asarray(b.a_tm1)]
-        m = np.asarray(self.apply(self.target, b.obs_t)).max(-1)
-        r = np.asarray(b.r_t)
-        return q - (r + np.asarray(b.discount_t) * m), q - (r + m)
+        return [q - np.asarray(b.r_t), q]
+
+
+def _scale_output(params: Any, scale: float) -> Any:
+    """The Q-network's parameters with its output layer (the last Dense) times ``scale``: outputs times scale."""
+    if scale == 1.0:
+        return params
+    layers = params["params"]
+    last = max(layers, key=lambda name: int(name.rsplit("_", 1)[-1]))
+    scaled = {**layers, last: jax.tree.map(lambda x: x * scale, layers[last])}
+    return {**params, "params": scaled}
 
 
 class _Batch:
@@ -83,7 +106,13 @@ def _hash_probe(constants: tuple[float, ...]) -> _Probe:
 
 @functools.lru_cache(maxsize=4)
 def _td_probe(constants: tuple[float, ...]) -> _Probe:
-    return _Probe(constants, -1.0, 1.0, 256, seed=777)
+    """Inputs in [-1, 1]; the target network's outputs scaled by 10 and 1 transition in 8 terminal, so the bootstrap
+    term gamma M dominates the TD error: a regression onto r (or onto a constant) no longer resembles TD there."""
+    return _Probe(constants, -1.0, 1.0, 256, seed=777, target_scale=TD_PROBE_TARGET_SCALE, terminal_fraction=0.125)
+
+
+TD_PROBE_TARGET_SCALE = 10.0
+TD_LIKE = 0.9  # td_likeness at or above this counts as TD-like
 
 
 def _token(x: float) -> str:
@@ -99,12 +128,22 @@ def functional_hash(program: Program) -> str:
 
 
 def td_likeness(program: Program) -> float:
-    """Correlation of d loss / d Q(s, a) with the TD error (best of discounted and undiscounted), on inputs in [-1, 1].
+    """How closely d loss / d Q(s, a) follows a bootstrapped TD error, in [-1, 1] (>= ``TD_LIKE``: TD-like).
 
-    About 1 for (Q - Y)^2, 0.5 (Q - Y)^2 + 0.1 Q and DQNClipped; a loss whose gradient ignores the target scores low.
+    The correlation of the gradient with the TD error Q - (r + g B), best over the DQN and double-DQN bootstraps
+    B and g = gamma_t or 1, on a probe where the bootstrap term dominates the TD error (``_td_probe``); minus
+    how much better the gradient follows a non-bootstrapped regression target (Q - r, or Q alone) when it does:
+    (Q - Y)^2, double DQN, 0.5 (Q - Y)^2 + 0.1 Q and DQNClipped score about 1; (Q - r)^2 and (Q - 1)^2 score low
+    (Evolving RL §4.2-4.3: TD is "Q regressed onto r + gamma max Q_targ").
     """
     probe = _td_probe(program.constants)
     g = probe.grad_q(program)
     if not np.all(np.isfinite(g)) or np.std(g) < 1e-12:
         return 0.0
-    return float(max(np.corrcoef(g, d)[0, 1] for d in probe.deltas()))
+    td = max(_correlation(g, d) for d in probe.deltas())
+    other = max(_correlation(g, d) for d in probe.non_bootstrapped())
+    return float(td - max(0.0, other - td))
+
+
+def _correlation(x: np.ndarray, y: np.ndarray) -> float:
+    return 0.0 if np.std(y) < 1e-12 else float(np.corrcoef(x, y)[0, 1])

@@ -36,6 +36,7 @@ class SearchMetrics(NamedTuple):
     hurdle_reject_fraction: np.ndarray
     best_td_like: np.ndarray
     eval_minutes: np.ndarray
+    best_is_seed: np.ndarray  # 1 when the best program is the unchanged bootstrap seed (DQN): nothing better found
 
 
 def evolution_config(agent: Any) -> evolution.EvolutionConfig:
