@@ -175,3 +175,31 @@ def test_default_summarize_is_fast():
     start = time.perf_counter()
     summarize(_random_scores(10, num_tasks=57))
     assert time.perf_counter() - start < 5.0
+
+
+# --- the vectorised aggregates and bootstrap the verdicts use ---------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(2, 5), (3, 1), (10, 8), (5, 57)])
+def test_batched_aggregates_equal_rliables_definitions(shape):
+    from rlrepro.results.aggregation import batched_aggregate
+
+    stack = np.random.default_rng(2).standard_cauchy(size=(4, *shape))
+    for name, fn in (("mean", aggregate_mean), ("median", aggregate_median), ("iqm", aggregate_iqm)):
+        assert batched_aggregate(name, stack) == pytest.approx([fn(m) for m in stack], rel=1e-12)
+    assert batched_aggregate("iqm", stack[0]) == pytest.approx(stats.trim_mean(stack[0], 0.25, axis=None))
+
+
+def test_stratified_bootstrap_difference_point_and_small_sample_factor():
+    from rlrepro.results.aggregation import _small_sample_factor, stratified_bootstrap_difference
+
+    better, worse = _TWO_RUNS + 1.0, _TWO_RUNS
+    point, low, high = stratified_bootstrap_difference(better, worse, "median", reps=500)
+    assert point == pytest.approx(1.0)  # every task shifted by 1: the medians differ by 1
+    assert low < point < high
+    # sqrt(2 / 1) * t_{0.975, 2} / z_{0.975} = 1.41421 * 4.30265 / 1.95996 = 3.1046
+    assert _small_sample_factor(2, 2, 0.95) == pytest.approx(3.1046, abs=1e-4)
+    assert stratified_bootstrap_difference(better, worse, "mean", reps=300, seed=4) == stratified_bootstrap_difference(
+        better, worse, "mean", reps=300, seed=4)
+    # one run of better, [2, 11, 1, 5] (mean 4.75), against the mean 6 of worse: -1.25, and no interval
+    assert stratified_bootstrap_difference(better[:1], worse, "mean") == (-1.25, -1.25, -1.25)
