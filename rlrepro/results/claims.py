@@ -114,7 +114,7 @@ def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tupl
             else:
                 comparisons.append(_compare(claim, spec, env, worse_name, a, b))
     if missing or not (comparisons or few):
-        why = "not run at this scale: " + "; ".join(missing) if missing else "no runs to compare"
+        why = "not run at this scale: " + "; ".join(dict.fromkeys(missing)) if missing else "no runs to compare"
         return Verdict(claim.id, claim.statement, NOT_JUDGED, why, claim.paper_evidence)
     if few:
         why = "one run per side gives no interval; at least 2 seeds per variant are needed: " + "; ".join(few)

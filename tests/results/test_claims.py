@@ -340,3 +340,9 @@ def test_power_lines_before_any_run_from_expected_sd(tmp_path) -> None:
     assert seen == "toy/mini order: from the last table: 4 seeds per side detect a difference of 1.79"
     [unknown] = power_lines(make_spec(ordering()), "cpu", tmp_path / "missing.json")
     assert "no expected_sd in the spec and no table yet" in unknown
+
+
+def test_a_missing_better_variant_is_named_once() -> None:
+    spec = make_spec(ordering(worse=("b", "c")))
+    [verdict] = judge_claims(spec, "cpu", cells({("b", "catch"): LOW, ("c", "catch"): LOW}))
+    assert verdict.detail == "not run at this scale: a on catch"
