@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from rlrepro import tracking as T
+from rlrepro.run_lock import own_run_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -292,8 +293,10 @@ def test_sync_all_idempotent_replace_and_partial(store, tmp_path):
     assert T.sync_run_dir(p, uri=store) == "created"
     (mirror,) = runs_for_key(store, "toy/catch/base/Catch/seed2")
     assert mirror.info.status == "KILLED" and "rlrepro.summary_sha256" not in mirror.data.tags
-    assert T.sync_run_dir(p, uri=store) == "replaced"  # still partial: re-mirrored from the files
-    write_metrics(p, range(5, 8))
+    assert T.sync_run_dir(p, uri=store) == "skipped"  # unchanged partial folder: its KILLED mirror is current
+    write_metrics(p, range(5, 6))
+    assert T.sync_run_dir(p, uri=store) == "replaced"  # still partial, one more chunk: re-mirrored from the files
+    write_metrics(p, range(6, 8))
     write_summary(p, frames=8000)
     assert T.sync_all(runs, uri=store) == {"created": 0, "replaced": 1, "skipped": 3, "failed": 0}
     (mirror,) = runs_for_key(store, "toy/catch/base/Catch/seed2")
@@ -301,15 +304,37 @@ def test_sync_all_idempotent_replace_and_partial(store, tmp_path):
     assert len(client_for(store).get_metric_history(mirror.info.run_id, "return")) == 8
     assert len(all_active_runs(store)) == 4
 
-    # a live (RUNNING) mirror of an unfinished run is left alone; a broken folder is counted, not fatal
+    # a live (RUNNING) mirror of an unfinished run that a trainer holds is left alone; a broken folder is
+    # counted, not fatal
     live_dir = make_run(runs, seed=3, complete=False)
-    live = T.RunTracker(live_dir, uri=store).start()
-    (runs / "broken" / "x").mkdir(parents=True)
-    (runs / "broken" / "x" / "spec.resolved.json").write_text("{not json")
-    counts = T.sync_all(runs, uri=store)
-    assert counts == {"created": 0, "replaced": 0, "skipped": 5, "failed": 1}
-    assert [r.info.run_id for r in runs_for_key(store, "toy/catch/base/Catch/seed3")] == [live.run_id]
-    live.finish("KILLED")
+    with own_run_dir(live_dir):
+        live = T.RunTracker(live_dir, uri=store).start()
+        (runs / "broken" / "x").mkdir(parents=True)
+        (runs / "broken" / "x" / "spec.resolved.json").write_text("{not json")
+        counts = T.sync_all(runs, uri=store)
+        assert counts == {"created": 0, "replaced": 0, "skipped": 5, "failed": 1}
+        assert [r.info.run_id for r in runs_for_key(store, "toy/catch/base/Catch/seed3")] == [live.run_id]
+        live.finish("KILLED")
+
+
+def test_sync_repairs_a_mirror_left_running_by_a_trainer_that_is_gone(store, tmp_path):
+    # What Ctrl-C or kill -9 leaves: a RUNNING mirror, an incomplete folder, no process holding its lock.
+    runs = tmp_path / "runs"
+    killed = make_run(runs, seed=0, complete=False)
+    left = T.RunTracker(killed, uri=store).start()  # never finished: RUNNING, as after kill -9
+    completed = make_run(runs, seed=1, complete=False)
+    interrupted = T.RunTracker(completed, uri=store).start()
+    interrupted.mark_killed()  # then the run was resumed and completed by a trainer without MLflow
+    write_metrics(completed, range(5, 7))
+    write_summary(completed, frames=7000)
+
+    assert T.sync_all(runs, uri=store) == {"created": 0, "replaced": 2, "skipped": 0, "failed": 0}
+    (mirror,) = runs_for_key(store, "toy/catch/base/Catch/seed0")
+    assert mirror.info.run_id != left.run_id and mirror.info.status == "KILLED"
+    assert len(client_for(store).get_metric_history(mirror.info.run_id, "return")) == 5  # every chunk on disk
+    (mirror,) = runs_for_key(store, "toy/catch/base/Catch/seed1")
+    assert mirror.info.status == "FINISHED" and len(client_for(store).get_metric_history(mirror.info.run_id, "return")) == 7
+    assert T.sync_all(runs, uri=store) == {"created": 0, "replaced": 0, "skipped": 2, "failed": 0}  # idempotent
 
 
 CONCURRENT_WRITER = textwrap.dedent(
