@@ -8,9 +8,15 @@
 import sys
 from pathlib import Path
 
+from rlrepro.recovery import release_stale_locks
 from rlrepro.specs import SCALES
 from rlrepro.tracking import default_tracking_uri
 from rlrepro.workflow import cannot_run, named_explicitly, plan, results_root
+
+# After a killed Snakemake: its lock files are removed when no Snakemake process works here (incomplete jobs
+# then re-run through profiles/default's rerun-incomplete and resume from their checkpoints).
+if workflow.is_main_process and (_recovered := release_stale_locks(Path.cwd())):
+    print(_recovered, file=sys.stderr)
 
 SCALE = str(config.get("scale", "cpu"))
 if SCALE not in SCALES:

@@ -185,6 +185,57 @@ def test_an_explicit_dmlab_experiment_fails_before_training_naming_deepmind_lab(
     assert not (base / "smoke" / "runs").exists()
 
 
+@pytest.mark.parametrize("only", ["impla", "toytest/nosuchexp"])
+def test_an_only_that_matches_nothing_fails_listing_the_names_and_leaves_the_report(
+    pipeline: Pipeline, subprocess_env, only: str
+):
+    report = (pipeline.root / "REPORT.md").read_bytes()
+    result = snakemake(pipeline.workdir, "-c2", *pipeline.config, f"only={only}", env=subprocess_env, timeout=120)
+    assert result.returncode != 0, _output(result)
+    assert f"only={only}: '{only}' matches no spec" in result.stderr
+    assert "papers: toytest; experiments: toytest/toy_e2e" in result.stderr
+    assert (pipeline.root / "REPORT.md").read_bytes() == report
+
+
+def test_a_narrow_only_does_not_shrink_the_report(pipeline: Pipeline, make_toy_spec, subprocess_env):
+    # A second experiment, not run: only=toytest/toy_e2e must still give a report of both experiments.
+    extra = make_toy_spec(pipeline.specs, experiment="toy_unrun", smoke_environments=["catch"])
+    report = pipeline.root / "REPORT.md"
+    before = report.read_bytes()
+    try:
+        report.unlink()
+        result = snakemake(
+            pipeline.workdir, "-c2", *pipeline.config, "only=toytest/toy_e2e", env=subprocess_env, timeout=300
+        )
+        assert result.returncode == 0, _output(result)
+        text = report.read_text()
+        assert "2 experiment(s)" in text and "### toytest/toy_e2e" in text and "### toytest/toy_unrun" in text
+        assert "| toytest/toy_e2e | vtrace_beats_none |" in text  # the results of the selected experiment
+    finally:
+        extra.unlink()
+        report.write_bytes(before)
+
+
+def test_an_unknown_scale_is_an_error_listing_the_scales(tmp_path: Path, subprocess_env):
+    result = snakemake(tmp_path, "-n", "--config", "scale=huge", f"specs={REPO / 'specs'}", env=subprocess_env, timeout=60)
+    assert result.returncode != 0
+    assert "--config scale=huge: unknown scale; expected one of smoke, cpu, paper" in result.stderr, _output(result)
+    assert "KeyError" not in result.stderr
+
+
+def test_the_lock_files_of_a_killed_snakemake_are_removed_by_the_next_run(pipeline: Pipeline, subprocess_env):
+    # What kill -9 of Snakemake leaves: its lock files, naming the outputs it was making.
+    lockdir = pipeline.workdir / ".snakemake" / "locks"
+    lockdir.mkdir(parents=True, exist_ok=True)
+    (lockdir / "0.output.lock").write_text(str(pipeline.root / "REPORT.md") + "\n")
+    (lockdir / "0.input.lock").write_text(str(pipeline.root / "tables" / "toytest" / "toy_e2e.md") + "\n")
+    result = snakemake(pipeline.workdir, "-c2", *pipeline.config, env=subprocess_env)
+    assert result.returncode == 0, _output(result)
+    assert "removed 2 stale Snakemake lock file(s)" in result.stderr
+    assert "Nothing to be done" in result.stdout + result.stderr
+    assert not list(lockdir.glob("*.lock"))
+
+
 # --------------------------------------------------------------------------------------------------
 # the repository's own specs
 
