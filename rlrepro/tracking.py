@@ -227,7 +227,7 @@ PROBE_TIMEOUT_S = 3.0
 #: backoff factor 2, 120 s timeout) made every call to a dead server take minutes.
 HTTP_BOUNDS = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
-    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "0.5",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
 }
 
@@ -623,6 +623,7 @@ class RunTracker:
 
             ensure_store(self.uri)
             self._folder = folder = _RunFolder(self.run_dir)
+            on_disk = records_to_metrics(read_metrics(self.run_dir / METRICS_FILE))  # a corrupt file: no mirror at all
             self._client = client = _client(self.uri)
             self.experiment_id = _get_or_create_experiment(client, self.uri, folder.experiment_name, self._call)
             for old in _find_runs(client, self.experiment_id, folder.run_key, self._call):
@@ -636,7 +637,7 @@ class RunTracker:
             for chunk in _chunks(params, MAX_PARAMS_TAGS_PER_BATCH):
                 self._call(lambda: client.log_batch(self.run_id, params=chunk, synchronous=True))
             self._call(lambda: client.log_artifact(self.run_id, str(self.run_dir / SPEC_FILE)))
-            self._log_metrics(records_to_metrics(read_metrics(self.run_dir / METRICS_FILE)))
+            self._log_metrics(on_disk)
         except Exception as exc:
             self._disable(exc)
         return self

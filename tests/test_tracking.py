@@ -548,7 +548,7 @@ def test_a_tracking_server_killed_mid_run_costs_seconds_and_one_warning(tmp_path
             warnings.simplefilter("always")
             tracker = T.RunTracker(run_dir, uri=uri).start()
             tracker.log([metric_record(10)])
-            assert tracker.active and not caught
+            assert tracker.active and not caught, [str(w.message) for w in caught]
             os.killpg(server.pid, 9)  # the server dies mid-run
             server.wait(timeout=30)
             started = time.monotonic()
@@ -561,3 +561,22 @@ def test_a_tracking_server_killed_mid_run_costs_seconds_and_one_warning(tmp_path
         if server.poll() is None:
             os.killpg(server.pid, 9)
             server.wait(timeout=30)
+
+
+def test_sync_of_a_torn_metrics_file_warns_naming_it_and_a_corrupted_one_fails_naming_the_line(store, tmp_path):
+    runs = tmp_path / "runs"
+    torn = make_run(runs, seed=0, steps=4, complete=False)
+    metrics = torn / "metrics.jsonl"
+    metrics.write_text(metrics.read_text()[:-12])  # kill -9 inside the last append
+    with pytest.warns(UserWarning, match=rf"{metrics}:4: dropped a torn last line"):
+        assert T.sync_run_dir(torn, uri=store) == "created"
+    (mirror,) = runs_for_key(store, "toy/catch/base/Catch/seed0")
+    assert mirror.info.status == "KILLED"  # not FINISHED: the folder has no summary
+    assert len(client_for(store).get_metric_history(mirror.info.run_id, "return")) == 3
+
+    corrupted = make_run(runs, seed=1, steps=4)
+    lines = (corrupted / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (corrupted / "metrics.jsonl").write_text(lines[0] + lines[1][:-5] + "\n" + "".join(lines[2:]))
+    with pytest.raises(ValueError, match=rf"{corrupted / 'metrics.jsonl'}:2: not JSON"):
+        T.sync_run_dir(corrupted, uri=store)
+    assert runs_for_key(store, "toy/catch/base/Catch/seed1") == []  # nothing half-mirrored that looks complete

@@ -401,3 +401,64 @@ def test_unknown_variant_through_the_cli_is_a_clean_error(spec: Path, tmp_path: 
     assert "--variant 'vtrce': unknown" in result.stderr
     assert "Traceback" not in result.stderr
     assert result.returncode == 2
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_job_exits_at_once_with_its_mirror_killed_and_resumes(
+    tmp_path: Path, make_toy_spec, subprocess_env, signum: int
+):
+    from mlflow import MlflowClient
+
+    spec = make_toy_spec(tmp_path / "specs", smoke_frames=200 * 500, updates_per_chunk=25)
+    results = tmp_path / "results"
+    run_dir = results / "smoke" / "runs" / "toytest" / "toy" / "vtrace" / "catch" / "seed0"
+    first = _start(_train_command(spec, results, mlflow=True), tmp_path / "first.log", subprocess_env)
+    try:
+        _wait_for_lines(run_dir / "metrics.jsonl", 2, first)
+        started = time.monotonic()
+        first.send_signal(signum)  # Ctrl-C, or a scheduler cancelling the job
+        assert first.wait(timeout=60) == 130
+        assert time.monotonic() - started < 30
+    finally:
+        if first.poll() is None:
+            first.kill()
+    log = (tmp_path / "first.log").read_text()
+    assert "interrupted (a training job resumes from its last checkpoint" in log and "Traceback" not in log, log
+    client = MlflowClient(tracking_uri=f"sqlite:///{results / 'mlflow.db'}")
+    (mirror,) = client.search_runs([client.get_experiment_by_name("toytest/toy").experiment_id])
+    assert mirror.info.status == "KILLED"
+
+    second = subprocess.run(
+        _train_command(spec, results, mlflow=True), capture_output=True, text=True, env=subprocess_env, timeout=600
+    )  # the folder's lock went with the first process: no 'being trained by' error
+    assert second.returncode == 0 and "resuming" in second.stdout, second.stderr
+    (mirror,) = client.search_runs([client.get_experiment_by_name("toytest/toy").experiment_id])
+    assert mirror.info.status == "FINISHED"
+
+
+def test_a_second_trainer_process_fails_at_once_and_the_first_one_ends_with_ordered_chunks(
+    tmp_path: Path, make_toy_spec, subprocess_env
+):
+    chunks, frames_per_chunk = 40, 5 * 4 * 25
+    spec = make_toy_spec(tmp_path / "specs", smoke_frames=chunks * frames_per_chunk, updates_per_chunk=25)
+    results = tmp_path / "results"
+    run_dir = results / "smoke" / "runs" / "toytest" / "toy" / "vtrace" / "catch" / "seed0"
+    first = _start(_train_command(spec, results), tmp_path / "first.log", subprocess_env)
+    try:
+        _wait_for_lines(run_dir / "metrics.jsonl", 1, first)
+        os.kill(first.pid, signal.SIGSTOP)  # paused mid-run (as a slow trainer would be): it still owns the folder
+        started = time.monotonic()
+        second = subprocess.run(
+            _train_command(spec, results), capture_output=True, text=True, env=subprocess_env, timeout=300
+        )
+        assert time.monotonic() - started < 120  # at once: it fails before compiling or training anything
+        os.kill(first.pid, signal.SIGCONT)
+        assert first.wait(timeout=600) == 0, (tmp_path / "first.log").read_text()
+    finally:
+        if first.poll() is None:
+            os.kill(first.pid, signal.SIGCONT)
+            first.kill()
+    assert second.returncode == 4
+    assert f"error: {run_dir} is being trained by pid {first.pid}" in second.stderr and "Traceback" not in second.stderr
+    records = read_metrics(run_dir / "metrics.jsonl")
+    assert [r["frames"] for r in records] == [frames_per_chunk * (i + 1) for i in range(chunks)]
