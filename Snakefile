@@ -105,7 +105,7 @@ rule aggregate:
     conda:
         ENV
     shell:
-        "({params.py:q} -m rlrepro mlflow-sync --scale {params.scale} --results {params.base:q}"
+        "({params.py:q} -m rlrepro mlflow-sync --best-effort --wait 5 --scale {params.scale} --results {params.base:q}"
         " --only {wildcards.paper}/{wildcards.experiment}"
         " && {params.py:q} -m rlrepro aggregate --spec {params.spec:q} --scale {params.scale}"
         " --results {params.base:q}) > {log:q} 2>&1"
