@@ -155,6 +155,9 @@ def cmd_mlflow_sync(args: argparse.Namespace) -> int:
     only = f"{args.scale}/{args.only.strip('/')}" if args.only else None  # run keys start with the scale
     try:
         counts = sync_all(root / "runs", uri=uri, only=only, wait_s=args.wait)
+    except ValueError as error:  # --only matches nothing
+        print(f"error: {error}", file=sys.stderr)
+        return 2
     except StoreUnreachableError as error:
         print(f"rlrepro mlflow-sync: gave up: {error}. Nothing is lost: the run folders under {root / 'runs'} are "
               "the source of truth; run this command again when the tracking server is up.", file=sys.stderr)

@@ -807,6 +807,7 @@ def sync_all(
     Raises:
         StoreUnreachableError: the tracking server did not answer within ``wait_s`` seconds (before or during
             the sync; what is waited for is said first). The run folders are untouched.
+        ValueError: ``only`` matches no run folder (a typo must not look like a sync with nothing to do).
     """
     say = say or (lambda message: print(f"rlrepro mlflow-sync: {message}", file=sys.stderr, flush=True))
     counts = {"created": 0, "replaced": 0, "skipped": 0, "failed": 0}
@@ -814,6 +815,7 @@ def sync_all(
     wait_for_store(uri, wait_s, say)
     bound_http_requests()
     ensure_store(uri)
+    keys = []
     for spec in sorted(root.rglob(SPEC_FILE)):
         run_dir = spec.parent
         try:
@@ -822,6 +824,7 @@ def sync_all(
             counts["failed"] += 1
             say(f"cannot read {spec}: {exc}")
             continue
+        keys.append(run_key)
         if not _matches(run_key, only):
             continue
         try:
@@ -831,4 +834,7 @@ def sync_all(
                 raise StoreUnreachableError(f"{reason} (while mirroring {run_dir})") from exc
             counts["failed"] += 1
             say(f"failed to mirror {run_dir}: {type(exc).__name__}: {exc}")
+    if only and keys and not any(_matches(key, only) for key in keys):
+        papers = sorted({"/".join(key.split("/")[:3]) for key in keys})
+        raise ValueError(f"--only {only!r} matches no run folder under {root}; there are runs of {', '.join(papers)}")
     return counts

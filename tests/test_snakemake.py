@@ -236,6 +236,98 @@ def test_the_lock_files_of_a_killed_snakemake_are_removed_by_the_next_run(pipeli
     assert not list(lockdir.glob("*.lock"))
 
 
+@pytest.mark.slow
+def test_ctrl_c_with_two_jobs_exits_in_seconds_with_runs_killed_and_the_next_sync_repairs_them(
+    tmp_path: Path, make_toy_spec, subprocess_env
+):
+    import os
+    import signal
+    import time
+
+    specs = tmp_path / "specs"
+    make_toy_spec(specs, experiment="toy_ctrlc", smoke_environments=["catch"], smoke_frames=400 * 500, updates_per_chunk=25)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    base = workdir / "results"
+    command = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "-d", str(workdir), "-c2", "--config",
+               "scale=smoke", f"specs={specs}", f"results={base}"]  # fmt: skip
+    # Its own process group, which receives the SIGINT as a terminal's Ctrl-C reaches every process in it.
+    with open(tmp_path / "snakemake.log", "w") as log:
+        process = subprocess.Popen(command, cwd=workdir, env=subprocess_env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)  # fmt: skip
+    runs = base / "smoke" / "runs" / "toytest" / "toy_ctrlc"
+    try:
+        deadline = time.monotonic() + 600
+        while not all(
+            (runs / v / "catch" / "seed0" / "metrics.jsonl").is_file()
+            and len((runs / v / "catch" / "seed0" / "metrics.jsonl").read_text().splitlines()) >= 2
+            for v in VARIANTS
+        ):
+            assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "snakemake.log").read_text()
+            time.sleep(0.2)
+        started = time.monotonic()
+        os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=300)
+        assert time.monotonic() - started < 60, "Ctrl-C took more than a minute"
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    for variant in VARIANTS:
+        log = (base / "smoke" / "logs" / "train" / "toytest" / "toy_ctrlc" / variant / "catch" / "seeds0-1.log").read_text()
+        assert "database is locked" not in log and "Traceback" not in log, log
+
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{base / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("toytest/toy_ctrlc")
+    assert sorted(r.info.status for r in client.search_runs([experiment.experiment_id])) == ["KILLED"] * 4
+    sync = [sys.executable, "-m", "rlrepro", "mlflow-sync", "--scale", "smoke", "--results", str(base)]
+    first = subprocess.run(sync, cwd=workdir, capture_output=True, text=True, env=subprocess_env, timeout=300)
+    assert first.stdout.strip() == "created=0 failed=0 replaced=4 skipped=0", first.stderr
+    for run in client.search_runs([experiment.experiment_id]):  # every chunk on disk is in MLflow
+        folder = runs / run.data.tags["variant"] / "catch" / f"seed{run.data.tags['seed']}"
+        lines = len((folder / "metrics.jsonl").read_text().splitlines())
+        assert run.info.status == "KILLED" and len(client.get_metric_history(run.info.run_id, "episode_return")) == lines
+    again = subprocess.run(sync, cwd=workdir, capture_output=True, text=True, env=subprocess_env, timeout=300)
+    assert again.stdout.strip() == "created=0 failed=0 replaced=0 skipped=4", again.stderr
+
+
+@pytest.mark.slow
+def test_after_kill_9_of_snakemake_the_same_command_recovers_and_finishes(tmp_path: Path, make_toy_spec, subprocess_env):
+    import os
+    import signal
+    import time
+
+    specs = tmp_path / "specs"
+    make_toy_spec(specs, experiment="toy_kill", smoke_environments=["catch"], smoke_frames=40 * 500, updates_per_chunk=25)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    base = workdir / "results"
+    config = ["--config", "scale=smoke", f"specs={specs}", f"results={base}"]
+    command = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "-d", str(workdir), "-c2", *config]
+    with open(tmp_path / "first.log", "w") as log:
+        process = subprocess.Popen(command, cwd=workdir, env=subprocess_env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)  # fmt: skip
+    metrics = base / "smoke" / "runs" / "toytest" / "toy_kill" / "vtrace" / "catch" / "seed0" / "metrics.jsonl"
+    try:
+        deadline = time.monotonic() + 600
+        while not (metrics.is_file() and len(metrics.read_text().splitlines()) >= 2):
+            assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()
+            time.sleep(0.2)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)  # Snakemake and its jobs, as a lost terminal or the OOM killer
+        process.wait()
+    assert list((workdir / ".snakemake" / "locks").glob("*.lock")), "the killed Snakemake left no lock (nothing tested)"
+
+    again = snakemake(workdir, "-c2", *config, env=subprocess_env)  # the README's command, unchanged
+    assert again.returncode == 0, _output(again)
+    assert "removed 2 stale Snakemake lock file(s)" in again.stderr
+    assert (base / "smoke" / "REPORT.md").is_file()
+    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert [r["frames"] for r in records] == [500 * (i + 1) for i in range(40)]  # resumed: no gap, no duplicate
+
+
 # --------------------------------------------------------------------------------------------------
 # the repository's own specs
 

@@ -580,3 +580,11 @@ def test_sync_of_a_torn_metrics_file_warns_naming_it_and_a_corrupted_one_fails_n
     with pytest.raises(ValueError, match=rf"{corrupted / 'metrics.jsonl'}:2: not JSON"):
         T.sync_run_dir(corrupted, uri=store)
     assert runs_for_key(store, "toy/catch/base/Catch/seed1") == []  # nothing half-mirrored that looks complete
+
+
+def test_sync_with_an_only_that_matches_no_run_folder_is_an_error(store, tmp_path):
+    runs = tmp_path / "runs"
+    make_run(runs, seed=0)
+    with pytest.raises(ValueError, match=r"--only 'impla' matches no run folder under .*; there are runs of toy/catch/base"):
+        T.sync_all(runs, uri=store, only="impla")
+    assert T.sync_all(runs, uri=store, only="toy/catch")["created"] == 1
