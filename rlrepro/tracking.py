@@ -592,11 +592,18 @@ class RunTracker:
         if unreachable:
             self.circuit["down"] = str(exc)
         key = self._folder.run_key if self._folder else str(self.run_dir)
-        msg = (
-            f"rlrepro: MLflow tracking disabled for run {key} ({type(exc).__name__}: {str(exc)[:500]}; "
-            f"store {self.uri}). Training continues; the run folder {self.run_dir} is intact (it is the "
-            "source of truth) and `rlrepro mlflow-sync` will re-ingest it into MLflow."
-        )
+        if unreachable:  # said once for every run of the job (the trackers share the circuit)
+            msg = (
+                f"rlrepro: MLflow tracking off for this job: {str(exc)[:500]}. Training goes on without waiting "
+                "for it; the run folders are the source of truth and `rlrepro mlflow-sync` re-ingests them "
+                "when the server is up."
+            )
+        else:
+            msg = (
+                f"rlrepro: MLflow tracking disabled for run {key} ({type(exc).__name__}: {str(exc)[:500]}; "
+                f"store {self.uri}). Training continues; the run folder {self.run_dir} is intact (it is the "
+                "source of truth) and `rlrepro mlflow-sync` will re-ingest it into MLflow."
+            )
         warnings.warn(msg, TrackingWarning, stacklevel=3)
 
     @property
