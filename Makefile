@@ -20,7 +20,7 @@ $(VENV)/.installed: $(LOCK) pyproject.toml
 install: $(VENV)/.installed
 
 main: install
-	$(VENV)/bin/snakemake --cores $(CORES) --config scale=$(SCALE)
+	$(VENV)/bin/snakemake --cores $(CORES) --rerun-incomplete --config scale=$(SCALE)
 
 test: install
 	$(VENV)/bin/python -m pytest -q

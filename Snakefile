@@ -8,10 +8,19 @@
 import sys
 from pathlib import Path
 
+from rlrepro.recovery import release_stale_locks
+from rlrepro.specs import SCALES
 from rlrepro.tracking import default_tracking_uri
 from rlrepro.workflow import cannot_run, named_explicitly, plan, results_root
 
-SCALE = config.get("scale", "cpu")
+# After a killed Snakemake: its lock files are removed when no Snakemake process works here (incomplete jobs
+# then re-run through profiles/default's rerun-incomplete and resume from their checkpoints).
+if workflow.is_main_process and (_recovered := release_stale_locks(Path.cwd())):
+    print(_recovered, file=sys.stderr)
+
+SCALE = str(config.get("scale", "cpu"))
+if SCALE not in SCALES:
+    raise ValueError(f"--config scale={SCALE}: unknown scale; expected one of {', '.join(SCALES)}")
 SPECS = [s for s in str(config.get("specs", "specs")).split(",") if s]
 ONLY = config.get("only") or None
 BASE = Path(config.get("results", "results"))
@@ -22,7 +31,8 @@ COMMON = dict(py=sys.executable, base=lambda wildcards: str(BASE), scale=SCALE)
 ENV = "envs/rlrepro.yaml"  # documents the software; no conda here: rules run in the current (pip) environment
 
 # Experiments whose backend is missing (DMLab) are left out (also of only=PAPER) and listed in the report;
-# asked for by name (only=PAPER/EXPERIMENT), they run and fail at once with a clear message.
+# asked for by name (only=PAPER/EXPERIMENT), they run and fail at once with a clear message. An only= item that
+# matches no spec is an error listing the known names.
 PLANS = [p for p in plan(SPECS, SCALE, ONLY) if cannot_run(p) is None or named_explicitly(p, ONLY)]
 PLAN_BY_KEY = {p.key: p for p in PLANS}
 
@@ -95,12 +105,14 @@ rule aggregate:
     conda:
         ENV
     shell:
-        "({params.py:q} -m rlrepro mlflow-sync --scale {params.scale} --results {params.base:q}"
+        "({params.py:q} -m rlrepro mlflow-sync --best-effort --wait 5 --scale {params.scale} --results {params.base:q}"
         " --only {wildcards.paper}/{wildcards.experiment}"
         " && {params.py:q} -m rlrepro aggregate --spec {params.spec:q} --scale {params.scale}"
         " --results {params.base:q}) > {log:q} 2>&1"
 
 
+# The report always covers every spec (with the tables of earlier runs at this scale): a narrow only= makes the
+# tables it selects, never a smaller REPORT.md.
 rule report:
     input:
         [p.table_paths(RESULTS)["md"] for p in PLANS],
@@ -111,9 +123,8 @@ rule report:
     params:
         **COMMON,
         specs=SPECS,
-        only=["--only", ONLY] if ONLY else [],
     conda:
         ENV
     shell:
-        "{params.py:q} -m rlrepro report --specs {params.specs:q} {params.only:q} --scale {params.scale}"
+        "{params.py:q} -m rlrepro report --specs {params.specs:q} --scale {params.scale}"
         " --results {params.base:q} > {log:q} 2>&1"

@@ -8,11 +8,15 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import signal
 import sys
 from pathlib import Path
 
 from rlrepro.environments.errors import BackendMissingError, UnsupportedSetupError
+from rlrepro.metrics_file import MetricsFileError
+from rlrepro.run_lock import RunBusyError
 from rlrepro.specs import SCALES, SpecError
+from rlrepro.workflow import SelectionError
 
 SCHEMA_PATH = Path("specs") / "spec.schema.json"
 
@@ -101,16 +105,40 @@ def cmd_schema(args: argparse.Namespace) -> int:
     return 0
 
 
+def parse_seeds(text: str) -> tuple[int, ...]:
+    """``--seeds 0,1,2``: distinct non-negative integers (argparse reports the error with the usage)."""
+    seeds = []
+    for item in text.split(","):
+        item = item.strip()
+        if not item.isdigit():  # rejects '', 'a', '-1', '1.5'
+            raise argparse.ArgumentTypeError(
+                f"expected comma-separated non-negative integers such as 0,1,2; found {item!r} in {text!r}"
+            )
+        seeds.append(int(item))
+    if len(set(seeds)) != len(seeds):
+        raise argparse.ArgumentTypeError(f"expected distinct seeds; found {text!r}")
+    return tuple(seeds)
+
+
+def _interrupt_on_sigterm() -> None:
+    """SIGTERM (a scheduler cancelling the job) ends training like Ctrl-C: mirrors marked KILLED, locks released."""
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    signal.signal(signal.SIGTERM, interrupt)
+
+
 def cmd_train(args: argparse.Namespace) -> int:
     from rlrepro.training.runner import train_job
 
-    seeds = tuple(int(s) for s in args.seeds.split(",")) if args.seeds else None
+    _interrupt_on_sigterm()
     train_job(
         spec_path=args.spec,
         scale=args.scale,
         variant=args.variant,
         env=args.env,
-        seeds=seeds,
+        seeds=args.seeds,
         results=args.results,
         progress=args.progress,
         track=not args.no_mlflow,
@@ -133,13 +161,20 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_mlflow_sync(args: argparse.Namespace) -> int:
-    from rlrepro.tracking import default_tracking_uri, ensure_store, sync_all
+    from rlrepro.tracking import StoreUnreachableError, default_tracking_uri, sync_all
 
     root = _results_root(args)
     uri = args.uri or default_tracking_uri(args.results)
-    ensure_store(uri)
     only = f"{args.scale}/{args.only.strip('/')}" if args.only else None  # run keys start with the scale
-    counts = sync_all(root / "runs", uri=uri, only=only)
+    try:
+        counts = sync_all(root / "runs", uri=uri, only=only, wait_s=args.wait)
+    except ValueError as error:  # --only matches nothing
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except StoreUnreachableError as error:
+        print(f"rlrepro mlflow-sync: gave up: {error}. Nothing is lost: the run folders under {root / 'runs'} are "
+              "the source of truth; run this command again when the tracking server is up.", file=sys.stderr)
+        return 0 if args.best_effort else 6
     print(" ".join(f"{k}={v}" for k, v in sorted(counts.items())) or "nothing to sync")
     return 0
 
@@ -180,7 +215,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_scale(p)
     p.add_argument("--variant", required=True)
     p.add_argument("--env", required=True)
-    p.add_argument("--seeds", default=None, help="Comma-separated seeds (default: all of the scale).")
+    p.add_argument(
+        "--seeds", type=parse_seeds, default=None, help="Comma-separated seeds, e.g. 0,1 (default: all of the scale)."
+    )
     _add_results(p)
     p.add_argument("--progress", choices=("auto", "bar", "lines"), default="auto")
     p.add_argument("--no-mlflow", action="store_true", help="Write run folders only (sync later).")
@@ -204,6 +241,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_results(p)
     p.add_argument("--uri", default=None, help="Tracking URI (default: MLFLOW_TRACKING_URI or results/mlflow.db).")
     p.add_argument("--only", default=None)
+    p.add_argument("--wait", type=float, default=20.0, help="Seconds to wait for a tracking server (default: 20).")
+    p.add_argument(
+        "--best-effort", action="store_true", help="Exit 0 when the tracking server is down (the pipeline goes on)."
+    )
     p.set_defaults(func=cmd_mlflow_sync)
 
     p = sub.add_parser("init-store", help="Create the MLflow store once, before jobs fan out.")
@@ -217,10 +258,25 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (SpecError, UnsupportedSetupError) as error:
+    except KeyboardInterrupt:
+        print(f"rlrepro {args.command}: interrupted (a training job resumes from its last checkpoint when run again)",
+              file=sys.stderr)
+        return 130
+    except (SpecError, SelectionError, UnsupportedSetupError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except BackendMissingError as error:
         print(f"error: {error}", file=sys.stderr)
         return 3
+    except RunBusyError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 4
+    except MetricsFileError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except PermissionError as error:  # e.g. a read-only results folder
+        where = f": {error.filename}" if error.filename else ""
+        print(f"error: permission denied{where} (a read-only results folder? make it writable, or pass "
+              "another folder with --results)", file=sys.stderr)
+        return 5
 

@@ -31,12 +31,16 @@ import random
 import re
 import sqlite3
 import sys
+import threading
 import time
 import warnings
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, TypeVar
+
+from rlrepro.metrics_file import read_metrics
+from rlrepro.run_lock import holder
 
 __all__ = [
     "RUN_KEY_TAG",
@@ -46,12 +50,19 @@ __all__ = [
     "default_tracking_uri",
     "ensure_store",
     "sqlite_db_path",
+    "StoreUnreachableError",
+    "probe_store",
     "sync_all",
     "sync_run_dir",
+    "trackers_for",
 ]
 
 RUN_KEY_TAG = "rlrepro.run_key"
 SUMMARY_TAG = "rlrepro.summary_sha256"
+#: On the KILLED mirror of an interrupted run: sha256 of the metrics.jsonl it mirrors.
+METRICS_TAG = "rlrepro.metrics_sha256"
+#: Seconds an interrupted trainer spends marking its mirrors KILLED before it exits anyway.
+KILL_MARK_TIMEOUT_S = 3.0
 
 SPEC_FILE = "spec.resolved.json"
 METRICS_FILE = "metrics.jsonl"
@@ -208,6 +219,71 @@ def ensure_store(uri: str) -> None:
 
 
 # --------------------------------------------------------------------------------------------------
+# reachability: training never waits on tracking
+
+#: Seconds the one probe of a tracking server may take before training goes on without it.
+PROBE_TIMEOUT_S = 3.0
+#: Bounds put on MLflow's own HTTP client (unless the user set them): MLflow's defaults (7 retries with
+#: backoff factor 2, 120 s timeout) made every call to a dead server take minutes.
+HTTP_BOUNDS = {
+    "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
+    "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
+    "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+}
+
+
+class StoreUnreachableError(ConnectionError):
+    """The tracking server did not answer."""
+
+
+def bound_http_requests() -> None:
+    """Bound each MLflow HTTP request (a few seconds when refused, ~20 s when the server hangs)."""
+    for name, value in HTTP_BOUNDS.items():
+        os.environ.setdefault(name, value)
+
+
+def probe_store(uri: str, timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """Why the tracking server behind ``uri`` cannot be used now, or None when it answers (or is not a server).
+
+    One HTTP request to the server's ``/health`` with a short timeout; any HTTP answer counts as reachable.
+    sqlite and other database URIs are not probed (a locked database is waited for, boundedly, by the retries).
+    """
+    import urllib.error
+    import urllib.request
+
+    if not uri.startswith(("http://", "https://")):
+        return None
+    try:
+        with urllib.request.urlopen(uri.rstrip("/") + "/health", timeout=timeout):
+            return None
+    except urllib.error.HTTPError:
+        return None  # the server answered (e.g. a proxy without /health)
+    except (OSError, ValueError) as error:  # URLError, refused, timeout, bad URL
+        reason = getattr(error, "reason", error)
+        return f"no answer from {uri} within {timeout:g} s ({reason})"
+
+
+def wait_for_store(uri: str, wait_s: float, say: Callable[[str], None]) -> None:
+    """Probe until the server answers or ``wait_s`` have passed, saying what is waited for.
+
+    Raises:
+        StoreUnreachableError: no answer within ``wait_s`` (at least one probe is made).
+    """
+    deadline = time.monotonic() + wait_s
+    reason = probe_store(uri)
+    if reason is None:
+        return
+    say(f"waiting up to {wait_s:g} s for the tracking server {uri}: {reason}")
+    while time.monotonic() + PROBE_TIMEOUT_S < deadline:
+        time.sleep(min(2.0, max(0.0, deadline - time.monotonic())))
+        reason = probe_store(uri)
+        if reason is None:
+            say(f"the tracking server {uri} answers")
+            return
+    raise StoreUnreachableError(reason)
+
+
+# --------------------------------------------------------------------------------------------------
 # retries
 
 
@@ -246,6 +322,27 @@ def _is_transient(exc: BaseException) -> bool:
     return False
 
 
+_UNREACHABLE_TYPE_NAMES = {
+    "StoreUnreachableError",
+    "ConnectionError",
+    "ConnectionRefusedError",
+    "ConnectTimeout",
+    "ReadTimeout",
+    "MaxRetryError",
+    "NewConnectionError",
+}
+
+
+def _is_unreachable(exc: BaseException) -> bool:
+    """A tracking server that does not answer (not a locked sqlite file, which is waited for)."""
+    for e in _exception_chain(exc):
+        if any(t.__name__ in _UNREACHABLE_TYPE_NAMES for t in type(e).__mro__):
+            return True
+        if any(m in str(e) for m in ("Max retries exceeded", "Connection refused", "Failed to establish")):
+            return True
+    return False
+
+
 def _retry(
     fn: Callable[[], T],
     *,
@@ -271,27 +368,6 @@ def _retry(
 
 def _read_json(path: Path) -> Any:
     return json.loads(path.read_text())
-
-
-def read_metric_records(path: Path) -> list[dict]:
-    """Parsed lines of a metrics.jsonl; unparseable lines (e.g. a torn last line) are skipped."""
-    records: list[dict] = []
-    try:
-        fh = path.open()
-    except FileNotFoundError:
-        return records
-    with fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict):
-                records.append(rec)
-    return records
 
 
 def _file_sha256(path: Path) -> str:
@@ -468,15 +544,26 @@ class RunTracker:
     functions) raises instead.
     """
 
-    def __init__(self, run_dir: Path | str, *, uri: str, retries: int | None = None, strict: bool = False):
+    def __init__(
+        self,
+        run_dir: Path | str,
+        *,
+        uri: str,
+        retries: int | None = None,
+        strict: bool = False,
+        circuit: dict[str, str] | None = None,
+    ):
         self.run_dir = Path(run_dir)
         self.uri = uri
-        # sqlite: 10 tries with backoff. A tracking server: MLflow's HTTP client already retries each
-        # request with backoff (MLFLOW_HTTP_REQUEST_MAX_RETRIES), so only 2 tries of our own.
+        # sqlite: 10 tries with backoff (a lock passes). A tracking server: MLflow's HTTP client already
+        # retries each request (bounded by bound_http_requests), so no tries of our own: a dead server
+        # must cost training seconds, not minutes.
         if retries is None:
-            retries = 10 if sqlite_db_path(uri) is not None else 2
+            retries = 10 if sqlite_db_path(uri) is not None else 1
         self.retries = retries
         self.strict = strict
+        # Shared by the trackers of one job: once the server is found down, all of them stop (one warning).
+        self.circuit = circuit if circuit is not None else {}
         self.enabled = True
         self.run_id: str | None = None
         self.experiment_id: str | None = None
@@ -493,24 +580,36 @@ class RunTracker:
         if self.strict:
             raise exc
         was_enabled, self.enabled = self.enabled, False
-        if not was_enabled:
-            return
-        if self.run_id is not None and not self._finished:
+        if not was_enabled or "down" in self.circuit:
+            return  # another tracker of this job already said the store is down
+        unreachable = _is_unreachable(exc)
+        if self.run_id is not None and not self._finished and not unreachable:
             # Best effort, no retries: a mirror left RUNNING would look live to `rlrepro mlflow-sync`.
             try:
                 self._client.set_terminated(self.run_id, status="FAILED")
             except Exception:
                 pass
+        if unreachable:
+            self.circuit["down"] = str(exc)
         key = self._folder.run_key if self._folder else str(self.run_dir)
-        msg = (
-            f"rlrepro: MLflow tracking disabled for run {key} ({type(exc).__name__}: {str(exc)[:500]}; "
-            f"store {self.uri}). Training continues; the run folder {self.run_dir} is intact (it is the "
-            "source of truth) and `rlrepro mlflow-sync` will re-ingest it into MLflow."
-        )
+        if unreachable:  # said once for every run of the job (the trackers share the circuit)
+            msg = (
+                f"rlrepro: MLflow tracking off for this job: {str(exc)[:500]}. Training goes on without waiting "
+                "for it; the run folders are the source of truth and `rlrepro mlflow-sync` re-ingests them "
+                "when the server is up."
+            )
+        else:
+            msg = (
+                f"rlrepro: MLflow tracking disabled for run {key} ({type(exc).__name__}: {str(exc)[:500]}; "
+                f"store {self.uri}). Training continues; the run folder {self.run_dir} is intact (it is the "
+                "source of truth) and `rlrepro mlflow-sync` will re-ingest it into MLflow."
+            )
         warnings.warn(msg, TrackingWarning, stacklevel=3)
 
     @property
     def active(self) -> bool:
+        if self.enabled and "down" in self.circuit:
+            self.enabled = False
         return self.enabled and self.run_id is not None and not self._finished
 
     def _log_metrics(self, metrics: list) -> None:
@@ -520,13 +619,18 @@ class RunTracker:
     # -- API
     def start(self) -> RunTracker:
         """Create the MLflow run (deleting earlier mirrors of this run_key) and log everything on disk."""
-        if not self.enabled or self.run_id is not None:
+        if not self.enabled or self.run_id is not None or "down" in self.circuit:
+            self.enabled = self.enabled and "down" not in self.circuit
             return self
         try:
+            if (reason := probe_store(self.uri)) is not None:  # one short probe, then the run folder only
+                raise StoreUnreachableError(reason)
+            bound_http_requests()
             from mlflow.entities import Param
 
             ensure_store(self.uri)
             self._folder = folder = _RunFolder(self.run_dir)
+            on_disk = records_to_metrics(read_metrics(self.run_dir / METRICS_FILE))  # a corrupt file: no mirror at all
             self._client = client = _client(self.uri)
             self.experiment_id = _get_or_create_experiment(client, self.uri, folder.experiment_name, self._call)
             for old in _find_runs(client, self.experiment_id, folder.run_key, self._call):
@@ -540,7 +644,7 @@ class RunTracker:
             for chunk in _chunks(params, MAX_PARAMS_TAGS_PER_BATCH):
                 self._call(lambda: client.log_batch(self.run_id, params=chunk, synchronous=True))
             self._call(lambda: client.log_artifact(self.run_id, str(self.run_dir / SPEC_FILE)))
-            self._log_metrics(records_to_metrics(read_metric_records(self.run_dir / METRICS_FILE)))
+            self._log_metrics(on_disk)
         except Exception as exc:
             self._disable(exc)
         return self
@@ -576,14 +680,45 @@ class RunTracker:
     def __enter__(self) -> RunTracker:
         return self.start()
 
+    def mark_killed(self) -> None:
+        """Mark the mirror KILLED after an interrupt: one attempt of at most ``KILL_MARK_TIMEOUT_S`` seconds.
+
+        Ctrl-C must end a job in seconds, even when the other job holds the sqlite lock: the attempt runs in
+        a daemon thread that is abandoned when it takes longer (``rlrepro mlflow-sync`` repairs the mirror).
+        """
+        if not self.active:
+            return
+        self._finished = True
+        client, run_id, marked = self._client, self.run_id, threading.Event()
+
+        def mark() -> None:
+            try:
+                client.set_terminated(run_id, status="KILLED")
+                marked.set()
+            except Exception:
+                pass
+
+        thread = threading.Thread(target=mark, name="rlrepro-mark-killed", daemon=True)
+        thread.start()
+        thread.join(KILL_MARK_TIMEOUT_S)
+        if not marked.is_set():
+            print(f"rlrepro: could not mark the MLflow run of {self.run_dir} KILLED within {KILL_MARK_TIMEOUT_S:g} s; "
+                  "`rlrepro mlflow-sync` repairs it", file=sys.stderr, flush=True)
+
     def __exit__(self, exc_type, exc, tb) -> bool:
         if exc_type is None:
             self.finish("FINISHED")
         elif issubclass(exc_type, KeyboardInterrupt):
-            self.finish("KILLED")
+            self.mark_killed()
         else:
             self.finish("FAILED")
         return False
+
+
+def trackers_for(run_dirs: Iterable[Path], *, uri: str) -> list[RunTracker]:
+    """The trackers of one job's run folders, sharing one probe of the store and one warning if it is down."""
+    circuit: dict[str, str] = {}
+    return [RunTracker(run_dir, uri=uri, circuit=circuit) for run_dir in run_dirs]
 
 
 # --------------------------------------------------------------------------------------------------
@@ -594,15 +729,23 @@ def sync_run_dir(run_dir: Path | str, *, uri: str, force: bool = False) -> str:
     """Mirror one run folder; returns ``"skipped"``, ``"created"`` or ``"replaced"``. Raises on failure.
 
     * complete folder (summary.json): skipped iff a FINISHED mirror with the same summary sha256 exists
-      (other mirrors of the same run_key are then deleted); otherwise (re-)created and FINISHED.
-    * incomplete folder: mirrored with status KILLED and no summary tag, so a later sync replaces it;
-      skipped if its mirror is RUNNING (a live tracker is writing it; ``force=True`` replaces it anyway).
+      (other mirrors of the same run_key are then deleted); otherwise (re-)created and FINISHED. This repairs
+      mirrors left RUNNING or KILLED by an interrupted trainer whose run was later completed.
+    * incomplete folder being trained (a process holds its lock, :mod:`rlrepro.run_lock`): skipped while its
+      mirror is RUNNING (the live tracker writes it).
+    * incomplete folder that nobody trains (interrupted): mirrored KILLED with every metric on disk and the
+      sha256 of its metrics.jsonl, so the next sync skips it until the folder changes. A mirror left RUNNING
+      by a killed trainer is replaced.
+
+    ``force=True`` replaces the mirror in every case.
     """
     ensure_store(uri)
     folder = _RunFolder(Path(run_dir))
     client = _client(uri)
-    call = _retry
+    call = _retry if sqlite_db_path(uri) is not None else (lambda fn: _retry(fn, tries=1))
     sha = folder.summary_sha256()
+    live = holder(folder.dir) if sha is None else None
+    metrics_sha = _metrics_sha256(folder.dir) if sha is None else None
 
     exp = call(lambda: client.get_experiment_by_name(folder.experiment_name))
     existing = []
@@ -611,11 +754,11 @@ def sync_run_dir(run_dir: Path | str, *, uri: str, force: bool = False) -> str:
 
     if not force and existing:
         if sha is not None:
-            current = [
-                r for r in existing if r.info.status == "FINISHED" and r.data.tags.get(SUMMARY_TAG) == sha
-            ]
-        else:
+            current = [r for r in existing if r.info.status == "FINISHED" and r.data.tags.get(SUMMARY_TAG) == sha]
+        elif live is not None:
             current = [r for r in existing if r.info.status == "RUNNING"]
+        else:
+            current = [r for r in existing if r.info.status == "KILLED" and r.data.tags.get(METRICS_TAG) == metrics_sha]
         if current:
             keep = max(current, key=lambda r: r.info.start_time or 0)
             for r in existing:
@@ -626,6 +769,8 @@ def sync_run_dir(run_dir: Path | str, *, uri: str, force: bool = False) -> str:
     tracker = RunTracker(folder.dir, uri=uri, strict=True)
     try:
         tracker.start()
+        if sha is None:
+            call(lambda: client.set_tag(tracker.run_id, METRICS_TAG, metrics_sha))
         tracker.finish("FINISHED" if sha is not None else "KILLED")
     except Exception:
         if tracker.run_id is not None:  # do not leave a half-written mirror that looks live
@@ -637,6 +782,13 @@ def sync_run_dir(run_dir: Path | str, *, uri: str, force: bool = False) -> str:
     return "replaced" if tracker.replaced_runs else "created"
 
 
+def _metrics_sha256(run_dir: Path) -> str:
+    try:
+        return _file_sha256(run_dir / METRICS_FILE)
+    except FileNotFoundError:
+        return "none"
+
+
 def _matches(run_key: str, only: str | None) -> bool:
     if not only:
         return True
@@ -644,29 +796,52 @@ def _matches(run_key: str, only: str | None) -> bool:
     return run_key == only or run_key.startswith(only + "/") or fnmatch.fnmatchcase(run_key, only)
 
 
-def sync_all(runs_root: Path | str, *, uri: str, only: str | None = None, force: bool = False) -> dict[str, int]:
+def sync_all(
+    runs_root: Path | str,
+    *,
+    uri: str,
+    only: str | None = None,
+    force: bool = False,
+    wait_s: float = 20.0,
+    say: Callable[[str], None] | None = None,
+) -> dict[str, int]:
     """Re-ingest every run folder under ``runs_root`` (``results/runs``). Idempotent.
 
     ``only`` selects run keys by prefix (``"impala"``, ``"impala/atari57"``) or glob
     (``"*/seed0"``). Returns counts per outcome: created, replaced, skipped, failed (a folder that
-    cannot be read or mirrored is counted, reported on stderr, and the others still sync).
+    cannot be read or mirrored is counted, reported through ``say`` and the others still sync).
+
+    Raises:
+        StoreUnreachableError: the tracking server did not answer within ``wait_s`` seconds (before or during
+            the sync; what is waited for is said first). The run folders are untouched.
+        ValueError: ``only`` matches no run folder (a typo must not look like a sync with nothing to do).
     """
+    say = say or (lambda message: print(f"rlrepro mlflow-sync: {message}", file=sys.stderr, flush=True))
     counts = {"created": 0, "replaced": 0, "skipped": 0, "failed": 0}
     root = Path(runs_root)
+    wait_for_store(uri, wait_s, say)
+    bound_http_requests()
     ensure_store(uri)
+    keys = []
     for spec in sorted(root.rglob(SPEC_FILE)):
         run_dir = spec.parent
         try:
             run_key = _RunFolder(run_dir).run_key
         except Exception as exc:
             counts["failed"] += 1
-            print(f"rlrepro mlflow-sync: cannot read {spec}: {exc}", file=sys.stderr)
+            say(f"cannot read {spec}: {exc}")
             continue
+        keys.append(run_key)
         if not _matches(run_key, only):
             continue
         try:
             counts[sync_run_dir(run_dir, uri=uri, force=force)] += 1
         except Exception as exc:
+            if _is_unreachable(exc) and (reason := probe_store(uri)) is not None:
+                raise StoreUnreachableError(f"{reason} (while mirroring {run_dir})") from exc
             counts["failed"] += 1
-            print(f"rlrepro mlflow-sync: failed to mirror {run_dir}: {type(exc).__name__}: {exc}", file=sys.stderr)
+            say(f"failed to mirror {run_dir}: {type(exc).__name__}: {exc}")
+    if only and keys and not any(_matches(key, only) for key in keys):
+        papers = sorted({"/".join(key.split("/")[:3]) for key in keys})
+        raise ValueError(f"--only {only!r} matches no run folder under {root}; there are runs of {', '.join(papers)}")
     return counts

@@ -18,7 +18,11 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlrepro.specs import ExperimentSpec, Scale, load_specs, resolve_agent, resolve_env
+from rlrepro.specs import SCALES, ExperimentSpec, Scale, load_specs, resolve_agent, resolve_env
+
+
+class SelectionError(ValueError):
+    """A scale or an ``only=`` selector that names nothing known."""
 
 
 @dataclass(frozen=True)
@@ -148,12 +152,31 @@ def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Sca
 
 
 def plan(spec_paths: list[str | Path], scale: Scale, only: str | None = None) -> list[ExperimentPlan]:
-    """Load every spec under ``spec_paths`` and expand the selected ones at ``scale``."""
-    plans = []
-    for path, spec in load_specs(spec_paths):
-        if select(spec, only):
-            plans.append(plan_experiment(path, spec, scale))
-    return plans
+    """Load every spec under ``spec_paths`` and expand the selected ones at ``scale``.
+
+    Raises:
+        SelectionError: ``scale`` is not a scale, or an item of ``only`` selects no spec (the known names listed).
+    """
+    if scale not in SCALES:
+        raise SelectionError(f"scale {scale!r}: unknown; expected one of {', '.join(SCALES)}")
+    loaded = load_specs(spec_paths)
+    check_only([spec for _, spec in loaded], only)
+    return [plan_experiment(path, spec, scale) for path, spec in loaded if select(spec, only)]
+
+
+def check_only(specs: list[ExperimentSpec], only: str | None) -> None:
+    """Every comma-separated item of ``only`` selects at least one spec; otherwise a SelectionError lists the names."""
+    if not only:
+        return
+    items = [item.strip() for item in only.split(",") if item.strip()]
+    unknown = [item for item in items if not any(select(spec, item) for spec in specs)]
+    if unknown:
+        papers = sorted({spec.paper for spec in specs})
+        experiments = sorted(f"{spec.paper}/{spec.experiment}" for spec in specs)
+        raise SelectionError(
+            f"only={only}: {', '.join(map(repr, unknown))} matches no spec. Expected PAPER or PAPER/EXPERIMENT "
+            f"(comma-separated); papers: {', '.join(papers)}; experiments: {', '.join(experiments)}"
+        )
 
 
 def results_root(base: Path | str, scale: Scale) -> Path:

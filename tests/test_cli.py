@@ -184,3 +184,66 @@ def test_plan_of_an_invalid_spec_exits_2(tmp_path: Path, capsys: pytest.CaptureF
     bad_spec(tmp_path)
     assert main(["plan", "--specs", str(tmp_path)]) == 2
     assert "agent.optimizer.learning_rate" in capsys.readouterr().err
+
+
+# --- bad input gets a clear error, never a traceback -------------------------------------------------------------
+
+
+@pytest.mark.parametrize("only", ["impla", "toy/nosuchexp", "toy,impla"])
+def test_plan_with_an_only_that_matches_nothing_exits_2_listing_the_known_names(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], only: str
+) -> None:
+    write(tmp_path)
+    assert main(["plan", "--scale", "smoke", "--specs", str(tmp_path), "--only", only]) == 2
+    err = capsys.readouterr().err
+    unknown = [item for item in only.split(",") if item != "toy"]
+    assert f"error: only={only}: {', '.join(map(repr, unknown))} matches no spec" in err
+    assert "papers: toy; experiments: toy/mini" in err
+
+
+@pytest.mark.parametrize(
+    ("seeds", "message"),
+    [
+        ("a,b", "expected comma-separated non-negative integers such as 0,1,2; found 'a' in 'a,b'"),
+        ("-1", "expected comma-separated non-negative integers such as 0,1,2; found '-1' in '-1'"),
+        ("0,,1", "expected comma-separated non-negative integers such as 0,1,2; found '' in '0,,1'"),
+        ("1,1", "expected distinct seeds; found '1,1'"),
+    ],
+)
+def test_train_with_bad_seeds_is_a_usage_error(tmp_path: Path, seeds: str, message: str) -> None:
+    result = subprocess.run(
+        [sys.executable, "-m", "rlrepro", "train", "--spec", str(write(tmp_path)), "--scale", "smoke", "--variant", "a",
+         "--env", "catch", f"--seeds={seeds}", "--results", str(tmp_path / "results")],
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert f"argument --seeds: {message}" in result.stderr
+    assert "Traceback" not in result.stderr
+    assert not (tmp_path / "results").exists()  # no seed-1 folder, nothing trained
+
+
+def test_a_read_only_results_folder_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import os
+
+    results = tmp_path / "results"
+    results.mkdir()
+    results.chmod(0o500)
+    if os.geteuid() == 0:  # root writes through permissions: make mkdir below the folder fail as it would for a user
+        real_mkdir = os.mkdir
+
+        def read_only_mkdir(path, *args, **kwargs):
+            if str(path).startswith(str(results) + os.sep):
+                raise PermissionError(13, "Permission denied", str(path))
+            return real_mkdir(path, *args, **kwargs)
+
+        monkeypatch.setattr(os, "mkdir", read_only_mkdir)
+    try:
+        code = main(["train", "--spec", str(write(tmp_path)), "--scale", "smoke", "--variant", "a", "--env", "catch",
+                     "--results", str(results), "--no-mlflow"])  # fmt: skip
+    finally:
+        results.chmod(0o700)
+    err = capsys.readouterr().err
+    assert code == 5
+    assert f"error: permission denied: {results / 'smoke'}" in err and "read-only results folder" in err

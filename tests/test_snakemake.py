@@ -185,6 +185,149 @@ def test_an_explicit_dmlab_experiment_fails_before_training_naming_deepmind_lab(
     assert not (base / "smoke" / "runs").exists()
 
 
+@pytest.mark.parametrize("only", ["impla", "toytest/nosuchexp"])
+def test_an_only_that_matches_nothing_fails_listing_the_names_and_leaves_the_report(
+    pipeline: Pipeline, subprocess_env, only: str
+):
+    report = (pipeline.root / "REPORT.md").read_bytes()
+    result = snakemake(pipeline.workdir, "-c2", *pipeline.config, f"only={only}", env=subprocess_env, timeout=120)
+    assert result.returncode != 0, _output(result)
+    assert f"only={only}: '{only}' matches no spec" in result.stderr
+    assert "papers: toytest; experiments: toytest/toy_e2e" in result.stderr
+    assert (pipeline.root / "REPORT.md").read_bytes() == report
+
+
+def test_a_narrow_only_does_not_shrink_the_report(pipeline: Pipeline, make_toy_spec, subprocess_env):
+    # A second experiment, not run: only=toytest/toy_e2e must still give a report of both experiments.
+    extra = make_toy_spec(pipeline.specs, experiment="toy_unrun", smoke_environments=["catch"])
+    report = pipeline.root / "REPORT.md"
+    before = report.read_bytes()
+    try:
+        report.unlink()
+        result = snakemake(
+            pipeline.workdir, "-c2", *pipeline.config, "only=toytest/toy_e2e", env=subprocess_env, timeout=300
+        )
+        assert result.returncode == 0, _output(result)
+        text = report.read_text()
+        assert "2 experiment(s)" in text and "### toytest/toy_e2e" in text and "### toytest/toy_unrun" in text
+        assert "| toytest/toy_e2e | vtrace_beats_none |" in text  # the results of the selected experiment
+    finally:
+        extra.unlink()
+        report.write_bytes(before)
+
+
+def test_an_unknown_scale_is_an_error_listing_the_scales(tmp_path: Path, subprocess_env):
+    result = snakemake(tmp_path, "-n", "--config", "scale=huge", f"specs={REPO / 'specs'}", env=subprocess_env, timeout=60)
+    assert result.returncode != 0
+    assert "--config scale=huge: unknown scale; expected one of smoke, cpu, paper" in result.stderr, _output(result)
+    assert "KeyError" not in result.stderr
+
+
+def test_the_lock_files_of_a_killed_snakemake_are_removed_by_the_next_run(pipeline: Pipeline, subprocess_env):
+    # What kill -9 of Snakemake leaves: its lock files, naming the outputs it was making.
+    lockdir = pipeline.workdir / ".snakemake" / "locks"
+    lockdir.mkdir(parents=True, exist_ok=True)
+    (lockdir / "0.output.lock").write_text(str(pipeline.root / "REPORT.md") + "\n")
+    (lockdir / "0.input.lock").write_text(str(pipeline.root / "tables" / "toytest" / "toy_e2e.md") + "\n")
+    result = snakemake(pipeline.workdir, "-c2", *pipeline.config, env=subprocess_env)
+    assert result.returncode == 0, _output(result)
+    assert "removed 2 stale Snakemake lock file(s)" in result.stderr
+    assert "Nothing to be done" in result.stdout + result.stderr
+    assert not list(lockdir.glob("*.lock"))
+
+
+@pytest.mark.slow
+def test_ctrl_c_with_two_jobs_exits_in_seconds_with_runs_killed_and_the_next_sync_repairs_them(
+    tmp_path: Path, make_toy_spec, subprocess_env
+):
+    import os
+    import signal
+    import time
+
+    specs = tmp_path / "specs"
+    make_toy_spec(specs, experiment="toy_ctrlc", smoke_environments=["catch"], smoke_frames=400 * 500, updates_per_chunk=25)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    base = workdir / "results"
+    command = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "-d", str(workdir), "-c2", "--config",
+               "scale=smoke", f"specs={specs}", f"results={base}"]  # fmt: skip
+    # Its own process group, which receives the SIGINT as a terminal's Ctrl-C reaches every process in it.
+    with open(tmp_path / "snakemake.log", "w") as log:
+        process = subprocess.Popen(command, cwd=workdir, env=subprocess_env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)  # fmt: skip
+    runs = base / "smoke" / "runs" / "toytest" / "toy_ctrlc"
+    try:
+        deadline = time.monotonic() + 600
+        while not all(
+            (runs / v / "catch" / "seed0" / "metrics.jsonl").is_file()
+            and len((runs / v / "catch" / "seed0" / "metrics.jsonl").read_text().splitlines()) >= 2
+            for v in VARIANTS
+        ):
+            assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "snakemake.log").read_text()
+            time.sleep(0.2)
+        started = time.monotonic()
+        os.killpg(process.pid, signal.SIGINT)
+        process.wait(timeout=300)
+        assert time.monotonic() - started < 60, "Ctrl-C took more than a minute"
+    finally:
+        if process.poll() is None:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+    for variant in VARIANTS:
+        log = (base / "smoke" / "logs" / "train" / "toytest" / "toy_ctrlc" / variant / "catch" / "seeds0-1.log").read_text()
+        assert "database is locked" not in log and "Traceback" not in log, log
+
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{base / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("toytest/toy_ctrlc")
+    assert sorted(r.info.status for r in client.search_runs([experiment.experiment_id])) == ["KILLED"] * 4
+    sync = [sys.executable, "-m", "rlrepro", "mlflow-sync", "--scale", "smoke", "--results", str(base)]
+    first = subprocess.run(sync, cwd=workdir, capture_output=True, text=True, env=subprocess_env, timeout=300)
+    assert first.stdout.strip() == "created=0 failed=0 replaced=4 skipped=0", first.stderr
+    for run in client.search_runs([experiment.experiment_id]):  # every chunk on disk is in MLflow
+        folder = runs / run.data.tags["variant"] / "catch" / f"seed{run.data.tags['seed']}"
+        lines = len((folder / "metrics.jsonl").read_text().splitlines())
+        assert run.info.status == "KILLED" and len(client.get_metric_history(run.info.run_id, "episode_return")) == lines
+    again = subprocess.run(sync, cwd=workdir, capture_output=True, text=True, env=subprocess_env, timeout=300)
+    assert again.stdout.strip() == "created=0 failed=0 replaced=0 skipped=4", again.stderr
+
+
+@pytest.mark.slow
+def test_after_kill_9_of_snakemake_the_same_command_recovers_and_finishes(tmp_path: Path, make_toy_spec, subprocess_env):
+    import os
+    import signal
+    import time
+
+    specs = tmp_path / "specs"
+    make_toy_spec(specs, experiment="toy_kill", smoke_environments=["catch"], smoke_frames=40 * 500, updates_per_chunk=25)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    base = workdir / "results"
+    config = ["--config", "scale=smoke", f"specs={specs}", f"results={base}"]
+    command = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "-d", str(workdir), "-c2", *config]
+    with open(tmp_path / "first.log", "w") as log:
+        process = subprocess.Popen(command, cwd=workdir, env=subprocess_env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)  # fmt: skip
+    metrics = base / "smoke" / "runs" / "toytest" / "toy_kill" / "vtrace" / "catch" / "seed0" / "metrics.jsonl"
+    try:
+        deadline = time.monotonic() + 600
+        while not (metrics.is_file() and len(metrics.read_text().splitlines()) >= 2):
+            assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()
+            time.sleep(0.2)
+    finally:
+        os.killpg(process.pid, signal.SIGKILL)  # Snakemake and its jobs, as a lost terminal or the OOM killer
+        process.wait()
+    assert list((workdir / ".snakemake" / "locks").glob("*.lock")), "the killed Snakemake left no lock (nothing tested)"
+
+    again = snakemake(workdir, "-c2", *config, env=subprocess_env)  # the README's command, unchanged
+    assert again.returncode == 0, _output(again)
+    assert "removed 2 stale Snakemake lock file(s)" in again.stderr
+    assert (base / "smoke" / "REPORT.md").is_file()
+    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert [r["frames"] for r in records] == [500 * (i + 1) for i in range(40)]  # resumed: no gap, no duplicate
+
+
 # --------------------------------------------------------------------------------------------------
 # the repository's own specs
 

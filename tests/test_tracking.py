@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from rlrepro import tracking as T
+from rlrepro.run_lock import own_run_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -292,8 +293,10 @@ def test_sync_all_idempotent_replace_and_partial(store, tmp_path):
     assert T.sync_run_dir(p, uri=store) == "created"
     (mirror,) = runs_for_key(store, "toy/catch/base/Catch/seed2")
     assert mirror.info.status == "KILLED" and "rlrepro.summary_sha256" not in mirror.data.tags
-    assert T.sync_run_dir(p, uri=store) == "replaced"  # still partial: re-mirrored from the files
-    write_metrics(p, range(5, 8))
+    assert T.sync_run_dir(p, uri=store) == "skipped"  # unchanged partial folder: its KILLED mirror is current
+    write_metrics(p, range(5, 6))
+    assert T.sync_run_dir(p, uri=store) == "replaced"  # still partial, one more chunk: re-mirrored from the files
+    write_metrics(p, range(6, 8))
     write_summary(p, frames=8000)
     assert T.sync_all(runs, uri=store) == {"created": 0, "replaced": 1, "skipped": 3, "failed": 0}
     (mirror,) = runs_for_key(store, "toy/catch/base/Catch/seed2")
@@ -301,15 +304,37 @@ def test_sync_all_idempotent_replace_and_partial(store, tmp_path):
     assert len(client_for(store).get_metric_history(mirror.info.run_id, "return")) == 8
     assert len(all_active_runs(store)) == 4
 
-    # a live (RUNNING) mirror of an unfinished run is left alone; a broken folder is counted, not fatal
+    # a live (RUNNING) mirror of an unfinished run that a trainer holds is left alone; a broken folder is
+    # counted, not fatal
     live_dir = make_run(runs, seed=3, complete=False)
-    live = T.RunTracker(live_dir, uri=store).start()
-    (runs / "broken" / "x").mkdir(parents=True)
-    (runs / "broken" / "x" / "spec.resolved.json").write_text("{not json")
-    counts = T.sync_all(runs, uri=store)
-    assert counts == {"created": 0, "replaced": 0, "skipped": 5, "failed": 1}
-    assert [r.info.run_id for r in runs_for_key(store, "toy/catch/base/Catch/seed3")] == [live.run_id]
-    live.finish("KILLED")
+    with own_run_dir(live_dir):
+        live = T.RunTracker(live_dir, uri=store).start()
+        (runs / "broken" / "x").mkdir(parents=True)
+        (runs / "broken" / "x" / "spec.resolved.json").write_text("{not json")
+        counts = T.sync_all(runs, uri=store)
+        assert counts == {"created": 0, "replaced": 0, "skipped": 5, "failed": 1}
+        assert [r.info.run_id for r in runs_for_key(store, "toy/catch/base/Catch/seed3")] == [live.run_id]
+        live.finish("KILLED")
+
+
+def test_sync_repairs_a_mirror_left_running_by_a_trainer_that_is_gone(store, tmp_path):
+    # What Ctrl-C or kill -9 leaves: a RUNNING mirror, an incomplete folder, no process holding its lock.
+    runs = tmp_path / "runs"
+    killed = make_run(runs, seed=0, complete=False)
+    left = T.RunTracker(killed, uri=store).start()  # never finished: RUNNING, as after kill -9
+    completed = make_run(runs, seed=1, complete=False)
+    interrupted = T.RunTracker(completed, uri=store).start()
+    interrupted.mark_killed()  # then the run was resumed and completed by a trainer without MLflow
+    write_metrics(completed, range(5, 7))
+    write_summary(completed, frames=7000)
+
+    assert T.sync_all(runs, uri=store) == {"created": 0, "replaced": 2, "skipped": 0, "failed": 0}
+    (mirror,) = runs_for_key(store, "toy/catch/base/Catch/seed0")
+    assert mirror.info.run_id != left.run_id and mirror.info.status == "KILLED"
+    assert len(client_for(store).get_metric_history(mirror.info.run_id, "return")) == 5  # every chunk on disk
+    (mirror,) = runs_for_key(store, "toy/catch/base/Catch/seed1")
+    assert mirror.info.status == "FINISHED" and len(client_for(store).get_metric_history(mirror.info.run_id, "return")) == 7
+    assert T.sync_all(runs, uri=store) == {"created": 0, "replaced": 0, "skipped": 2, "failed": 0}  # idempotent
 
 
 CONCURRENT_WRITER = textwrap.dedent(
@@ -409,3 +434,157 @@ def test_lock_errors_are_retried_then_disable(store, tmp_path, monkeypatch):
     # the abandoned mirror is marked FAILED (not left RUNNING), so the next sync replaces it
     assert client_for(store).get_run(tracker.run_id).info.status == "FAILED"
     assert T.sync_run_dir(run_dir, uri=store) == "replaced"
+
+
+# --------------------------------------------------------------------------------------------------
+# tracking outages: training never waits on tracking; the sync says what it waits for and gives up
+
+
+def _unused_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+DEAD_SERVER_TRACKER = textwrap.dedent(
+    """
+    import sys, time, warnings
+    from pathlib import Path
+    from rlrepro.tracking import trackers_for
+    run_dirs, uri = [Path(p) for p in sys.argv[2:]], sys.argv[1]
+    started = time.monotonic()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        trackers = trackers_for(run_dirs, uri=uri)
+        for tracker in trackers:
+            tracker.start()
+        for i in range(3):
+            for tracker in trackers:
+                tracker.log([{"frames": 1000 * (i + 1), "updates": i + 1, "loss": 0.5}])
+        for tracker in trackers:
+            tracker.finish()
+    print(len(caught), round(time.monotonic() - started, 1), [t.enabled for t in trackers])
+    print(caught[0].message if caught else "")
+    """
+)
+
+
+def test_a_tracking_server_that_is_down_costs_one_short_probe_and_one_warning(tmp_path):
+    uri = f"http://127.0.0.1:{_unused_port()}"
+    run_dirs = [make_run(tmp_path / "runs", seed=s, complete=False) for s in (0, 1)]
+    before = [{p.name: p.read_bytes() for p in d.iterdir()} for d in run_dirs]
+    # MLflow's own HTTP retries took minutes per call here; the old code did not end within the timeout.
+    out = subprocess.run(
+        [sys.executable, "-c", DEAD_SERVER_TRACKER, uri, *map(str, run_dirs)],
+        env=subprocess_env(), capture_output=True, text=True, timeout=60,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    counts, message = out.stdout.splitlines()[:2]
+    warnings_count, seconds, enabled = counts.split(" ", 2)
+    assert warnings_count == "1" and enabled == "[False, False]"  # one warning for the job, not one per run
+    assert float(seconds) < T.PROBE_TIMEOUT_S + 10
+    assert f"no answer from {uri}" in message and "mlflow-sync" in message
+    assert [{p.name: p.read_bytes() for p in d.iterdir()} for d in run_dirs] == before
+
+
+def test_mlflow_sync_to_a_server_that_is_down_says_what_it_waits_for_and_gives_up(tmp_path):
+    uri = f"http://127.0.0.1:{_unused_port()}"
+    make_run(tmp_path / "results" / "smoke" / "runs", seed=0)
+    command = [sys.executable, "-m", "rlrepro", "mlflow-sync", "--scale", "smoke", "--results", str(tmp_path / "results"),
+               "--uri", uri, "--wait", "4"]  # fmt: skip
+    started = time.monotonic()
+    out = subprocess.run(command, env=subprocess_env(), capture_output=True, text=True, timeout=60)
+    assert time.monotonic() - started < 40
+    assert out.returncode == 6, out.stderr
+    assert f"waiting up to 4 s for the tracking server {uri}" in out.stderr
+    assert "gave up" in out.stderr and "run folders" in out.stderr and "Traceback" not in out.stderr
+    best_effort = subprocess.run(command + ["--best-effort", "--wait", "0"], env=subprocess_env(), capture_output=True,
+                                 text=True, timeout=60)  # fmt: skip
+    assert best_effort.returncode == 0 and "gave up" in best_effort.stderr
+
+
+def test_marking_killed_never_waits_on_a_locked_store(store, tmp_path, capfd):
+    # Ctrl-C while the other job holds the sqlite write lock: the trainer must still exit in seconds.
+    import sqlite3
+
+    run_dir = make_run(tmp_path / "runs", complete=False)
+    tracker = T.RunTracker(run_dir, uri=store).start()
+    holder_connection = sqlite3.connect(str(T.sqlite_db_path(store)), timeout=1)
+    holder_connection.execute("BEGIN EXCLUSIVE")
+    try:
+        started = time.monotonic()
+        tracker.mark_killed()
+        assert time.monotonic() - started < T.KILL_MARK_TIMEOUT_S + 2
+    finally:
+        holder_connection.rollback()
+        holder_connection.close()
+    assert "`rlrepro mlflow-sync` repairs it" in capfd.readouterr().err
+    assert T.sync_run_dir(run_dir, uri=store) == "replaced"
+    (mirror,) = runs_for_key(store, "toy/catch/base/Catch/seed0")
+    assert mirror.info.status == "KILLED" and mirror.info.run_id != tracker.run_id
+
+
+@pytest.mark.slow
+def test_a_tracking_server_killed_mid_run_costs_seconds_and_one_warning(tmp_path):
+    port = _unused_port()
+    uri = f"http://127.0.0.1:{port}"
+    env = subprocess_env() | {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port), "--workers", "1",
+         "--backend-store-uri", f"sqlite:///{tmp_path / 'server.db'}", "--default-artifact-root", str(tmp_path / "art")],
+        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while T.probe_store(uri) is not None:
+            assert time.monotonic() < deadline and server.poll() is None, "the mlflow server did not start"
+            time.sleep(1)
+        run_dir = make_run(tmp_path / "runs", complete=False)
+        import warnings
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            tracker = T.RunTracker(run_dir, uri=uri).start()
+            tracker.log([metric_record(10)])
+            assert tracker.active and not caught, [str(w.message) for w in caught]
+            os.killpg(server.pid, 9)  # the server dies mid-run
+            server.wait(timeout=30)
+            started = time.monotonic()
+            for i in range(11, 15):
+                tracker.log([metric_record(i)])
+            tracker.finish()
+            assert time.monotonic() - started < 60  # MLflow's defaults took minutes per call
+        assert len(caught) == 1 and not tracker.enabled
+    finally:
+        if server.poll() is None:
+            os.killpg(server.pid, 9)
+            server.wait(timeout=30)
+
+
+def test_sync_of_a_torn_metrics_file_warns_naming_it_and_a_corrupted_one_fails_naming_the_line(store, tmp_path):
+    runs = tmp_path / "runs"
+    torn = make_run(runs, seed=0, steps=4, complete=False)
+    metrics = torn / "metrics.jsonl"
+    metrics.write_text(metrics.read_text()[:-12])  # kill -9 inside the last append
+    with pytest.warns(UserWarning, match=rf"{metrics}:4: dropped a torn last line"):
+        assert T.sync_run_dir(torn, uri=store) == "created"
+    (mirror,) = runs_for_key(store, "toy/catch/base/Catch/seed0")
+    assert mirror.info.status == "KILLED"  # not FINISHED: the folder has no summary
+    assert len(client_for(store).get_metric_history(mirror.info.run_id, "return")) == 3
+
+    corrupted = make_run(runs, seed=1, steps=4)
+    lines = (corrupted / "metrics.jsonl").read_text().splitlines(keepends=True)
+    (corrupted / "metrics.jsonl").write_text(lines[0] + lines[1][:-5] + "\n" + "".join(lines[2:]))
+    with pytest.raises(ValueError, match=rf"{corrupted / 'metrics.jsonl'}:2: not JSON"):
+        T.sync_run_dir(corrupted, uri=store)
+    assert runs_for_key(store, "toy/catch/base/Catch/seed1") == []  # nothing half-mirrored that looks complete
+
+
+def test_sync_with_an_only_that_matches_no_run_folder_is_an_error(store, tmp_path):
+    runs = tmp_path / "runs"
+    make_run(runs, seed=0)
+    with pytest.raises(ValueError, match=r"--only 'impla' matches no run folder under .*; there are runs of toy/catch/base"):
+        T.sync_all(runs, uri=store, only="impla")
+    assert T.sync_all(runs, uri=store, only="toy/catch")["created"] == 1

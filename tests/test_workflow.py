@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from rlrepro.specs import SpecError, load_spec, validate_spec
-from rlrepro.workflow import cannot_run, config_hash, plan, plan_experiment, results_root, select
+from rlrepro.workflow import SelectionError, cannot_run, config_hash, plan, plan_experiment, results_root, select
 from tests.factories import toy_spec_data, write_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -158,13 +158,24 @@ def test_job_names_stay_unique_when_variant_names_differ_only_in_punctuation(tmp
         ("toy", {"toy/mini"}),
         ("toy/", {"toy/mini"}),
         ("lab/watermaze", {"lab/watermaze"}),
-        ("toy/other", set()),
         ("toy/mini, lab", {"toy/mini", "lab/watermaze"}),
-        ("to", set()),
     ],
 )
 def test_only_selects_papers_and_experiments(spec_dir: Path, only: str | None, expected: set[str]) -> None:
     assert {p.key for p in plan([spec_dir], "smoke", only)} == expected
+
+
+@pytest.mark.parametrize("only", ["toy/other", "to", "toy/mini,lba"])
+def test_an_only_item_that_selects_nothing_is_an_error_listing_the_names(spec_dir: Path, only: str) -> None:
+    # It used to plan nothing and exit 0 (and rewrite REPORT.md as "0 experiment(s)").
+    unknown = only.split(",")[-1]
+    with pytest.raises(SelectionError, match=rf"'{unknown}' matches no spec.*papers: lab, toy; experiments: lab/watermaze, toy/mini"):
+        plan([spec_dir], "smoke", only)
+
+
+def test_an_unknown_scale_is_an_error_listing_the_scales(spec_dir: Path) -> None:
+    with pytest.raises(SelectionError, match="scale 'huge': unknown; expected one of smoke, cpu, paper"):
+        plan([spec_dir], "huge")  # type: ignore[arg-type]
 
 
 def test_select_on_real_specs() -> None:

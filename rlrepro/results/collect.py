@@ -7,6 +7,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlrepro.metrics_file import read_metrics
 from rlrepro.workflow import ExperimentPlan
 
 
@@ -65,8 +66,7 @@ def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResul
 
 def _curve(path: Path, metric: str) -> list[tuple[int, float]]:
     points = []
-    for line in path.read_text().splitlines():
-        record = json.loads(line)
+    for record in read_metrics(path):
         value = record.get(metric, math.nan)
         if math.isfinite(value):
             points.append((record["frames"], value))

@@ -139,9 +139,9 @@ def resolve_agent(spec: ExperimentSpec, variant: VariantSpec, scale: Scale, *, s
     data = spec.agent.model_dump(mode="json")
     if variant.agent.get("kind", data["kind"]) != data["kind"]:
         data = {}
-    data = apply_overrides(data, variant.agent)
+    data = apply_overrides(data, variant.agent, source=source, where=f"variants '{variant.name}' agent")
     if scale != "paper":
-        data = apply_overrides(data, spec.scales[scale].agent)
+        data = apply_overrides(data, spec.scales[scale].agent, source=source, where=f"scales.{scale}.agent")
     try:
         return _AGENT_ADAPTER.validate_json(json.dumps(data))
     except ValidationError as error:
@@ -154,26 +154,40 @@ def resolve_env(spec: ExperimentSpec, env_id: str, scale: Scale, *, source: str 
     env = next(e for e in spec.environments if e.id == env_id)
     if scale == "paper" or not spec.scales[scale].env:
         return env
-    data = apply_overrides(env.model_dump(mode="json"), spec.scales[scale].env)
+    data = apply_overrides(env.model_dump(mode="json"), spec.scales[scale].env, source=source, where=f"scales.{scale}.env")
     try:
         return _ENV_ADAPTER.validate_json(json.dumps(data))
     except ValidationError as error:
         raise SpecError(source, format_errors(error, prefix=f"environment '{env_id}' at scale '{scale}'")) from None
 
 
-def apply_overrides(data: dict[str, Any], overrides: Mapping[str, Any]) -> dict[str, Any]:
-    """Deep-merge overrides (nested mappings or dotted keys) into a copy of ``data``."""
+def apply_overrides(
+    data: dict[str, Any], overrides: Mapping[str, Any], *, source: str = "<overrides>", where: str = ""
+) -> dict[str, Any]:
+    """Deep-merge overrides (nested mappings or dotted keys) into a copy of ``data``.
+
+    Raises:
+        SpecError: a key sets a field below a value that is not a mapping (``batch_size.x`` where
+            ``batch_size`` is a number); the error names ``source`` (the spec file) and the key under ``where``.
+    """
     result = copy.deepcopy(data)
     for key, value in overrides.items():
         target = result
         parts = key.split(".")
-        for part in parts[:-1]:
+        for depth, part in enumerate(parts[:-1]):
             target = target.setdefault(part, {})
             if not isinstance(target, dict):
-                raise SpecError("<overrides>", [f"{key}: cannot set a field below a non-mapping value"])
+                parent = ".".join(parts[: depth + 1])
+                field = f"{where}.{key}" if where else key
+                raise SpecError(
+                    source,
+                    [f"{field}: cannot set a field below '{parent}', which is {target!r} ({type(target).__name__}), "
+                     "not a mapping"],
+                )
         leaf = parts[-1]
         if isinstance(value, Mapping) and isinstance(target.get(leaf), dict):
-            target[leaf] = apply_overrides(target[leaf], value)
+            prefix = ".".join(part for part in (where, key) if part)
+            target[leaf] = apply_overrides(target[leaf], value, source=source, where=prefix)
         else:
             target[leaf] = copy.deepcopy(value)
     return result

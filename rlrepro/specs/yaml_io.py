@@ -28,7 +28,28 @@ _INT_PATTERN = re.compile(r"^(?:[-+]?[0-9][0-9_]*|0x[0-9a-fA-F_]+|0o[0-7_]+)$")
 
 
 class SpecLoader(yaml.SafeLoader):
-    """SafeLoader with YAML 1.2 floats and booleans."""
+    """SafeLoader with YAML 1.2 floats and booleans, and duplicate keys as errors (YAML forbids them;
+    PyYAML silently keeps the last value)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Mark] = {}
+        for key_node, _ in node.value:
+            if key_node.tag == "tag:yaml.org,2002:merge":  # '<<': keys written after it may override merged ones
+                continue
+            key = self.construct_object(key_node, deep=True)
+            try:
+                first = seen.setdefault(key, key_node.start_mark)
+            except TypeError:  # an unhashable key: SafeLoader reports it
+                continue
+            if first is not key_node.start_mark:
+                raise yaml.constructor.ConstructorError(
+                    f"while constructing a mapping (line {node.start_mark.line + 1})",
+                    node.start_mark,
+                    f"duplicate key {key!r} at line {key_node.start_mark.line + 1} (first at line {first.line + 1}); "
+                    "keys must be unique (the second value would silently replace the first)",
+                    key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)
 
 
 def _replace_resolver(tag: str, pattern: re.Pattern[str], first: str) -> None:

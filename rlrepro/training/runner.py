@@ -24,7 +24,9 @@ import numpy as np
 
 from rlrepro.agents.registry import TrainerProgram, build_trainer
 from rlrepro.environments.availability import require_backend
+from rlrepro.metrics_file import read_metrics
 from rlrepro.provenance import git_commit
+from rlrepro.run_lock import own_run_dir
 from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, resolve_agent, resolve_env, spec_hash
 from rlrepro.training import checkpoint
 from rlrepro.training.progress import Progress
@@ -42,7 +44,11 @@ def train_job(
     progress: str = "auto",
     track: bool = True,
 ) -> list[Path]:
-    """Train (or resume) the seeds of one (variant, env); returns the run folders."""
+    """Train (or resume) the seeds of one (variant, env); returns the run folders.
+
+    Raises:
+        RunBusyError: another process is training one of these run folders.
+    """
     spec = load_spec(spec_path)
     variant_spec = _pick([v.name for v in spec.variant_list()], variant, "variant", spec_path)
     _pick([e.id for e in spec.environments], env, "env", spec_path)
@@ -57,22 +63,54 @@ def train_job(
     units = [RunUnit(spec.paper, spec.experiment, variant, env, seed, size.frames) for seed in seeds]
     digest = config_hash(spec, variant, env, scale)
     run_dirs = [unit.run_dir(root) for unit in units]
-    for unit, run_dir in zip(units, run_dirs):
-        _write_resolved(run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_spec.model_dump(mode="json"))
     ckpt = units[0].checkpoint_dir(root).parent / f"seeds{'-'.join(map(str, seeds))}.ckpt"
+    with contextlib.ExitStack() as owned:
+        for run_dir in run_dirs:  # before anything in them is written or cut
+            owned.enter_context(own_run_dir(run_dir))
+        for unit, run_dir in zip(units, run_dirs):
+            _write_resolved(
+                run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_spec.model_dump(mode="json")
+            )
+        state = program.init_batch(jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds]))
+        state, start_chunk, wall_offset = _resume(ckpt, state, digest, seeds, run_dirs, program)
+        label = f"{spec.paper}/{spec.experiment} {variant} {env} seeds {','.join(map(str, seeds))}"
+        trackers = _trackers(run_dirs, results) if track else []
+        _train_chunks(program, state, start_chunk, wall_offset, run_dirs, ckpt, digest, seeds, label, progress,
+                      trackers, spec.run.final_fraction)  # fmt: skip
+    return run_dirs
 
-    state = program.init_batch(jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds]))
+
+def _resume(
+    ckpt: Path, state: Any, digest: str, seeds: tuple[int, ...], run_dirs: list[Path], program: TrainerProgram
+) -> tuple[Any, int, float]:
+    """The state, chunk and wall time to start from; the metrics are cut back to that chunk."""
     start_chunk, wall_offset = 0, 0.0
-    meta = checkpoint.load_meta(ckpt)
-    if _can_resume(meta, digest, seeds, run_dirs, program):
-        state = checkpoint.restore(ckpt, state)
-        start_chunk, wall_offset = meta["chunk"], meta["wall_time"]
-        print(f"resuming from {ckpt} at chunk {start_chunk}/{program.num_chunks}", flush=True)
+    found = checkpoint.load_latest(ckpt)
+    if found is not None and _can_resume(found.meta, digest, seeds, run_dirs, program):
+        state = checkpoint.restore_leaves(found.path, found.leaves, state)
+        start_chunk, wall_offset = found.meta["chunk"], found.meta["wall_time"]
+        print(f"resuming from {found.path} at chunk {start_chunk}/{program.num_chunks}", flush=True)
     for run_dir in run_dirs:
         _cut_metrics(run_dir / "metrics.jsonl", start_chunk * program.updates_per_chunk)
         (run_dir / "summary.json").unlink(missing_ok=True)
+    return state, start_chunk, wall_offset
 
-    label = f"{spec.paper}/{spec.experiment} {variant} {env} seeds {','.join(map(str, seeds))}"
+
+def _train_chunks(
+    program: TrainerProgram,
+    state: Any,
+    start_chunk: int,
+    wall_offset: float,
+    run_dirs: list[Path],
+    ckpt: Path,
+    digest: str,
+    seeds: tuple[int, ...],
+    label: str,
+    progress: str,
+    trackers: list[Any],
+    final_fraction: float,
+) -> None:
+    """Run the remaining chunks (metrics appended, a checkpoint after each, mirrored to MLflow), then the summaries."""
     bar = Progress(
         program.num_chunks * program.frames_per_chunk,
         label=label,
@@ -80,7 +118,7 @@ def train_job(
         mode=progress,
     )
     with contextlib.ExitStack() as stack:  # trackers end FINISHED, or FAILED/KILLED on an exception
-        trackers = [stack.enter_context(tracker) for tracker in _trackers(run_dirs, results)] if track else []
+        trackers = [stack.enter_context(tracker) for tracker in trackers]
         started = time.monotonic()
         for chunk in range(start_chunk, program.num_chunks):
             state, metrics = program.run_chunk_batch(state)
@@ -95,9 +133,8 @@ def train_job(
             bar.update(records[0]["frames"], _nanmean([r["episode_return"] for r in records]))
         if program.write_artifacts is not None:
             program.write_artifacts(state, run_dirs)
-        for run_dir in run_dirs:
-            _write_summary(run_dir, final_fraction=spec.run.final_fraction)
-    return run_dirs
+        for run_dir in run_dirs:  # summary.json last: it marks the run complete (and is mirrored on finish)
+            _write_summary(run_dir, final_fraction=final_fraction)
 
 
 def _can_resume(
@@ -166,19 +203,6 @@ def _append_jsonl(path: Path, record: dict) -> None:
         handle.flush()
 
 
-def read_metrics(path: Path) -> list[dict]:
-    """The records of a metrics file (a torn last line from a crash is ignored)."""
-    if not path.exists():
-        return []
-    records = []
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            records.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-    return records
-
-
 def _cut_metrics(path: Path, max_updates: int) -> None:
     """Keep the records up to the checkpoint (nothing for a fresh start)."""
     kept = [r for r in read_metrics(path) if r["updates"] <= max_updates]
@@ -236,10 +260,9 @@ def _write_json_atomic(path: Path, data: dict) -> None:
 
 
 def _trackers(run_dirs: list[Path], results: Path) -> list[Any]:
-    from rlrepro.tracking import RunTracker, default_tracking_uri
+    from rlrepro.tracking import default_tracking_uri, trackers_for
 
-    uri = default_tracking_uri(results)
-    return [RunTracker(run_dir, uri=uri) for run_dir in run_dirs]
+    return trackers_for(run_dirs, uri=default_tracking_uri(results))
 
 
 def _nanmean(values: list[float]) -> float:

@@ -330,3 +330,27 @@ def test_report_only_selects(aggregated: dict[str, Any], tmp_path: Path) -> None
     assert path == results / "smoke" / "REPORT.md"
     assert "1 experiment(s), 1 claim(s): 1 not judged" in text
     assert "toy/mini" not in text
+
+
+# --- damaged metrics files (one reader: rlrepro.metrics_file) ------------------------------------------------
+
+
+def test_aggregate_drops_a_torn_last_metrics_line_with_a_warning_naming_the_file(tmp_path: Path) -> None:
+    toy = write_spec(tmp_path / "specs", _toy())
+    run_dirs = fabricate_all(toy, tmp_path / "results")
+    metrics = run_dirs[0] / "metrics.jsonl"
+    metrics.write_text(metrics.read_text()[:-9])  # the last line cut short, as kill -9 during a write leaves it
+    with pytest.warns(UserWarning, match=rf"{metrics}:4: dropped a torn last line"):
+        paths = aggregate_experiment(toy, scale="cpu", results=tmp_path / "results")
+    assert paths["json"].is_file()
+
+
+def test_aggregate_of_a_corrupted_metrics_line_exits_2_naming_file_and_line(tmp_path: Path, capsys) -> None:
+    toy = write_spec(tmp_path / "specs", _toy())
+    run_dirs = fabricate_all(toy, tmp_path / "results")
+    metrics = run_dirs[0] / "metrics.jsonl"
+    lines = metrics.read_text().splitlines(keepends=True)
+    metrics.write_text(lines[0] + "{corrupted\n" + "".join(lines[2:]))
+    code = main(["aggregate", "--spec", str(toy), "--scale", "cpu", "--results", str(tmp_path / "results")])
+    assert code == 2
+    assert f"error: {metrics}:2: not JSON" in capsys.readouterr().err

@@ -434,8 +434,26 @@ def test_apply_overrides_copies_and_merges() -> None:
 
 
 def test_apply_overrides_below_a_non_mapping_is_an_error() -> None:
-    with pytest.raises(SpecError, match="policy_lag.x: cannot set a field below a non-mapping value"):
+    with pytest.raises(SpecError, match=r"policy_lag.x: cannot set a field below 'policy_lag', which is 0 \(int\)"):
         apply_overrides({"policy_lag": 0}, {"policy_lag.x": 1})
+
+
+@pytest.mark.parametrize(
+    ("where", "field"),
+    [("variant", "variants 'b' agent.batch_size.x"), ("scale", "scales.smoke.agent.batch_size.x")],
+)
+def test_a_dotted_override_below_a_number_names_the_file_and_the_field(tmp_path: Path, where: str, field: str) -> None:
+    data = minimal()
+    if where == "variant":
+        data["variants"][1]["agent"] = {"batch_size.x": 8}
+    else:
+        data["scales"]["smoke"]["agent"] = {"batch_size.x": 8}
+    path = write(tmp_path, data)
+    with pytest.raises(SpecError) as error:
+        load_spec(path)
+    text = str(error.value)
+    assert text.startswith(f"{path}: invalid spec")
+    assert f"{field}: cannot set a field below 'batch_size', which is " in text and "(int), not a mapping" in text
 
 
 def test_spec_hash_is_stable_across_loads(tmp_path: Path) -> None:

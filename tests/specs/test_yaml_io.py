@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import yaml
 
 from rlrepro.specs import SpecError, load_spec
 from rlrepro.specs.yaml_io import load_yaml, loads_yaml
@@ -112,3 +113,29 @@ def test_unquoted_learning_rate_loads(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("text", "expected"), [("010", 10), ("1:30", "1:30"), ("-.5", -0.5)])
 def test_other_yaml_11_number_forms_read_as_yaml_12(text: str, expected: object) -> None:
     assert loads_yaml(f"x: {text}")["x"] == expected
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "second", "first"),
+    [
+        ("agent:\n  batch_size: 4\n  unroll_length: 5\n  batch_size: 8\n", "batch_size", 4, 2),
+        ("a: 1\nb: 2\na: 3\n", "a", 3, 1),
+        ("x: {lr: 1, lr: 2}\n", "lr", 1, 1),  # flow style: both on one line
+    ],
+)
+def test_a_duplicate_key_is_an_error_naming_both_lines(text: str, key: str, second: int, first: int) -> None:
+    # PyYAML keeps the second value silently; a spec must not change meaning by a copy-paste.
+    with pytest.raises(yaml.YAMLError, match=rf"duplicate key '{key}' at line {second} \(first at line {first}\)"):
+        loads_yaml(text)
+
+
+def test_a_duplicate_key_in_a_spec_file_names_the_file(tmp_path: Path) -> None:
+    path = tmp_path / "mini.yaml"
+    path.write_text(MINIMAL_YAML.replace("  batch_size: 4\n", "  batch_size: 4\n  batch_size: 8\n"))
+    with pytest.raises(SpecError, match=r"duplicate key 'batch_size' at line 10 \(first at line 9\)") as error:
+        load_spec(path)
+    assert str(error.value).startswith(f"{path}: invalid spec")
+
+
+def test_a_key_written_after_a_merge_overrides_it_without_error() -> None:
+    assert loads_yaml("base: &b {x: 1, y: 2}\nuse: {<<: *b, x: 3}\n")["use"] == {"x": 3, "y": 2}

@@ -53,24 +53,25 @@ def test_round_trip_of_a_seed_batched_key(tmp_path: Path):
     np.testing.assert_array_equal(jax.random.key_data(restored["rng"]), jax.random.key_data(keys))
 
 
-def test_save_is_atomic_and_leaves_no_temporary_file(tmp_path: Path):
+def test_save_is_atomic_keeps_one_back_and_leaves_no_temporary_file(tmp_path: Path):
     path = tmp_path / "c.npz"
     checkpoint.save(path, _state(1), {"chunk": 1})
-    checkpoint.save(path, _state(2), {"chunk": 2})  # overwrite in place
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.npz"]
-    assert checkpoint.load_meta(path) == {"chunk": 2}
-    assert int(checkpoint.restore(path, _state(0))["count"]) == 9
+    checkpoint.save(path, _state(2), {"chunk": 2})  # overwrite in place; the first becomes c.npz.prev
+    checkpoint.save(path, _state(3), {"chunk": 3})
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.npz", "c.npz.prev"]
+    assert checkpoint.load_meta(path) == {"chunk": 3}
+    assert checkpoint.load_meta(checkpoint.previous_path(path)) == {"chunk": 2}
+    assert int(checkpoint.restore(path, _state(0))["count"]) == 10
 
 
 def test_a_save_that_fails_midway_keeps_the_previous_checkpoint(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
     path = tmp_path / "c.npz"
     checkpoint.save(path, _state(1), {"chunk": 1})
 
-    def torn_dump(data, handle, protocol=None):
-        handle.write(b"\x80\x05 half a pickle")
+    def disk_full(fd):
         raise OSError("disk full")
 
-    monkeypatch.setattr(checkpoint.pickle, "dump", torn_dump)
+    monkeypatch.setattr(checkpoint.os, "fsync", disk_full)  # the temporary file is written, never renamed
     with pytest.raises(OSError, match="disk full"):
         checkpoint.save(path, _state(2), {"chunk": 2})
     assert checkpoint.load_meta(path) == {"chunk": 1}
@@ -116,3 +117,62 @@ def test_non_array_leaves_such_as_host_environments_round_trip(tmp_path: Path):
     restored = checkpoint.restore(tmp_path / "c.ckpt", {"params": jnp.zeros(2), "env": random.Random(0), "buffer": np.zeros(5, np.int16)})
     assert restored["env"].random() == env.random()  # the object's state came back, not a fresh one
     assert restored["buffer"].dtype == np.int16 and isinstance(restored["params"], jax.Array)
+
+
+# --------------------------------------------------------------------------------------------------
+# checksums: a damaged checkpoint is reported and the previous one is used
+
+
+def _flip_byte(path: Path, offset_from_end: int = 20) -> None:
+    """Flip one byte near the end of the file: inside the pickled arrays, where the old format loaded it silently."""
+    data = bytearray(path.read_bytes())
+    data[-offset_from_end] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def test_a_flipped_byte_in_the_arrays_is_detected_and_the_previous_checkpoint_is_used(tmp_path: Path, capsys):
+    path = tmp_path / "c.ckpt"
+    checkpoint.save(path, {"w": jnp.arange(64, dtype=jnp.float32)}, {"chunk": 1})
+    checkpoint.save(path, {"w": jnp.arange(64, dtype=jnp.float32) + 1}, {"chunk": 2})
+    _flip_byte(path)
+
+    with pytest.raises(checkpoint.CorruptCheckpointError, match="checksum mismatch"):
+        checkpoint.restore(path, {"w": jnp.zeros(64)})
+    found = checkpoint.load_latest(path)
+    assert found is not None and found.path == checkpoint.previous_path(path) and found.meta == {"chunk": 1}
+    restored = checkpoint.restore_leaves(found.path, found.leaves, {"w": jnp.zeros(64)})
+    np.testing.assert_array_equal(restored["w"], np.arange(64, dtype=np.float32))
+    err = capsys.readouterr().err
+    assert f"checkpoint {path}: checksum mismatch" in err and "trying the previous one" in err
+
+
+@pytest.mark.parametrize("damage", ["empty", "truncated"])
+def test_an_empty_or_truncated_checkpoint_is_reported_and_the_previous_one_used(tmp_path: Path, capsys, damage: str):
+    path = tmp_path / "c.ckpt"
+    checkpoint.save(path, _state(1), {"chunk": 1})
+    checkpoint.save(path, _state(2), {"chunk": 2})
+    data = path.read_bytes()
+    path.write_bytes(b"" if damage == "empty" else data[: len(data) // 2])
+    found = checkpoint.load_latest(path)
+    assert found is not None and found.meta == {"chunk": 1}
+    assert str(path) in capsys.readouterr().err
+
+
+def test_only_the_kept_back_checkpoint_left_by_a_crash_between_the_renames_is_used(tmp_path: Path):
+    path = tmp_path / "c.ckpt"
+    checkpoint.save(path, _state(1), {"chunk": 1})
+    checkpoint.save(path, _state(2), {"chunk": 2})
+    path.unlink()  # what a crash after 'c.ckpt -> c.ckpt.prev' and before 'c.ckpt.tmp -> c.ckpt' leaves
+    found = checkpoint.load_latest(path)
+    assert found is not None and found.meta == {"chunk": 1}
+
+
+def test_both_checkpoints_damaged_means_a_fresh_start_with_both_reported(tmp_path: Path, capsys):
+    path = tmp_path / "c.ckpt"
+    checkpoint.save(path, _state(1), {"chunk": 1})
+    checkpoint.save(path, _state(2), {"chunk": 2})
+    _flip_byte(path)
+    _flip_byte(checkpoint.previous_path(path))
+    assert checkpoint.load_latest(path) is None
+    err = capsys.readouterr().err
+    assert str(path) in err and str(checkpoint.previous_path(path)) in err and "from the start" in err

@@ -21,6 +21,8 @@ import numpy as np
 import pytest
 
 from rlrepro.environments.errors import BackendMissingError
+from rlrepro.metrics_file import MetricsFileError
+from rlrepro.run_lock import RunBusyError, own_run_dir
 from rlrepro.specs import load_spec
 from rlrepro.training import checkpoint
 from rlrepro.training.runner import read_metrics, train_job
@@ -79,7 +81,8 @@ def _copy(results: Path, tmp_path: Path) -> Path:
 
 def test_a_run_writes_resolved_spec_metrics_and_summary(finished: Path, spec: Path):
     for seed, run_dir in enumerate(_run_dirs(finished)):
-        assert sorted(p.name for p in run_dir.iterdir()) == ["metrics.jsonl", "spec.resolved.json", "summary.json"]
+        names = ["metrics.jsonl", "spec.resolved.json", "summary.json", ".train.lock"]  # the lock: one trainer at a time
+        assert sorted(p.name for p in run_dir.iterdir()) == sorted(names)
         run = json.loads((run_dir / "spec.resolved.json").read_text())["run"]
         assert run["paper"] == "toytest" and run["experiment"] == "toy"
         assert (run["variant"], run["env"], run["seed"], run["scale"]) == ("vtrace", "catch", seed, "smoke")
@@ -190,12 +193,67 @@ def test_a_job_whose_run_folders_were_deleted_trains_again(finished: Path, spec:
         assert [r["frames"] for r in records] == [FRAMES_PER_CHUNK * (i + 1) for i in range(NUM_CHUNKS)]
 
 
-def test_a_truncated_checkpoint_is_ignored(finished: Path, spec: Path, tmp_path: Path):
+@pytest.mark.parametrize("damage", ["truncated", "flipped byte"])
+def test_a_damaged_checkpoint_is_reported_and_the_previous_one_resumed_with_identical_metrics(
+    finished: Path, spec: Path, tmp_path: Path, capfd: pytest.CaptureFixture, comparable_metrics, damage: str
+):
     results = _copy(finished, tmp_path)
+    before = [read_metrics(d / "metrics.jsonl") for d in _run_dirs(results)]
     ckpt = _checkpoint(results)
-    ckpt.write_bytes(ckpt.read_bytes()[:100])
+    data = bytearray(ckpt.read_bytes())
+    if damage == "truncated":
+        data = data[:100]
+    else:  # a flipped bit in the arrays, which the unchecked format restored silently
+        data[len(data) // 2] ^= 0x01
+    ckpt.write_bytes(bytes(data))
+
     _train(spec, results)
-    assert all((d / "summary.json").exists() for d in _run_dirs(results))
+
+    out, err = capfd.readouterr()
+    assert f"checkpoint {ckpt}: " in err and "trying the previous one" in err
+    assert f"resuming from {ckpt}.prev at chunk {NUM_CHUNKS - 1}/{NUM_CHUNKS}" in out
+    for run_dir, old in zip(_run_dirs(results), before):  # the last chunk re-trained: the same numbers
+        assert comparable_metrics(read_metrics(run_dir / "metrics.jsonl")) == comparable_metrics(old)
+        assert (run_dir / "summary.json").exists()
+    assert checkpoint.load_meta(ckpt)["chunk"] == NUM_CHUNKS  # a good checkpoint again
+
+
+def test_resuming_drops_a_torn_last_metrics_line_with_a_warning(finished: Path, spec: Path, tmp_path: Path, comparable_metrics):
+    results = _copy(finished, tmp_path)
+    run_dir = _run_dirs(results)[0]
+    before = read_metrics(run_dir / "metrics.jsonl")
+    metrics = run_dir / "metrics.jsonl"
+    metrics.write_text(metrics.read_text()[:-25])  # kill -9 inside the last append
+    with pytest.warns(UserWarning, match=rf"{metrics}:{NUM_CHUNKS}: dropped a torn last line"):
+        _train(spec, results)
+    assert comparable_metrics(read_metrics(metrics)) == comparable_metrics(before)
+
+
+def test_resuming_over_a_corrupted_metrics_line_is_an_error_naming_file_and_line(
+    finished: Path, spec: Path, tmp_path: Path
+):
+    # Not the kind of damage a crash makes: the file is left as it is for a person to look at.
+    results = _copy(finished, tmp_path)
+    metrics = _run_dirs(results)[0] / "metrics.jsonl"
+    lines = metrics.read_text().splitlines(keepends=True)
+    corrupted = lines[0] + lines[1].replace('"', "'", 1) + "".join(lines[2:])
+    metrics.write_text(corrupted)
+    with pytest.raises(MetricsFileError, match=rf"^{metrics}:2: not JSON"):
+        _train(spec, results)
+    assert metrics.read_text() == corrupted
+
+
+def test_a_second_trainer_of_the_same_run_folder_fails_at_once(
+    finished: Path, spec: Path, tmp_path: Path
+):
+    results = _copy(finished, tmp_path)
+    before = [(d / "metrics.jsonl").read_text() for d in _run_dirs(results)]
+    with own_run_dir(_run_dirs(results)[1]):  # another process holds seed 1 (this test's pid stands in for it)
+        started = time.monotonic()
+        with pytest.raises(RunBusyError, match=rf"{_run_dirs(results)[1]} is being trained by pid {os.getpid()}"):
+            _train(spec, results)
+        assert time.monotonic() - started < 30  # at once: before any training (only the spec load and jit setup)
+    assert [(d / "metrics.jsonl").read_text() for d in _run_dirs(results)] == before  # nothing cut or rewritten
 
 
 def _train_command(spec: Path, results: Path, *, mlflow: bool = False) -> list[str]:
@@ -343,3 +401,64 @@ def test_unknown_variant_through_the_cli_is_a_clean_error(spec: Path, tmp_path: 
     assert "--variant 'vtrce': unknown" in result.stderr
     assert "Traceback" not in result.stderr
     assert result.returncode == 2
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_job_exits_at_once_with_its_mirror_killed_and_resumes(
+    tmp_path: Path, make_toy_spec, subprocess_env, signum: int
+):
+    from mlflow import MlflowClient
+
+    spec = make_toy_spec(tmp_path / "specs", smoke_frames=200 * 500, updates_per_chunk=25)
+    results = tmp_path / "results"
+    run_dir = results / "smoke" / "runs" / "toytest" / "toy" / "vtrace" / "catch" / "seed0"
+    first = _start(_train_command(spec, results, mlflow=True), tmp_path / "first.log", subprocess_env)
+    try:
+        _wait_for_lines(run_dir / "metrics.jsonl", 2, first)
+        started = time.monotonic()
+        first.send_signal(signum)  # Ctrl-C, or a scheduler cancelling the job
+        assert first.wait(timeout=60) == 130
+        assert time.monotonic() - started < 30
+    finally:
+        if first.poll() is None:
+            first.kill()
+    log = (tmp_path / "first.log").read_text()
+    assert "interrupted (a training job resumes from its last checkpoint" in log and "Traceback" not in log, log
+    client = MlflowClient(tracking_uri=f"sqlite:///{results / 'mlflow.db'}")
+    (mirror,) = client.search_runs([client.get_experiment_by_name("toytest/toy").experiment_id])
+    assert mirror.info.status == "KILLED"
+
+    second = subprocess.run(
+        _train_command(spec, results, mlflow=True), capture_output=True, text=True, env=subprocess_env, timeout=600
+    )  # the folder's lock went with the first process: no 'being trained by' error
+    assert second.returncode == 0 and "resuming" in second.stdout, second.stderr
+    (mirror,) = client.search_runs([client.get_experiment_by_name("toytest/toy").experiment_id])
+    assert mirror.info.status == "FINISHED"
+
+
+def test_a_second_trainer_process_fails_at_once_and_the_first_one_ends_with_ordered_chunks(
+    tmp_path: Path, make_toy_spec, subprocess_env
+):
+    chunks, frames_per_chunk = 40, 5 * 4 * 25
+    spec = make_toy_spec(tmp_path / "specs", smoke_frames=chunks * frames_per_chunk, updates_per_chunk=25)
+    results = tmp_path / "results"
+    run_dir = results / "smoke" / "runs" / "toytest" / "toy" / "vtrace" / "catch" / "seed0"
+    first = _start(_train_command(spec, results), tmp_path / "first.log", subprocess_env)
+    try:
+        _wait_for_lines(run_dir / "metrics.jsonl", 1, first)
+        os.kill(first.pid, signal.SIGSTOP)  # paused mid-run (as a slow trainer would be): it still owns the folder
+        started = time.monotonic()
+        second = subprocess.run(
+            _train_command(spec, results), capture_output=True, text=True, env=subprocess_env, timeout=300
+        )
+        assert time.monotonic() - started < 120  # at once: it fails before compiling or training anything
+        os.kill(first.pid, signal.SIGCONT)
+        assert first.wait(timeout=600) == 0, (tmp_path / "first.log").read_text()
+    finally:
+        if first.poll() is None:
+            os.kill(first.pid, signal.SIGCONT)
+            first.kill()
+    assert second.returncode == 4
+    assert f"error: {run_dir} is being trained by pid {first.pid}" in second.stderr and "Traceback" not in second.stderr
+    records = read_metrics(run_dir / "metrics.jsonl")
+    assert [r["frames"] for r in records] == [frames_per_chunk * (i + 1) for i in range(chunks)]
