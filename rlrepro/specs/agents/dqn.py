@@ -9,6 +9,10 @@ from pydantic import Field
 from rlrepro.specs.agents.common import MLPNetworkSpec, NetworkSpec
 from rlrepro.specs.common import PositiveCount, SpecModel
 
+# The one default scale of the (Q - Y)^2 term, used by the spec model, DQNConfig and every loss in
+# rlrepro.losses.dqn: 1 = the paper's printed delta^2 (notes §5 item 1); the released graphs' L2Distance is 0.5.
+DEFAULT_TD_SCALE = 1.0
+
 
 class AdamSpec(SpecModel):
     """Adam (App. B: learning rate 1e-4 on every environment)."""
@@ -23,10 +27,11 @@ class DQNLossSpec(SpecModel):
 
     name: Literal["dqn", "ddqn", "dqnreg", "dqnclipped"] = Field(description="Loss function.")
     td_scale: float = Field(
-        1.0,
+        DEFAULT_TD_SCALE,
         gt=0,
         description=(
-            "Scale of the (Q - Y)^2 term: 1 = the paper's printed delta^2 (default, notes §5 item 1), 0.5 = the "
+            "Scale of the (Q - Y)^2 term, default 1 for every loss (dqn, ddqn, dqnreg, dqnclipped): 1 = the paper's "
+            "printed delta^2 (notes §5 item 1), 0.5 = the "
             "released graphs' L2Distance. DQN's fixed point does not depend on it; DQNReg's does (9.5 vs 9.0 for r=1, gamma=0.9)."
         ),
     )
