@@ -4,7 +4,8 @@ The job's state is one ``SearchState`` per seed (population, score cache, counte
 the runner's checkpoint after every chunk, so an interrupted search resumes with its population and cache.
 Metrics per chunk: ``frames`` = proposals so far, ``episodes`` = proposals in the chunk, ``mean_return`` =
 the best fitness found (so the runner's final_return is the best score), and the search statistics
-(duplicate and hurdle fractions, programs evaluated, whether the best program is TD-like). The best
+(duplicate and hurdle fractions, programs evaluated, whether the best program is TD-like). The initial
+population is scored before the first proposal and counted apart from the budget (``frames`` = proposals). The best
 programs, as equations, go to ``search.md`` and ``search.json`` in each run folder.
 """
 
@@ -90,14 +91,7 @@ class _Search:
         workers = self.agent.executor.workers
         for state, seed in zip(states, seeds):
             evaluate = self._evaluate(eval_task(self.agent, self.env_spec, seed))
-            target = state.trials + trials
-            while state.trials < target:
-                if not state.population:  # the initial population counts as proposals
-                    evolution.add_batch(state, self.config, evolution.initial_programs(state, self.config), evaluate)
-                    continue
-                n = min(workers, target - state.trials)
-                children = [evolution.propose(state, self.config) for _ in range(n)]
-                evolution.add_batch(state, self.config, children, evaluate)
+            evolution.run_proposals(state, self.config, trials, workers, evaluate)
         stats = [evolution.statistics(s) for s in states]
         first = [s.trials for s in states]
         return states, SearchMetrics(
@@ -122,7 +116,8 @@ def write_search_report(states: list[evolution.SearchState], run_dirs: list[Path
         ]
         Path(run_dir, "search.json").write_text(json.dumps({"statistics": stats, "best": best}, indent=2) + "\n")
         lines = ["# Loss search: best programs", "",
-                 f"{int(stats['trials'])} proposals, {int(stats['programs_evaluated'])} programs trained, "
+                 f"{int(stats['trials'])} proposals after an initial population of {int(stats['initial_population'])}, "
+                 f"{int(stats['programs_evaluated'])} programs trained, "
                  f"{int(stats['duplicates'])} duplicates ({100 * stats['duplicate_fraction']:.0f}%), "
                  f"{int(stats['hurdle_rejections'])} of the trained rejected by the hurdle "
                  f"({100 * stats['hurdle_reject_fraction']:.0f}%).", "",
