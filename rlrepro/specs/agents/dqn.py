@@ -124,3 +124,28 @@ class LossSearchAgentSpec(SpecModel):
     )
     trials_per_chunk: PositiveCount = Field(10, description="Proposals per chunk (metrics and a checkpoint after each chunk).")
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec, description="Where evaluations run.")
+    proposals_per_round: PositiveCount | None = Field(
+        None,
+        description=(
+            "Children proposed from the same population before any of them joins it (the paper's asynchronous "
+            "workers each propose from the population as it stands). It decides which candidates are proposed; "
+            "how they are scored (executor, hurdle_backend, hurdle_batch) never does. null: executor.workers."
+        ),
+    )
+    hurdle_backend: Literal["gym", "jax"] = Field(
+        "gym",
+        description=(
+            "How the hurdle (the first environment) is trained: 'gym' steps gymnasium on the host, one jitted call "
+            "per step; 'jax' runs the whole run in one compiled loop on the pure-JAX CartPole (gymnasium's dynamics "
+            "step for step; its episode starts come from JAX keys, not gymnasium's seeding), hurdle_batch programs "
+            "side by side. The other environments always use gymnasium."
+        ),
+    )
+    hurdle_batch: PositiveCount = Field(
+        1,
+        description=(
+            "With hurdle_backend 'jax': programs trained side by side in lockstep (one vmapped act+update call per "
+            "step). Chosen by measurement (python -m rlrepro.bench evolving-rl --programs N): on a 2-core CPU 1 "
+            "(batching is for accelerators); scores do not depend on it."
+        ),
+    )
