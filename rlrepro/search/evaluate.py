@@ -130,6 +130,20 @@ def jax_hurdle_env(env: Any) -> Any:
     return CartPole(max_steps=env.max_episode_steps or _CARTPOLE_LIMITS[env.name])
 
 
+def _persistent_compilation_cache() -> None:
+    """Keep compiled hurdle loops on disk (JAX's persistent cache; ``JAX_COMPILATION_CACHE_DIR`` if set, else
+    ~/.cache/rlrepro/jax): a loop compiles in 20-60 s per (slots, network calls) variant, and the next search,
+    seed or process of the same settings then loads it instead."""
+    import os
+    from pathlib import Path
+
+    import jax
+
+    if not jax.config.jax_compilation_cache_dir:
+        path = os.environ.get("JAX_COMPILATION_CACHE_DIR") or str(Path.home() / ".cache" / "rlrepro" / "jax")
+        jax.config.update("jax_compilation_cache_dir", path)
+
+
 def _jax_run(task: EvalTask, constants: tuple[float, ...], k: int, slots: int, calls: tuple[bool, ...]) -> Any:
     from rlrepro.agents.dqn.jax_trainer import compiled_run
     from rlrepro.search.interpreter import make_program_loss
@@ -137,6 +151,7 @@ def _jax_run(task: EvalTask, constants: tuple[float, ...], k: int, slots: int, c
     env, steps, inner = task.environments[0], task.steps[0], task.inner[0]
     key = (env.model_dump_json(), steps, inner, constants, k, slots, calls)
     if key not in _JAX_RUNS:
+        _persistent_compilation_cache()
         cartpole = jax_hurdle_env(env)
         obs_dim, num_actions = cartpole.observation_shape[0], cartpole.num_actions
         _JAX_RUNS[key] = compiled_run(
