@@ -7,6 +7,7 @@ per-transition loss; the learner ``vmap``s and averages over the batch. Targets 
 
 The "TD term" is ``td_scale * (Q - Y)^2``: the paper prints delta^2 (``td_scale=1``); the released graphs
 use L2Distance = 0.5 * delta^2 (``td_scale=0.5``). The fixed point of DQN does not depend on it; DQNReg's does.
+Every loss here defaults to the spec model's ``DEFAULT_TD_SCALE`` (1: the printed form, notes §5 item 1).
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from __future__ import annotations
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
+
+from rlrepro.specs.agents.dqn import DEFAULT_TD_SCALE  # the one default, stated in the spec model
 
 
 def _q_and_target(q_tm1: ArrayLike, a_tm1: ArrayLike, r_t: ArrayLike, discount_t: ArrayLike, q_t: ArrayLike):
@@ -25,7 +28,7 @@ def _q_and_target(q_tm1: ArrayLike, a_tm1: ArrayLike, r_t: ArrayLike, discount_t
 
 
 def dqn_loss(
-    q_tm1: ArrayLike, a_tm1: ArrayLike, r_t: ArrayLike, discount_t: ArrayLike, q_t: ArrayLike, *, td_scale: float = 0.5
+    q_tm1: ArrayLike, a_tm1: ArrayLike, r_t: ArrayLike, discount_t: ArrayLike, q_t: ArrayLike, *, td_scale: float = DEFAULT_TD_SCALE
 ) -> jax.Array:
     """DQN (Mnih et al. 2015) as the paper's Fig. 2 graph: td_scale * (Q - (r + gamma_t max_a Q'(s', a)))^2, no Huber."""
     q, _, y = _q_and_target(q_tm1, a_tm1, r_t, discount_t, q_t)
@@ -40,7 +43,7 @@ def ddqn_loss(
     q_t_value: ArrayLike,
     q_t_selector: ArrayLike,
     *,
-    td_scale: float = 0.5,
+    td_scale: float = DEFAULT_TD_SCALE,
 ) -> jax.Array:
     """Double DQN (van Hasselt et al. 2016): the online net picks argmax_a Q(s', a), the target net values it."""
     q = jnp.asarray(q_tm1)[a_tm1]
@@ -57,7 +60,7 @@ def dqnreg_loss(
     q_t: ArrayLike,
     *,
     k: float = 0.1,
-    td_scale: float = 1.0,
+    td_scale: float = DEFAULT_TD_SCALE,
 ) -> jax.Array:
     """DQNReg (§4.3): L = k * Q(s_t, a_t) + td_scale * delta^2; printed form td_scale=1, released graph 0.5.
 
@@ -75,7 +78,7 @@ def dqnclipped_loss(
     q_t: ArrayLike,
     *,
     clip_discount: ArrayLike | None = None,
-    td_scale: float = 1.0,
+    td_scale: float = DEFAULT_TD_SCALE,
 ) -> jax.Array:
     """DQNClipped (§4.3): L = max(Q, td_scale * delta^2 + Y) + max(Q - Y, gamma * M^2).
 
@@ -88,7 +91,7 @@ def dqnclipped_loss(
 
 
 def dqnclipped_case(q_tm1: ArrayLike, a_tm1: ArrayLike, r_t: ArrayLike, discount_t: ArrayLike, q_t: ArrayLike,
-                    *, clip_discount: ArrayLike | None = None, td_scale: float = 1.0) -> jax.Array:
+                    *, clip_discount: ArrayLike | None = None, td_scale: float = DEFAULT_TD_SCALE) -> jax.Array:
     """Which of the four cases of Fig. 6 is active (1..4): 1 both maxes left, 2 left/right, 3 both right, 4 right/left."""
     q, m, y = _q_and_target(q_tm1, a_tm1, r_t, discount_t, q_t)
     gamma = discount_t if clip_discount is None else clip_discount

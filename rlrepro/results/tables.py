@@ -144,7 +144,7 @@ def _fmt(value: float) -> str:
     return "n/a" if not math.isfinite(value) else f"{value:.3g}"
 
 
-SCORE_METRICS = ("eval_return", "final_return")  # raw game scores, which human-normalisation applies to
+SCORE_METRICS = ("eval_return", "best_eval_return", "final_return")  # raw game scores, which human-normalisation applies to
 
 
 def _hns_lines(spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -> list[str]:

@@ -48,8 +48,10 @@ class SearchState:
     programs: dict[str, Program] = dataclasses.field(default_factory=dict)  # one program per evaluated hash
     passed: dict[str, bool] = dataclasses.field(default_factory=dict)
     scores: dict[str, tuple[float, ...]] = dataclasses.field(default_factory=dict)
-    trials: int = 0
-    duplicates: int = 0
+    trials: int = 0  # proposals (children), the search's budget; the initial population is counted apart
+    duplicates: int = 0  # duplicates among the proposals
+    initial: int = 0  # members of the initial population
+    initial_duplicates: int = 0  # of which functional duplicates (the bootstrapped population's DQN copies)
     hurdle_failures: int = 0
     seconds: float = 0.0
     seed_key: str | None = None  # functional hash of the bootstrap seed (DQN), so the report can say "unchanged seed"
@@ -78,13 +80,19 @@ def propose(state: SearchState, config: EvolutionConfig) -> Program:
     return random_program(state.rng, _base(config), config.free_nodes, config.operators)
 
 
-def add_batch(state: SearchState, config: EvolutionConfig, children: list[Program], evaluate: Callable[[list[Program]], list[Any]]) -> None:
-    """Score ``children`` (duplicates from the cache, the rest through ``evaluate``), add them, drop the oldest."""
+def add_batch(state: SearchState, config: EvolutionConfig, children: list[Program],
+              evaluate: Callable[[list[Program]], list[Any]], *, initial: bool = False) -> None:
+    """Score ``children`` (duplicates from the cache, the rest through ``evaluate``), add them, drop the oldest.
+
+    ``initial``: the members of the initial population, counted apart from the proposals (the budget) so that
+    a bootstrapped population's copies of DQN do not count as duplicate proposals.
+    """
     keys = [functional_hash(child) for child in children]
     fresh: dict[str, Program] = {}
+    duplicates = 0
     for key, child in zip(keys, children):
         if key in state.cache or key in fresh:
-            state.duplicates += 1
+            duplicates += 1
         else:
             fresh[key] = child
     for key, result in zip(fresh, evaluate(list(fresh.values()))):
@@ -96,14 +104,33 @@ def add_batch(state: SearchState, config: EvolutionConfig, children: list[Progra
         state.seconds += result.seconds
     for key, child in zip(keys, children):
         state.population.append(Individual(child, key, state.cache[key]))
-        state.trials += 1
+    if initial:
+        state.initial += len(children)
+        state.initial_duplicates += duplicates
+    else:
+        state.trials += len(children)
+        state.duplicates += duplicates
     excess = len(state.population) - config.population_size
     if excess > 0:
         del state.population[:excess]
 
 
+def run_proposals(state: SearchState, config: EvolutionConfig, proposals: int, per_round: int,
+                  evaluate: Callable[[list[Program]], list[Any]]) -> None:
+    """Propose and score ``proposals`` children, ``per_round`` at a time from the same population (the paper's
+    asynchronous workers: each proposes from the population as it stands). The initial population is scored
+    first, once, outside the count."""
+    if not state.population:
+        add_batch(state, config, initial_programs(state, config), evaluate, initial=True)
+    target = state.trials + proposals
+    while state.trials < target:
+        n = min(per_round, target - state.trials)
+        add_batch(state, config, [propose(state, config) for _ in range(n)], evaluate)
+
+
 def statistics(state: SearchState) -> dict[str, float]:
-    """Counts, and as fractions: duplicates among all proposals, hurdle rejections among the evaluated."""
+    """Counts, and as fractions: duplicates among the proposals (the initial population apart), hurdle rejections
+    among the evaluated."""
     evaluated = len(state.cache)
     fitness = [ind.fitness for ind in state.population]
     best_key = max(state.cache, key=state.cache.get) if state.cache else None
@@ -111,6 +138,8 @@ def statistics(state: SearchState) -> dict[str, float]:
         "trials": float(state.trials),
         "programs_evaluated": float(evaluated),
         "duplicates": float(state.duplicates),
+        "initial_population": float(state.initial),
+        "initial_duplicates": float(state.initial_duplicates),
         "hurdle_rejections": float(state.hurdle_failures),
         "duplicate_fraction": state.duplicates / max(state.trials, 1),
         "hurdle_reject_fraction": state.hurdle_failures / max(evaluated, 1),

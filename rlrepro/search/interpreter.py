@@ -17,12 +17,13 @@ slot at once, sharing the reductions (one sum over the columns for DotProduct, L
 MeanList, KLDiv and Entropy, one max for MaxList, MinList and Softmax, one more sum for VarianceList and
 Softmax), and picks the opcode's value with ``lax.select_n``. XLA fuses that into a few loops per slot
 instead of dozens of tiny kernels, which is what an update of small batches costs on CPU. Every operator
-is finite-gradient on any finite input (logs of |x|, Div's guard, Exp capped, Softmax's exponent <= 0),
+is finite-gradient on any finite input (logs of |x|, Div's guard, Exp bounded at 1e10, Softmax's exponent <= 0),
 so the values not selected never turn the selected one's gradient into NaN.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -33,6 +34,12 @@ from rlrepro.search.ops import OPCODE, OPS
 from rlrepro.search.program import ProgramArrays
 
 Apply = Callable[[Any, jax.Array], jax.Array]
+
+# Exp is bounded at 1e10, as the released code's ``ExpOpNode`` (``clip_by_value(exp(x), -1e10, 1e10)``), so a
+# square of it (1e20) and Exp(Exp(x)) stay finite in float32 (max 3.4e38); a cap of exp(80) = 5.5e34 overflowed
+# once squared. Written as exp(min(x, log 1e10)): the same values, and a zero (not NaN) gradient above the cap.
+EXP_CAP = 1e10
+EXP_LOG_CAP = math.log(EXP_CAP)
 
 
 def _rep(v: jax.Array, width: int) -> jax.Array:
@@ -78,7 +85,7 @@ def _branches(num_actions: int, width: int) -> list[Callable]:
                                                            / num_actions) ** 2, 0.0), -1) / num_actions + 1e-12), width)
         ),
         "Log": lst(lambda x: jnp.log(jnp.abs(x) + 1e-12)),
-        "Exp": lst(lambda x: jnp.exp(jnp.minimum(x, 80.0))),
+        "Exp": lst(lambda x: jnp.exp(jnp.minimum(x, EXP_LOG_CAP))),
         "Abs": lst(jnp.abs),
         "QValues": lambda x, y, *_: jnp.zeros_like(x),  # hoisted: never dispatched
         "TargetQValues": lambda x, y, *_: jnp.zeros_like(x),
@@ -137,7 +144,7 @@ def _fused(num_actions: int, width: int) -> Callable:
             "Div": x / safe_y, "DotProduct": rep(dot), "L2Distance": rep(0.5 * l2), "MaxList": rep(top),
             "MinList": rep(-neg_bottom), "ArgMaxList": rep(jnp.argmax(masked, axis=-1).astype(x.dtype)),
             "SelectList": rep(select), "MeanList": rep(mean), "VarianceList": rep(std), "Log": log_x,
-            "Exp": jnp.exp(jnp.minimum(x, 80.0)), "Abs": jnp.abs(x), "QValues": zeros, "TargetQValues": zeros,
+            "Exp": jnp.exp(jnp.minimum(x, EXP_LOG_CAP)), "Abs": jnp.abs(x), "QValues": zeros, "TargetQValues": zeros,
             "Softmax": softmax, "KLDiv": rep(kl), "Entropy": rep(entropy), "MultiplyTenth": 0.1 * x,
             "Normal": rep(n), "Uniform": rep(u),
         }
@@ -159,7 +166,7 @@ def _fused(num_actions: int, width: int) -> Callable:
         sign_x, sign_y = jnp.where(x >= 0, 1.0, -1.0), jnp.where(y >= 0, 1.0, -1.0)  # d|x|/dx, 1 at 0 as in JAX
         d_log_x, d_log_y = sign_x / (jnp.abs(x) + eps), sign_y / (jnp.abs(y) + eps)
         half_tie = jnp.where(x == y, 0.5, 0.0)
-        below_cap = jnp.where(x < 80.0, 1.0, jnp.where(x == 80.0, 0.5, 0.0))  # d min(x, 80) / dx
+        below_cap = jnp.where(x < EXP_LOG_CAP, 1.0, jnp.where(x == EXP_LOG_CAP, 0.5, 0.0))  # d min(x, cap) / dx
         zeros = jnp.zeros_like(x)
         dx = {
             "Add": g, "Subtract": g, "Max": g * (jnp.where(x > y, 1.0, 0.0) + half_tie),
@@ -168,7 +175,7 @@ def _fused(num_actions: int, width: int) -> Callable:
             "MaxList": big * top_share, "MinList": big * bottom_share, "SelectList": jnp.where(chosen, big, 0.0),
             "MeanList": jnp.where(la, big / num_actions, 0.0),
             "VarianceList": jnp.where(la, big * ((x - mean) - dev / num_actions) / (num_actions * std), 0.0),
-            "Log": g * d_log_x, "Exp": g * jnp.exp(jnp.minimum(x, 80.0)) * below_cap, "Abs": g * sign_x,
+            "Log": g * d_log_x, "Exp": g * jnp.exp(jnp.minimum(x, EXP_LOG_CAP)) * below_cap, "Abs": g * sign_x,
             "Softmax": jnp.where(la, softmax * (g - g_dot_p[:, None]), 0.0),
             "KLDiv": jnp.where(la, big * (log_x - log_y + x * d_log_x), 0.0),
             "Entropy": jnp.where(la, big * (log_x + x * d_log_x), 0.0), "MultiplyTenth": 0.1 * g,

@@ -4,7 +4,8 @@ The job's state is one ``SearchState`` per seed (population, score cache, counte
 the runner's checkpoint after every chunk, so an interrupted search resumes with its population and cache.
 Metrics per chunk: ``frames`` = proposals so far, ``episodes`` = proposals in the chunk, ``mean_return`` =
 the best fitness found (so the runner's final_return is the best score), and the search statistics
-(duplicate and hurdle fractions, programs evaluated, whether the best program is TD-like). The best
+(duplicate and hurdle fractions, programs evaluated, whether the best program is TD-like). The initial
+population is scored before the first proposal and counted apart from the budget (``frames`` = proposals). The best
 programs, as equations, go to ``search.md`` and ``search.json`` in each run folder.
 """
 
@@ -20,7 +21,7 @@ import numpy as np
 from rlrepro.agents.dqn.build import dqn_config, seeds_of
 from rlrepro.environments.errors import UnsupportedSetupError
 from rlrepro.search import evolution
-from rlrepro.search.evaluate import EvalTask, evaluate_program
+from rlrepro.search.evaluate import EvalResult, EvalTask, evaluate_program, evaluate_rest, hurdle_scores, jax_hurdle_env
 from rlrepro.search.executor import make_executor
 from rlrepro.search.ops import SEARCHABLE
 
@@ -63,8 +64,29 @@ def eval_task(agent: Any, env_spec: Any, seed: int) -> EvalTask:
     no_range = [env.id for env in members if env.return_range is None]
     if no_range:
         raise UnsupportedSetupError(f"environments {no_range}: a search needs return_range to normalize returns")
+    if agent.hurdle_backend == "jax":
+        jax_hurdle_env(members[0])  # a clear error now, not in the first chunk
+    elif agent.hurdle_batch != 1:
+        raise UnsupportedSetupError(f"agent.hurdle_batch {agent.hurdle_batch}: batching needs hurdle_backend 'jax'")
     return EvalTask(members, tuple(agent.env_steps[env.id] for env in members),
-                    tuple(dqn_config(agent.inner, env.id) for env in members), agent.hurdle_threshold, agent.fitness, seed)
+                    tuple(dqn_config(agent.inner, env.id) for env in members), agent.hurdle_threshold, agent.fitness, seed,
+                    agent.hurdle_backend, agent.hurdle_batch)
+
+
+def dqn_hurdle_score(agent: Any, env_spec: Any, seed: int) -> float:
+    """DQN's own score on a search's hurdle, with the search's settings (budget, fitness, backend): the loss the
+    bootstrapped population starts from must clear the hurdle, or nearly every program stops there (issue 11
+    item 7: 20,000 CartPole steps scored over all episodes gave DQN about 0.45 against a 0.6 hurdle)."""
+    import dataclasses
+
+    from rlrepro.search.program import dqn_program
+
+    task = eval_task(agent, env_spec, seed)
+    program = dqn_program(tuple(agent.constants))
+    if task.hurdle_backend == "jax":
+        return hurdle_scores([program], dataclasses.replace(task, hurdle_batch=1))[0][0]
+    first = dataclasses.replace(task, environments=task.environments[:1], steps=task.steps[:1], inner=task.inner[:1])
+    return evaluate_program(program, first).scores[0]
 
 
 class _Search:
@@ -75,30 +97,45 @@ class _Search:
         self.config = evolution_config(agent)
         self.executor = None
 
+    def _executor(self):
+        if self.executor is None:
+            ex = self.agent.executor
+            self.executor = make_executor(ex.kind, ex.workers, ex.address)
+        return self.executor
+
     def _evaluate(self, task: EvalTask):
         def run(programs: list) -> list:
-            if self.executor is None:
-                ex = self.agent.executor
-                self.executor = make_executor(ex.kind, ex.workers, ex.address)
-            futures = [self.executor.submit(evaluate_program, p, task) for p in programs]
+            if task.hurdle_backend == "jax":
+                return self._evaluate_jax_hurdle(programs, task)
+            futures = [self._executor().submit(evaluate_program, p, task) for p in programs]
             return [f.result() for f in futures]
         return run
+
+    def _evaluate_jax_hurdle(self, programs: list, task: EvalTask) -> list:
+        """The hurdle in this process, ``hurdle_batch`` programs at a time; a program that passes goes on to the
+        other environments in the executor while the next batch trains (a failing one frees its slot)."""
+        results: list = [None] * len(programs)
+        futures = {}
+        for start in range(0, len(programs), task.hurdle_batch):
+            chunk = programs[start : start + task.hurdle_batch]
+            for i, (program, (value, seconds)) in enumerate(zip(chunk, hurdle_scores(chunk, task)), start):
+                passed = value >= task.hurdle_threshold
+                if passed and len(task.environments) > 1:
+                    futures[i] = self._executor().submit(evaluate_rest, program, task, value, seconds)
+                else:
+                    results[i] = EvalResult(value, (value,), passed, seconds)
+        for i, future in futures.items():
+            results[i] = future.result()
+        return results
 
     def init(self, keys: Any) -> list[evolution.SearchState]:
         return [evolution.SearchState(rng=np.random.default_rng([seed, 20_21])) for seed in seeds_of(keys)]
 
     def run_chunk(self, states: list[evolution.SearchState], trials: int, seeds: list[int]):
-        workers = self.agent.executor.workers
+        per_round = self.agent.proposals_per_round or self.agent.executor.workers
         for state, seed in zip(states, seeds):
             evaluate = self._evaluate(eval_task(self.agent, self.env_spec, seed))
-            target = state.trials + trials
-            while state.trials < target:
-                if not state.population:  # the initial population counts as proposals
-                    evolution.add_batch(state, self.config, evolution.initial_programs(state, self.config), evaluate)
-                    continue
-                n = min(workers, target - state.trials)
-                children = [evolution.propose(state, self.config) for _ in range(n)]
-                evolution.add_batch(state, self.config, children, evaluate)
+            evolution.run_proposals(state, self.config, trials, per_round, evaluate)
         stats = [evolution.statistics(s) for s in states]
         first = [s.trials for s in states]
         return states, SearchMetrics(
@@ -123,7 +160,8 @@ def write_search_report(states: list[evolution.SearchState], run_dirs: list[Path
         ]
         Path(run_dir, "search.json").write_text(json.dumps({"statistics": stats, "best": best}, indent=2) + "\n")
         lines = ["# Loss search: best programs", "",
-                 f"{int(stats['trials'])} proposals, {int(stats['programs_evaluated'])} programs trained, "
+                 f"{int(stats['trials'])} proposals after an initial population of {int(stats['initial_population'])}, "
+                 f"{int(stats['programs_evaluated'])} programs trained, "
                  f"{int(stats['duplicates'])} duplicates ({100 * stats['duplicate_fraction']:.0f}%), "
                  f"{int(stats['hurdle_rejections'])} of the trained rejected by the hurdle "
                  f"({100 * stats['hurdle_reject_fraction']:.0f}%).", "",

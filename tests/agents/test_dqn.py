@@ -89,3 +89,39 @@ def test_a_search_trains_each_member_with_its_own_epsilon_schedule():
     decays = {env.id: config.epsilon_decay_steps for env, config in zip(task.environments, task.inner)}
     assert decays == {"cartpole": 1000, "keycorridor_s3r1": 100_000, "dynamic_obstacles_6x6": 100_000,
                       "doorkey_5x5": 100_000}
+
+
+# --- DQNClipped's cases (Fig. 6) -----------------------------------------------------------------------------------
+
+
+def test_dqnclipped_case_fractions_of_a_batch_by_hand():
+    """Issue 11 item 9. L = max(Q, delta^2 + Y) + max(Q - Y, gamma_t M^2); the "network" returns the observation as
+    the Q-values. Transitions (Q(s,.), a, r, gamma_t, Q'(s',.)):
+      [1, 3], 0, 1, 0.5, [2, 4]: Y = 1 + 0.5 * 4 = 3, Q = 1: 1 > 4 + 3? no; -2 > 0.5 * 16? no   -> case 3
+      [3.5, 0], 0, 1, 0.5, [2, 4]: Y = 3, Q = 3.5: 3.5 > 0.25 + 3 yes; 0.5 > 8? no               -> case 2
+      [3.5, 0], 0, 3, 0, [2, 4]: Y = 3, gamma_t = 0: 3.5 > 3.25 yes; 0.5 > 0 yes                 -> case 1
+      [4, 0], 0, 1, 0, [2, 4]: Y = 1: 4 > 9 + 1? no; 3 > 0 yes                                     -> case 4
+      [0, 1], 1, 1, 0.5, [2, 4]: Y = 3, Q = 1 (action 1): as the first                              -> case 3
+    so the fractions are (0.2, 0.2, 0.4, 0.2)."""
+    import jax.numpy as jnp
+
+    from rlrepro.agents.dqn.learner import Batch, make_clipped_cases
+
+    obs_tm1 = jnp.array([[1, 3], [3.5, 0], [3.5, 0], [4, 0], [0, 1]], jnp.float32)
+    obs_t = jnp.tile(jnp.array([[2.0, 4.0]]), (5, 1))
+    batch = Batch(obs_tm1, jnp.array([0, 0, 0, 0, 1]), jnp.array([1.0, 1, 3, 1, 1]), jnp.array([0.5, 0.5, 0, 0, 0.5]), obs_t)
+    cases = make_clipped_cases(DQNConfig(loss="dqnclipped"), lambda params, obs: obs)(None, None, batch)
+    np.testing.assert_allclose(cases, [0.2, 0.2, 0.4, 0.2], rtol=1e-6)
+
+
+def test_the_host_loop_logs_dqnclipped_cases():
+    """Every chunk of a DQNClipped run reports the fraction of its updates' transitions in each case (they sum
+    to 1); the other losses report NaN (no such cases)."""
+    for loss in ("dqnclipped", "dqn"):
+        dqn = HostDQN(DQNConfig(loss=loss, hidden_sizes=(8,), min_replay=20, batch_size=4), CARTPOLE)
+        state, metrics = dqn.run(dqn.init([0, 1], 80), 80)
+        cases = np.stack([getattr(metrics, f"dqnclipped_case_{c}") for c in range(1, 5)], axis=-1)  # [seeds, 4]
+        if loss == "dqnclipped":
+            np.testing.assert_allclose(cases.sum(-1), 1.0, rtol=1e-6)
+        else:
+            assert np.isnan(cases).all()

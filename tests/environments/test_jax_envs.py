@@ -291,3 +291,34 @@ def test_make_jax_env_unknown_kwargs_are_all_named():
     with pytest.raises(TypeError, match="delayed_reward, width") as excinfo:
         make_jax_env("catch", rows=6, width=3, delayed_reward=True)
     assert "rows" not in str(excinfo.value).split("accepted")[0]
+
+
+def test_cartpole_step_observed_returns_the_observation_before_the_automatic_reset():
+    """The replay of the compiled DQN loop bootstraps from the true last observation at a time limit: at an episode
+    end ``step_observed`` gives the state the step reached (here past the 12-degree or 2.4 limit, or at the time
+    limit), while the timestep already carries the next episode's first observation (|.| <= 0.05)."""
+    import jax
+    import jax.numpy as jnp
+    import numpy as np
+
+    from rlrepro.environments.jax_envs.cartpole import THETA_THRESHOLD, X_THRESHOLD, CartPole
+
+    env = CartPole(max_steps=30)
+    state, _ = env.reset(jax.random.key(0))
+    step, plain_step = jax.jit(env.step_observed), jax.jit(env.step)
+    ends = {"terminated": 0, "truncated": 0}
+    for t in range(200):
+        key = jax.random.key(t + 1)
+        _, plain = plain_step(key, state, t % 3 == 0)
+        state, timestep, last = step(key, state, t % 3 == 0)
+        np.testing.assert_array_equal(plain.observation, timestep.observation)  # step is step_observed's first part
+        if bool(timestep.terminated):
+            assert abs(float(last[0])) > X_THRESHOLD or abs(float(last[2])) > THETA_THRESHOLD
+            ends["terminated"] += 1
+        elif bool(timestep.truncated):
+            ends["truncated"] += 1
+        else:
+            np.testing.assert_array_equal(last, timestep.observation)
+            continue
+        assert float(jnp.max(jnp.abs(timestep.observation))) <= 0.05 and not np.array_equal(last, timestep.observation)
+    assert ends["terminated"] > 0

@@ -16,14 +16,16 @@ R, D = 1.0, 0.5  # M = max(2, 4) = 4, Y = 1 + 0.5 * 4 = 3
 def test_values_by_hand(jit):
     wrap = jax.jit if jit else (lambda f: f)
     # Y = 1 + 0.5 * 4 = 3; with action 0: Q = 1, delta = -2.
-    assert float(wrap(dqn_loss)(Q_TM1, 0, R, D, Q_T)) == pytest.approx(0.5 * 4.0)
-    assert float(wrap(lambda *a: dqn_loss(*a, td_scale=1.0))(Q_TM1, 0, R, D, Q_T)) == pytest.approx(4.0)
+    # default td_scale 1 (the printed delta^2): 4; the released graph's 0.5: 2
+    assert float(wrap(dqn_loss)(Q_TM1, 0, R, D, Q_T)) == pytest.approx(4.0)
+    assert float(wrap(lambda *a: dqn_loss(*a, td_scale=0.5))(Q_TM1, 0, R, D, Q_T)) == pytest.approx(0.5 * 4.0)
     # DQNReg printed: 0.1 * 1 + 1 * 4 = 4.1; released 0.1 + 0.5 * 4 = 2.1
     assert float(wrap(dqnreg_loss)(Q_TM1, 0, R, D, Q_T)) == pytest.approx(4.1)
     assert float(wrap(lambda *a: dqnreg_loss(*a, td_scale=0.5))(Q_TM1, 0, R, D, Q_T)) == pytest.approx(2.1)
-    # DDQN: online argmax at s' picks action 0 -> target value 2: Y = 1 + 0.5 * 2 = 2, Q = 1, 0.5 * 1 = 0.5
+    # DDQN: online argmax at s' picks action 0 -> target value 2: Y = 1 + 0.5 * 2 = 2, Q = 1, 1 * 1 = 1 (0.5 at 0.5)
     sel = jnp.array([5.0, 0.0])
-    assert float(wrap(ddqn_loss)(Q_TM1, 0, R, D, Q_T, sel)) == pytest.approx(0.5)
+    assert float(wrap(ddqn_loss)(Q_TM1, 0, R, D, Q_T, sel)) == pytest.approx(1.0)
+    assert float(wrap(lambda *a: ddqn_loss(*a, td_scale=0.5))(Q_TM1, 0, R, D, Q_T, sel)) == pytest.approx(0.5)
     # DQNClipped: Q = 1, Y = 3, M = 4: max(1, 4 + 3) + max(-2, 0.5 * 16) = 7 + 8 = 15
     assert float(wrap(dqnclipped_loss)(Q_TM1, 0, R, D, Q_T)) == pytest.approx(15.0)
     # constant gamma 0.9 in the second max: 7 + 0.9 * 16 = 21.4
@@ -83,3 +85,24 @@ def test_fixed_points():
     # settings (the size of the undershoot depends on the step size and the approach from below).
     clipped = _fixed_point(dqnclipped_loss)
     assert 9.99 <= clipped <= 10.0 + 1e-4
+
+
+def test_one_td_scale_default_everywhere() -> None:
+    """Issue 11 item 11: dqn_loss/ddqn_loss defaulted to 0.5, the others and DQNConfig to 1.0. Every loss, the
+    learner config and the spec model now share the spec model's default (1: the paper's printed delta^2), and a
+    loss called without td_scale equals the spec's default loss: DQN on Q = 3, Y = 1 + 0.9 * 1 = 1.9 gives
+    1 * (3 - 1.9)^2 = 1.21 (the old default 0.5 gave 0.605)."""
+    import inspect
+
+    from rlrepro.agents.dqn.config import DQNConfig
+    from rlrepro.losses import ddqn_loss, dqnclipped_case
+    from rlrepro.specs.agents.dqn import DQNLossSpec
+
+    spec_default = DQNLossSpec(name="dqn").td_scale
+    assert spec_default == 1.0
+    for fn in (dqn_loss, ddqn_loss, dqnreg_loss, dqnclipped_loss, dqnclipped_case):
+        assert inspect.signature(fn).parameters["td_scale"].default == spec_default, fn.__name__
+    assert DQNConfig().td_scale == spec_default
+    q_tm1, q_t = jnp.array([3.0, 0.0]), jnp.array([1.0, 0.5])
+    assert float(dqn_loss(q_tm1, 0, 1.0, 0.9, q_t)) == pytest.approx(1.21)
+    assert float(ddqn_loss(q_tm1, 0, 1.0, 0.9, q_t, q_t)) == pytest.approx(1.21)

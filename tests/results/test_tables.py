@@ -354,3 +354,22 @@ def test_aggregate_of_a_corrupted_metrics_line_exits_2_naming_file_and_line(tmp_
     code = main(["aggregate", "--spec", str(toy), "--scale", "cpu", "--results", str(tmp_path / "results")])
     assert code == 2
     assert f"error: {metrics}:2: not JSON" in capsys.readouterr().err
+
+
+def test_eval_atari_gets_a_human_normalised_table_of_its_report_metric():
+    """Issue 11 item 12: eval_atari reports best_eval_return (the best evaluation, as the paper's best snapshot),
+    which the human-normalised table skipped. Boxing (random 0.1, human 12.1): a best evaluation of 6.1 is
+    (6.1 - 0.1) / (12.1 - 0.1) = 50%; Bowling (23.1, 160.7): 91.9 is (91.9 - 23.1) / 137.6 = 50% too, so the
+    median over the two games is 50.0."""
+    from rlrepro.results.collect import CellResult
+    from rlrepro.results.tables import _hns_lines
+
+    spec = load_spec(Path(__file__).resolve().parents[2] / "specs" / "evolving_rl" / "eval_atari.yaml")
+    assert spec.run.report_metric == "best_eval_return"
+    cells = {("dqnreg", env): CellResult("dqnreg", env, seeds=[0], final=[value], finals=[{"best_eval_return": value}],
+                                         report_metric="best_eval_return")
+             for env, value in (("boxing", 6.1), ("bowling", 91.9))}
+    lines = _hns_lines(spec, cells)
+    assert "## Human-normalised scores" in lines
+    row = next(line for line in lines if line.startswith("| dqnreg |"))
+    assert row.startswith("| dqnreg | 2 | 50.0 [50.0, 50.0]")

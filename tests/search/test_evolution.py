@@ -1,5 +1,6 @@
 """Regularized evolution bookkeeping with a fake evaluator; checkpoint and resume of the search state."""
 
+import dataclasses
 import pickle
 
 import numpy as np
@@ -25,11 +26,7 @@ def fake_evaluate(programs):
 
 
 def _run(state, proposals):
-    while state.trials < proposals:
-        if not state.population:
-            evolution.add_batch(state, CONFIG, evolution.initial_programs(state, CONFIG), fake_evaluate)
-            continue
-        evolution.add_batch(state, CONFIG, [evolution.propose(state, CONFIG) for _ in range(2)], fake_evaluate)
+    evolution.run_proposals(state, CONFIG, proposals - state.trials, 2, fake_evaluate)
     return state
 
 
@@ -37,10 +34,10 @@ def test_bookkeeping():
     state = _run(evolution.SearchState(rng=np.random.default_rng(0)), 30)
     assert len(state.population) == CONFIG.population_size
     assert state.trials == 30
-    # every proposal is either a duplicate or a fresh evaluation
-    assert state.duplicates + len(state.cache) == state.trials
-    # the bootstrapped population is one function: 1 evaluation, the rest duplicates
-    assert state.duplicates >= CONFIG.population_size - 1
+    # every proposal and initial member is either a duplicate or a fresh evaluation
+    assert state.duplicates + state.initial_duplicates + len(state.cache) == state.trials + state.initial
+    # the bootstrapped population is one function: 1 evaluation, the rest duplicates (counted apart)
+    assert state.initial == CONFIG.population_size and state.initial_duplicates == CONFIG.population_size - 1
     assert state.hurdle_failures == sum(not passed for passed in state.passed.values())
     stats = evolution.statistics(state)
     assert 0 <= stats["duplicate_fraction"] <= 1 and stats["best_fitness"] == max(state.cache.values())
@@ -59,3 +56,19 @@ def test_resume_equals_uninterrupted():
     resumed = _run(pickle.loads(pickle.dumps(half)), 24)
     assert [i.key for i in resumed.population] == [i.key for i in straight.population]
     assert resumed.cache == straight.cache and resumed.duplicates == straight.duplicates
+
+
+def test_initial_population_is_counted_apart_from_the_proposal_budget():
+    """Issue 11 item 8: the cpu-scale search (population 20, 200 proposals in chunks of 10) made 210 proposals,
+    because the initial population counted as proposals and overshot the first chunk; its 19 DQN copies were
+    counted as duplicate proposals (19 of 210 = 9 points of duplicate fraction). Now 20 chunks of 10 proposals
+    make exactly 200 proposals, after the 20 initial members, and the copies are not duplicate proposals."""
+    config = dataclasses.replace(CONFIG, population_size=20)
+    state = evolution.SearchState(rng=np.random.default_rng(1))
+    for _ in range(20):
+        evolution.run_proposals(state, config, 10, 1, fake_evaluate)
+    assert state.trials == 200 and state.initial == 20 and state.initial_duplicates == 19
+    stats = evolution.statistics(state)
+    assert stats["trials"] == 200 and stats["initial_population"] == 20
+    assert stats["duplicate_fraction"] == state.duplicates / 200
+    assert state.duplicates + state.initial_duplicates + len(state.cache) == 220

@@ -66,3 +66,42 @@ def test_the_two_dispatches_give_the_same_loss_and_gradient() -> None:
 def test_unknown_dispatch_is_refused() -> None:
     with pytest.raises(ValueError, match="expected fused or switch"):
         make_interpreter(lambda p, o: o, 4, 2, dispatch="select")
+
+
+def _exp_program(nested: bool):
+    """L2Distance(Exp(r), 0.5) or L2Distance(Exp(Exp(r)), 0.5) on top of Q(s, a) (so the program is valid):
+    the square of an Exp value, with the reward as large as a program's intermediate values get."""
+    from rlrepro.search.program import Node, Program
+
+    n_in = 5 + len(CONSTANTS)
+    nodes = [Node("QValues", (0,)), Node("SelectList", (n_in, 1)), Node("Exp", (2,))]
+    if nested:
+        nodes.append(Node("Exp", (n_in + 2,)))
+    nodes += [Node("L2Distance", (n_in + len(nodes) - 1, 6)), Node("Add", (n_in + len(nodes), n_in + 1))]
+    return Program(tuple(nodes), output=n_in + len(nodes) - 1)
+
+
+@pytest.mark.parametrize("dispatch", ["fused", "switch"])
+@pytest.mark.parametrize("nested", [False, True], ids=["exp", "exp_exp"])
+def test_exp_is_bounded_at_1e10_so_squares_and_exp_of_exp_stay_finite(dispatch: str, nested: bool) -> None:
+    """Released ExpOpNode: clip(exp(x), -1e10, 1e10). With r = 100 (or Exp(Exp(r)) for any r >= 3.2), exp is
+    capped at 1e10 and L2Distance(1e10, 0.5) = 0.5 (1e10 - 0.5)^2 = 5e19 (float32: 5.0e19, finite; the old cap
+    exp(80) = 5.5e34 squared to inf). Below the cap Exp is exact: exp(2) = 7.389, 0.5 (7.389 - 0.5)^2 = 23.73."""
+    arrays, calls = encode(_exp_program(nested))
+
+    def apply(params, obs):
+        return obs[:, :2] * params
+
+    batch = _batch()
+    for reward, want in ((100.0, 0.5 * (1e10 - 0.5) ** 2), (2.0, None)):
+        b = batch._replace(r_t=jnp.full_like(batch.r_t, reward))
+        inputs = transition_inputs(b, CONSTANTS, 4, 2)
+        run = make_interpreter(apply, 4, 2, calls, dispatch=dispatch)
+        loss = lambda p: jnp.mean(run(p, p, inputs, arrays, jax.random.key(0)))  # noqa: E731
+        value, grad = jax.value_and_grad(loss)(jnp.float32(1.3))
+        assert np.isfinite(value) and np.isfinite(grad)
+        q = np.asarray(b.obs_tm1)[np.arange(len(b.a_tm1)), np.asarray(b.a_tm1)] * 1.3
+        if want is None:
+            inner = np.exp(np.exp(2.0)) if nested else np.exp(2.0)
+            want = 0.5 * (min(inner, 1e10) - 0.5) ** 2
+        np.testing.assert_allclose(value, want + q.mean(), rtol=1e-5)

@@ -6,6 +6,7 @@ import dataclasses
 from typing import Literal
 
 from rlrepro.agents.impala.config import ConvNetworkConfig
+from rlrepro.specs.agents.dqn import DEFAULT_TD_SCALE
 
 LossName = Literal["dqn", "ddqn", "dqnreg", "dqnclipped", "program"]
 LOSSES: tuple[str, ...] = ("dqn", "ddqn", "dqnreg", "dqnclipped", "program")
@@ -17,7 +18,8 @@ class DQNConfig:
 
     Attributes:
       loss: dqn | ddqn | dqnreg | dqnclipped, or ``program`` (a loss graph run by the search interpreter).
-      td_scale: scale of the (Q - Y)^2 term (1: paper's printed form; 0.5: the released graphs' L2Distance).
+      td_scale: scale of the (Q - Y)^2 term (1: paper's printed form; 0.5: the released graphs' L2Distance); default
+        the spec model's ``DEFAULT_TD_SCALE``.
       k: DQNReg weight of Q(s, a). 0.1 (§4.3).
       clip_gamma: DQNClipped's gamma in max(Q - Y, gamma M^2): ``per_transition`` (gamma_t, 0 at terminals) or
         ``constant``.
@@ -39,7 +41,7 @@ class DQNConfig:
     """
 
     loss: LossName = "dqn"
-    td_scale: float = 1.0
+    td_scale: float = DEFAULT_TD_SCALE
     k: float = 0.1
     clip_gamma: Literal["per_transition", "constant"] = "per_transition"
     discount: float = 0.99

@@ -17,7 +17,7 @@ import optax
 
 from rlrepro.agents.dqn.config import DQNConfig
 from rlrepro.agents.dqn.networks import make_q_network
-from rlrepro.losses import ddqn_loss, dqn_loss, dqnclipped_loss, dqnreg_loss
+from rlrepro.losses import ddqn_loss, dqn_loss, dqnclipped_case, dqnclipped_loss, dqnreg_loss
 
 Params = Any
 Apply = Callable[[Params, jax.Array], jax.Array]
@@ -44,7 +44,11 @@ class LearnerState(NamedTuple):
 
 
 class LearnerMetrics(NamedTuple):
+    """The batch's loss and, for DQNClipped, the fraction of its transitions in each case 1..4 of Fig. 6
+    (``dqnclipped_case``; NaN for the other losses)."""
+
     loss: jax.Array
+    cases: jax.Array  # [4]
 
 
 class Learner(NamedTuple):
@@ -79,6 +83,19 @@ def make_closed_form_loss(config: DQNConfig, apply: Apply) -> LossFn:
     return loss_fn
 
 
+def make_clipped_cases(config: DQNConfig, apply: Apply) -> Callable[[Params, Params, Batch], jax.Array]:
+    """Fraction of the batch in each DQNClipped case 1..4 (Fig. 6: which argument of each max is active)."""
+    clip = None if config.clip_gamma == "per_transition" else config.discount
+
+    def cases(params: Params, target_params: Params, batch: Batch) -> jax.Array:
+        case = jax.vmap(lambda *a: dqnclipped_case(*a, clip_discount=clip, td_scale=config.td_scale))(
+            apply(params, batch.obs_tm1), batch.a_tm1, batch.r_t, batch.discount_t, apply(target_params, batch.obs_t)
+        )
+        return jnp.mean(case[:, None] == jnp.arange(1, 5)[None], axis=0)
+
+    return cases
+
+
 def make_learner(
     config: DQNConfig,
     obs_shape: tuple[int, ...],
@@ -94,6 +111,7 @@ def make_learner(
     network = make_q_network(num_actions, config.hidden_sizes, config.conv_network)
     apply: Apply = network.apply
     loss_fn = loss_factory(apply) if loss_factory else make_closed_form_loss(config, apply)
+    cases_fn = make_clipped_cases(config, apply) if loss_factory is None and config.loss == "dqnclipped" else None
     optimizer = optax.adam(config.learning_rate, eps=config.adam_eps)
 
     def init(key: jax.Array) -> LearnerState:
@@ -105,11 +123,12 @@ def make_learner(
         if config.reward_clip is not None:
             batch = batch._replace(r_t=jnp.clip(batch.r_t, -config.reward_clip, config.reward_clip))
         loss, grads = jax.value_and_grad(loss_fn)(state.params, state.target_params, batch, program)
+        cases = cases_fn(state.params, state.target_params, batch) if cases_fn else jnp.full(4, jnp.nan)
         updates, opt_state = optimizer.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, updates)
         step = state.step + 1
         copy = step % config.target_period == 0
         target = jax.tree.map(lambda t, p: jnp.where(copy, p, t), state.target_params, params)
-        return LearnerState(params, target, opt_state, step), LearnerMetrics(loss)
+        return LearnerState(params, target, opt_state, step), LearnerMetrics(loss, cases)
 
     return Learner(init, update, apply)

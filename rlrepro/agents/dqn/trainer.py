@@ -47,7 +47,9 @@ class DQNState(NamedTuple):
 class ChunkMetrics(NamedTuple):
     """Per seed: ``frames`` so far, ``episodes`` ended in the chunk and their ``mean_return`` (NaN if none),
     ``normalized_return`` (clipped to [0, 1] with the environment's return range; NaN without one), mean
-    ``loss`` and ``mean_q`` (max_a Q at the visited states) and the ``epsilon`` at the end of the chunk."""
+    ``loss`` and ``mean_q`` (max_a Q at the visited states), the ``epsilon`` at the end of the chunk, and for
+    DQNClipped the fraction of the updates' transitions in each case of Fig. 6 (``dqnclipped_case_1`` .. ``_4``;
+    NaN for the other losses)."""
 
     frames: np.ndarray
     episodes: np.ndarray
@@ -56,6 +58,10 @@ class ChunkMetrics(NamedTuple):
     loss: np.ndarray
     mean_q: np.ndarray
     epsilon: np.ndarray
+    dqnclipped_case_1: np.ndarray
+    dqnclipped_case_2: np.ndarray
+    dqnclipped_case_3: np.ndarray
+    dqnclipped_case_4: np.ndarray
 
 
 def _act(learner: Learner, config: DQNConfig, params: Any, obs: jax.Array, key: jax.Array, step: jax.Array):
@@ -69,7 +75,7 @@ def _act_update(learner: Learner, config: DQNConfig, state: LearnerState, batch:
                 obs: jax.Array, key: jax.Array, step: jax.Array):
     state, metrics = learner.update(state, batch, program)
     action, key, q = _act(learner, config, state.params, obs, key, step)
-    return state, action, key, q, metrics.loss
+    return state, action, key, q, metrics
 
 
 class HostDQN:
@@ -104,18 +110,19 @@ class HostDQN:
         learner, keys = state.learner, state.keys
         num_seeds = len(host.envs)
         first_episode = [len(r) for r in host.episode_returns]
-        losses, qs = [], []
+        losses, qs, cases = [], [], []
         for _ in range(steps):
             t = host.steps
             if host.replay.size >= config.min_replay and t % config.update_period == 0:
                 batch = Batch(*host.replay.sample(config.batch_size))
-                learner, actions, keys, q, loss = self._act_update(learner, batch, program, host.obs, keys, t)
-                losses.append(loss)
+                learner, actions, keys, q, update = self._act_update(learner, batch, program, host.obs, keys, t)
+                losses.append(update.loss)
+                cases.append(update.cases)
             else:
                 actions, keys, q = self._act(learner.params, host.obs, keys, t)
             qs.append(q)
             self._step_envs(host, np.asarray(actions))
-        metrics = self._metrics(host, first_episode, losses, qs, num_seeds)
+        metrics = self._metrics(host, first_episode, losses, qs, cases, num_seeds)
         return DQNState(learner, keys, host), metrics
 
     def _step_envs(self, host: HostState, actions: np.ndarray) -> None:
@@ -138,11 +145,12 @@ class HostDQN:
         host.obs = reset_obs
         host.steps += 1
 
-    def _metrics(self, host: HostState, first: list[int], losses: list, qs: list, n: int) -> ChunkMetrics:
+    def _metrics(self, host: HostState, first: list[int], losses: list, qs: list, cases: list, n: int) -> ChunkMetrics:
         fps = self.env_spec.frames_per_step
         new = [host.episode_returns[i][first[i]:] for i in range(n)]
         bounds = getattr(self.env_spec, "return_range", None)
         loss = np.mean(np.stack(jax.device_get(losses)), axis=0) if losses else np.full(n, np.nan)
+        case = np.mean(np.stack(jax.device_get(cases)), axis=0) if cases else np.full((n, 4), np.nan)  # [n, 4]
         return ChunkMetrics(
             frames=np.full(n, host.steps * fps, np.int64),
             episodes=np.array([len(r) for r in new]),
@@ -151,6 +159,7 @@ class HostDQN:
             loss=loss,
             mean_q=np.mean(np.stack(jax.device_get(qs)), axis=0) if qs else np.full(n, np.nan),
             epsilon=np.full(n, float(epsilon(host.steps, self.config))),
+            **{f"dqnclipped_case_{c + 1}": case[:, c] for c in range(4)},
         )
 
 

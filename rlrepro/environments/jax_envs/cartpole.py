@@ -74,6 +74,12 @@ class CartPole:
 
     def step(self, key: jax.Array, state: CartPoleState, action: ArrayLike) -> tuple[CartPoleState, TimeStep]:
         """Integrate one euler step; on termination or truncation return the new episode's observation."""
+        state, timestep, _ = self.step_observed(key, state, action)
+        return state, timestep
+
+    def step_observed(self, key: jax.Array, state: CartPoleState, action: ArrayLike) -> tuple[CartPoleState, TimeStep, jax.Array]:
+        """``step``, and the observation the step reached before any automatic reset (a replay's next state: at a
+        time limit the agent bootstraps from it, as gymnasium's ``step`` returns it before ``reset``)."""
         next_state = _integrate(state, action)
         terminated = (jnp.abs(next_state.x) > X_THRESHOLD) | (jnp.abs(next_state.theta) > THETA_THRESHOLD)
         truncated = (next_state.step_count >= self.max_steps) & ~terminated
@@ -87,7 +93,7 @@ class CartPole:
             terminated=terminated,
             truncated=truncated,
         )
-        return state, timestep
+        return state, timestep, _observe(next_state)
 
 
 def _integrate(state: CartPoleState, action: ArrayLike) -> CartPoleState:

@@ -9,6 +9,10 @@ from pydantic import Field
 from rlrepro.specs.agents.common import MLPNetworkSpec, NetworkSpec
 from rlrepro.specs.common import PositiveCount, SpecModel
 
+# The one default scale of the (Q - Y)^2 term, used by the spec model, DQNConfig and every loss in
+# rlrepro.losses.dqn: 1 = the paper's printed delta^2 (notes §5 item 1); the released graphs' L2Distance is 0.5.
+DEFAULT_TD_SCALE = 1.0
+
 
 class AdamSpec(SpecModel):
     """Adam (App. B: learning rate 1e-4 on every environment)."""
@@ -23,10 +27,11 @@ class DQNLossSpec(SpecModel):
 
     name: Literal["dqn", "ddqn", "dqnreg", "dqnclipped"] = Field(description="Loss function.")
     td_scale: float = Field(
-        1.0,
+        DEFAULT_TD_SCALE,
         gt=0,
         description=(
-            "Scale of the (Q - Y)^2 term: 1 = the paper's printed delta^2 (default, notes §5 item 1), 0.5 = the "
+            "Scale of the (Q - Y)^2 term, default 1 for every loss (dqn, ddqn, dqnreg, dqnclipped): 1 = the paper's "
+            "printed delta^2 (notes §5 item 1), 0.5 = the "
             "released graphs' L2Distance. DQN's fixed point does not depend on it; DQNReg's does (9.5 vs 9.0 for r=1, gamma=0.9)."
         ),
     )
@@ -119,3 +124,29 @@ class LossSearchAgentSpec(SpecModel):
     )
     trials_per_chunk: PositiveCount = Field(10, description="Proposals per chunk (metrics and a checkpoint after each chunk).")
     executor: ExecutorSpec = Field(default_factory=ExecutorSpec, description="Where evaluations run.")
+    proposals_per_round: PositiveCount | None = Field(
+        None,
+        description=(
+            "Children proposed from the same population before any of them joins it (the paper's asynchronous "
+            "workers each propose from the population as it stands). It decides which candidates are proposed; "
+            "how they are scored (executor, hurdle_backend, hurdle_batch) never does. null: executor.workers."
+        ),
+    )
+    hurdle_backend: Literal["gym", "jax"] = Field(
+        "gym",
+        description=(
+            "How the hurdle (the first environment) is trained: 'gym' steps gymnasium on the host, one jitted call "
+            "per step; 'jax' runs the whole run in one compiled loop on the pure-JAX CartPole (gymnasium's dynamics "
+            "step for step; its episode starts come from JAX keys, not gymnasium's seeding), hurdle_batch programs "
+            "side by side. The other environments always use gymnasium."
+        ),
+    )
+    hurdle_batch: PositiveCount = Field(
+        1,
+        description=(
+            "With hurdle_backend 'jax': programs trained side by side in lockstep (one vmapped act+update call per "
+            "step); at most proposals_per_round programs are ready at once. Chosen by measurement (python -m "
+            "rlrepro.bench evolving-rl --programs N): on a loaded 2-core CPU, K = 2 trained 1.36x the programs per "
+            "hour of K = 1. Scores do not depend on it."
+        ),
+    )
