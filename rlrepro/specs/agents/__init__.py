@@ -15,11 +15,16 @@ from rlrepro.specs.agents.dqn import DQNAgentSpec, DQNLossSpec, LossSearchAgentS
 from rlrepro.specs.agents.frodo import FrodoAgentSpec
 from rlrepro.specs.agents.impala import ImpalaAgentSpec, ImpalaLossSpec
 from rlrepro.specs.agents.td_lambda import TdLambdaAgentSpec
+from rlrepro.specs.agents.refer import VRacerAgentSpec
 
 AgentSpec = Annotated[
-    Union[ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec, DQNAgentSpec, LossSearchAgentSpec], Field(discriminator="kind")
+    Union[
+        ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec, DQNAgentSpec, LossSearchAgentSpec,
+        VRacerAgentSpec,
+    ],
+    Field(discriminator="kind"),
 ]
-AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda", "dqn", "loss_search")
+AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda", "dqn", "loss_search", "vracer")
 
 __all__ = [
     "AGENT_KINDS",
@@ -35,4 +40,5 @@ __all__ = [
     "NetworkSpec",
     "RMSPropSpec",
     "TdLambdaAgentSpec",
+    "VRacerAgentSpec",
 ]
