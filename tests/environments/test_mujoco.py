@@ -63,3 +63,18 @@ def test_flow_control_fails_at_once_with_a_clear_message():
     with pytest.raises(BackendMissingError, match="CUDA Navier-Stokes solver"):
         require_backend(spec)
     assert missing_backend(_spec()) is None
+
+
+def test_the_flow_control_spec_validates_and_its_run_fails_at_once(tmp_path, capsys):
+    from pathlib import Path
+
+    from rlrepro.cli import main
+    from rlrepro.specs import load_spec
+
+    path = Path(__file__).resolve().parents[2] / "specs" / "refer" / "flow_control.yaml"
+    assert load_spec(path).environments[0].kind == "flow_control"
+    code = main(["train", "--spec", str(path), "--scale", "smoke", "--variant", "refer", "--env", "swimmer_cylinder_wake",
+                 "--results", str(tmp_path), "--no-mlflow"])
+    assert code != 0
+    assert "CUDA Navier-Stokes solver" in capsys.readouterr().err
+    assert not list(tmp_path.rglob("metrics.jsonl"))  # nothing trained
