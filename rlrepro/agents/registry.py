@@ -50,6 +50,7 @@ AGENTS: dict[str, AgentEntry] = {
     "dqn": AgentEntry("rlrepro.agents.dqn.build:build_dqn", ("gym", "atari")),
     "loss_search": AgentEntry("rlrepro.search.trainer:build_loss_search", ("gym_suite",)),
     "vracer": AgentEntry("rlrepro.agents.vracer.build:build_vracer", ("mujoco",)),
+    "ddpg": AgentEntry("rlrepro.agents.ddpg.build:build_ddpg", ("mujoco",)),
 }
 
 

@@ -94,3 +94,16 @@ def test_reward_scale_is_the_root_mean_square_and_state_statistics_eqs_14_15():
     # mean (3, 0); std (sqrt(8/3) = 1.6329932, 0) -> 1 / (std + eps): 0.6123724 and 1e7 (a constant feature)
     np.testing.assert_allclose(mean, [3.0, 0.0])
     np.testing.assert_allclose(inv_std, [0.6123724, 1.0 / EPSILON], rtol=1e-6)
+
+
+def test_transitions_give_the_next_state_and_no_bootstrap_only_after_a_terminal_step():
+    replay = EpisodeReplay(capacity=10, max_episode_steps=3, obs_dim=1, action_dim=1, discount=0.9, seed=0)
+    for terminal, base in ((True, 0.0), (False, 10.0)):
+        for i in range(2):
+            replay.add(np.array([base + i]), np.zeros(1), 2.0, np.zeros(1), np.ones(1), 0.0)
+        replay.end_episode(np.array([base + 5.0]), terminal, 0.0)
+    replay.reward_scale = 0.5
+    r, discount, next_obs = replay.transitions(np.arange(4))
+    np.testing.assert_allclose(r, [1.0, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(discount, [0.9, 0.0, 0.9, 0.9])  # terminal end: 0; truncated end: gamma
+    np.testing.assert_allclose(next_obs[:, 0], [1.0, 5.0, 11.0, 15.0])

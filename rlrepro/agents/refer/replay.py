@@ -46,6 +46,8 @@ class EpisodeReplay:
         self.first = np.zeros(n, bool)
         self.last = np.zeros(n, bool)
         self.v_boot = np.zeros(n, np.float32)  # at an episode's last step: V(s_T) if truncated, 0 if terminal
+        self.terminal = np.zeros(n, bool)  # at an episode's last step: it terminated (no bootstrap)
+        self.final_obs = np.zeros((n, obs_dim), np.float32)  # at an episode's last step: s_T (Q-learning targets)
         self.episodes: deque[tuple[int, int, np.ndarray, bool]] = deque()  # (start, length, s_T, terminated)
         self.head = 0  # start of the oldest stored episode
         self.committed = 0  # steps of ended episodes (sampleable)
@@ -70,7 +72,7 @@ class EpisodeReplay:
             return
         start = (self.head + self.committed) % self.size
         end = (start + self.running - 1) % self.size
-        self.last[end] = True
+        self.last[end], self.terminal[end], self.final_obs[end] = True, terminated, last_obs
         self.v_boot[end] = 0.0 if terminated else v_last
         self.episodes.append((start, self.running, np.asarray(last_obs, np.float32), terminated))
         idx = (start + np.arange(self.running)) % self.size
@@ -93,6 +95,15 @@ class EpisodeReplay:
         """``batch_size`` committed time steps drawn uniformly (not episodes; §3)."""
         i = (self.head + self.rng.integers(0, self.committed, batch_size)) % self.size
         return Sample(i, self.obs[i], self.action[i], self.mu_mean[i], self.mu_std[i], self.q_ret[i])
+
+    def transitions(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(scaled r_{t+1}, discount: gamma, or 0 after a terminal step; s_{t+1}, s_T at an episode's end) of steps
+        ``index``, for the Q-learning targets of DDPG and NAF (rewards scaled as App. B says)."""
+        nxt = (index + 1) % self.size
+        last = self.last[index]
+        next_obs = np.where(last[:, None], self.final_obs[index], self.obs[nxt])
+        discount = np.where(last & self.terminal[index], 0.0, self.discount).astype(np.float32)
+        return (self.reward[index] * self.reward_scale).astype(np.float32), discount, next_obs
 
     def far_fraction(self, c_max: float) -> float:
         """n_far / N from the last rho computed for every stored step (stale for unsampled ones, as the paper)."""

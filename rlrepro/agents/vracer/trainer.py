@@ -117,7 +117,7 @@ class HostVRacer:
         first = [len(r) for r in host.episode_returns]
         outs = []
         for _ in range(steps):
-            self._store_and_step(host, pending, learner.params)
+            self._store_and_step(host, pending, learner)
             learner, keys, pending, out = self._learn_and_act(host, learner, keys)
             if out is not None:
                 outs.append(out)
@@ -163,7 +163,7 @@ class HostVRacer:
         for replay, q in zip(host.replays, q_ret):
             replay.set_q_ret(q)
 
-    def _store_and_step(self, host: HostState, pending: Action, params: Any) -> None:
+    def _store_and_step(self, host: HostState, pending: Action, learner: Any) -> None:
         action, mean, std, v = (np.asarray(x) for x in pending)
         ended: list[tuple[int, np.ndarray, bool]] = []
         for i, env in enumerate(host.envs):
@@ -177,17 +177,17 @@ class HostVRacer:
                 obs = env.reset()
             host.obs[i] = obs
         if ended:
-            self._end_episodes(host, ended, params)
+            self._end_episodes(host, ended, learner)
         host.steps += 1
 
-    def _end_episodes(self, host: HostState, ended: list[tuple[int, np.ndarray, bool]], params: Any) -> None:
+    def _end_episodes(self, host: HostState, ended: list[tuple[int, np.ndarray, bool]], learner: Any) -> None:
         """Commit ended episodes; truncated ones need V(s_T) from the current network."""
         last_obs = host.obs.copy()
         for i, obs, _ in ended:
             last_obs[i] = obs
         v_last = np.zeros(len(host.envs), np.float32)
         if any(not terminated for _, _, terminated in ended):
-            v_last = np.asarray(self._values(params, self._standardise(host, last_obs)))
+            v_last = np.asarray(self._values(learner.params, self._standardise(host, last_obs)))
         for i, obs, terminated in ended:
             host.replays[i].end_episode(obs, terminated, float(v_last[i]))
 

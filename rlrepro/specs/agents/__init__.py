@@ -15,21 +15,22 @@ from rlrepro.specs.agents.dqn import DQNAgentSpec, DQNLossSpec, LossSearchAgentS
 from rlrepro.specs.agents.frodo import FrodoAgentSpec
 from rlrepro.specs.agents.impala import ImpalaAgentSpec, ImpalaLossSpec
 from rlrepro.specs.agents.td_lambda import TdLambdaAgentSpec
-from rlrepro.specs.agents.refer import VRacerAgentSpec
+from rlrepro.specs.agents.refer import DDPGAgentSpec, VRacerAgentSpec
 
 AgentSpec = Annotated[
     Union[
         ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec, DQNAgentSpec, LossSearchAgentSpec,
-        VRacerAgentSpec,
+        VRacerAgentSpec, DDPGAgentSpec,
     ],
     Field(discriminator="kind"),
 ]
-AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda", "dqn", "loss_search", "vracer")
+AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda", "dqn", "loss_search", "vracer", "ddpg")
 
 __all__ = [
     "AGENT_KINDS",
     "AgentSpec",
     "ConvNetworkSpec",
+    "DDPGAgentSpec",
     "DQNAgentSpec",
     "DQNLossSpec",
     "LossSearchAgentSpec",

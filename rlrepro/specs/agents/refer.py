@@ -68,3 +68,31 @@ class VRacerAgentSpec(SpecModel):
     discount: float = Field(0.995, ge=0, lt=1, description="gamma (App. A: 0.995).")
     batch_size: PositiveCount = Field(256, description="B: time steps per gradient step (App. A: 256).")
     truncation: float = Field(3.0, gt=0, description="Actions drawn from the normal truncated at +-this many std (App. A: 3).")
+
+
+class DDPGAgentSpec(SpecModel):
+    """DDPG with ReF-ER (§2, App. A, Alg. 4): tanh policy and critic MLPs with soft-updated targets.
+
+    With ReF-ER the critic is masked on far samples but not beta-scaled (Alg. 4); pi_w = m_w + N(0, sigma^2 I)
+    defines rho and the KL. Exploration: Gaussian sigma for the ReF-ER variants, Ornstein-Uhlenbeck for ER.
+    """
+
+    kind: Literal["ddpg"] = Field(description="Agent kind.")
+    rules: ReferRulesSpec = Field(description="ReF-ER rules and variant (er: plain replay).")
+    replay: EpisodeReplaySpec = Field(default_factory=EpisodeReplaySpec, description="Replay memory.")
+    hidden_sizes: list[PositiveCount] = Field(default_factory=lambda: [128, 128], min_length=1, description="Softsign MLP widths of both nets (App. A: 128, 128).")
+    policy_learning_rate: float = Field(1e-5, gt=0, description="Policy Adam step size (§5.1, App. A: 1e-5).")
+    critic_learning_rate: float = Field(1e-4, gt=0, description="Critic Adam step size (App. A: 1e-4).")
+    critic_weight_decay: float = Field(1e-4, ge=0, description="Critic L2 weight decay (App. A: 1e-4).")
+    anneal_learning_rate: bool = Field(
+        True, description="Anneal both learning rates by eq. 13 (ReF-ER); the paper found it worse for DDPG with ER (false there)."
+    )
+    adam_eps: float = Field(1e-8, gt=0, description="Adam epsilon (not stated; optax default).")
+    discount: float = Field(0.995, ge=0, lt=1, description="gamma (App. A: 0.995).")
+    batch_size: PositiveCount = Field(128, description="B (App. A: 128, half of V-RACER's to equalise compute).")
+    target_rate: float = Field(0.01, gt=0, le=1, description="Soft target update alpha (App. A: 0.01).")
+    sigma: float = Field(0.2, gt=0, description="sigma of pi_w = m_w + N(0, sigma^2 I), which defines rho and the KL, and of Gaussian exploration (App. A: 0.2).")
+    exploration: Literal["gaussian", "ornstein_uhlenbeck"] = Field(
+        "gaussian", description="Gaussian N(0, sigma^2 I) (ReF-ER variants) or an OU process (ER and PER, App. A)."
+    )
+    ou_theta: float = Field(0.15, gt=0, le=1, description="OU mean reversion theta (App. A: 0.15; its sigma is 'sigma').")
