@@ -127,11 +127,12 @@ class GymSuiteSpec(SpecModel):
     frames_per_step: int = Field(1, ge=1, description="Frames counted per step (unused by searches, which count programs).")
 
 
-class MujocoEnvSpec(SpecModel):
+class MujocoEnvSpec(ScoredEnvSpec):
     """A gymnasium MuJoCo task (``mujoco`` bindings), stepped on the host with continuous actions.
 
     ReF-ER (Novati & Koumoutsakos 2019) ran gym v2 on mujoco-py; gymnasium v5 differs on several tasks, so the
-    spec names the paper's id and what changed (notes §7.1, ``refer_tasks.csv``).
+    spec names the paper's id and what changed (notes §7.1, ``refer_tasks.csv``). ``random_score`` null: the
+    pipeline measures R_random (uniform-random episodes) and caches it with provenance beside the runs.
     """
 
     kind: Literal["mujoco"] = Field(description="Backend kind.")
@@ -146,12 +147,6 @@ class MujocoEnvSpec(SpecModel):
     )
     kwargs: dict[str, Any] = Field(default_factory=dict, description="Arguments of gymnasium.make.")
     max_episode_steps: int | None = Field(None, ge=1, description="Time limit in steps (null: the task's own, 1000).")
-    return_range: tuple[float, float] | None = Field(
-        None, description="[floor, ceiling] of the episode return, where the task has them (InvertedPendulum: [0, 1000])."
-    )
-    random_score: float | None = Field(
-        None, description="Mean return of a uniform-random policy; null: measured by the pipeline and cached with provenance."
-    )
     frames_per_step: int = Field(1, ge=1, description="Frames counted per agent step (no action repeat).")
 
     @property
