@@ -51,6 +51,7 @@ AGENTS: dict[str, AgentEntry] = {
     "loss_search": AgentEntry("rlrepro.search.trainer:build_loss_search", ("gym_suite",)),
     "vracer": AgentEntry("rlrepro.agents.vracer.build:build_vracer", ("mujoco",)),
     "ddpg": AgentEntry("rlrepro.agents.ddpg.build:build_ddpg", ("mujoco",)),
+    "naf": AgentEntry("rlrepro.agents.naf.build:build_naf", ("mujoco",)),
 }
 
 

@@ -59,8 +59,12 @@ class HostDDPG(HostVRacer):
         host = HostState(envs, replays, obs, initial_beta(c.rules, len(seeds)))
         host.noise_rngs = [np.random.default_rng(s + 2_000_003) for s in seeds]
         host.ou = np.zeros((len(seeds), self.action_dim), np.float32)
-        pending = self._explore(host, np.asarray(self._mean(learner.policy, self._standardise(host, obs))))
+        pending = self._explore(host, np.asarray(self._mean(self._acting_params(learner), self._standardise(host, obs))))
         return VRacerState(learner, keys, pending, host)
+
+    def _acting_params(self, learner: Any) -> Any:
+        """The parameters ``self._mean`` reads (DDPG: the policy network's)."""
+        return learner.policy
 
     def _explore(self, host: HostState, mean: np.ndarray) -> Action:
         """m_w(s) + Gaussian or OU noise (App. A); mu = N(m_w(s), sigma^2 I) is what rho and the KL compare with."""
@@ -78,7 +82,7 @@ class HostDDPG(HostVRacer):
         c, t = self.config, host.steps
         obs = self._standardise(host, host.obs)
         if t < c.n_start:
-            return learner, keys, self._explore(host, np.asarray(self._mean(learner.policy, obs))), None
+            return learner, keys, self._explore(host, np.asarray(self._mean(self._acting_params(learner), obs))), None
         if t == c.n_start:
             for i, replay in enumerate(host.replays):
                 host.obs_mean[i], host.obs_inv_std[i] = state_statistics(replay.observations())

@@ -15,16 +15,16 @@ from rlrepro.specs.agents.dqn import DQNAgentSpec, DQNLossSpec, LossSearchAgentS
 from rlrepro.specs.agents.frodo import FrodoAgentSpec
 from rlrepro.specs.agents.impala import ImpalaAgentSpec, ImpalaLossSpec
 from rlrepro.specs.agents.td_lambda import TdLambdaAgentSpec
-from rlrepro.specs.agents.refer import DDPGAgentSpec, VRacerAgentSpec
+from rlrepro.specs.agents.refer import DDPGAgentSpec, NAFAgentSpec, VRacerAgentSpec
 
 AgentSpec = Annotated[
     Union[
         ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec, DQNAgentSpec, LossSearchAgentSpec,
-        VRacerAgentSpec, DDPGAgentSpec,
+        VRacerAgentSpec, DDPGAgentSpec, NAFAgentSpec,
     ],
     Field(discriminator="kind"),
 ]
-AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda", "dqn", "loss_search", "vracer", "ddpg")
+AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda", "dqn", "loss_search", "vracer", "ddpg", "naf")
 
 __all__ = [
     "AGENT_KINDS",
@@ -38,6 +38,7 @@ __all__ = [
     "ImpalaAgentSpec",
     "ImpalaLossSpec",
     "MLPNetworkSpec",
+    "NAFAgentSpec",
     "NetworkSpec",
     "RMSPropSpec",
     "TdLambdaAgentSpec",

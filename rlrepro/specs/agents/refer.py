@@ -96,3 +96,23 @@ class DDPGAgentSpec(SpecModel):
         "gaussian", description="Gaussian N(0, sigma^2 I) (ReF-ER variants) or an OU process (ER and PER, App. A)."
     )
     ou_theta: float = Field(0.15, gt=0, le=1, description="OU mean reversion theta (App. A: 0.15; its sigma is 'sigma').")
+
+
+class NAFAgentSpec(SpecModel):
+    """NAF with ReF-ER (§2, eq. 4, App. A): one MLP -> V(s), m(s), lower-triangular L(s); Q = V - (a-m)^T L L^T (a-m).
+
+    Far samples give no TD gradient (rule 1); rule 2 mixes beta into the TD gradient of the mean outputs only and
+    adds the KL ||m - m_mu||^2 / (2 sigma^2) (smarties@2019 NAF.cpp; V and L get the unscaled TD gradient).
+    """
+
+    kind: Literal["naf"] = Field(description="Agent kind.")
+    rules: ReferRulesSpec = Field(description="ReF-ER rules and variant (er: plain replay).")
+    replay: EpisodeReplaySpec = Field(default_factory=EpisodeReplaySpec, description="Replay memory.")
+    hidden_sizes: list[PositiveCount] = Field(default_factory=lambda: [128, 128], min_length=1, description="Softsign MLP widths (App. A: 128, 128).")
+    learning_rate: float = Field(1e-4, gt=0, description="Adam step size (App. A: 1e-4), annealed by eq. 13 if anneal_learning_rate.")
+    anneal_learning_rate: bool = Field(True, description="Anneal the learning rate by eq. 13.")
+    adam_eps: float = Field(1e-8, gt=0, description="Adam epsilon (not stated; optax default).")
+    discount: float = Field(0.995, ge=0, lt=1, description="gamma (App. A: 0.995).")
+    batch_size: PositiveCount = Field(256, description="B (App. A: 256).")
+    target_rate: float = Field(0.01, gt=0, le=1, description="Soft target update alpha (App. A: 0.01).")
+    sigma: float = Field(0.2, gt=0, description="Gaussian exploration N(0, sigma^2 I); also defines pi_w for rho and the KL (App. A: 0.2).")
