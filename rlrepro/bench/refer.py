@@ -4,8 +4,9 @@
 
 With F = 1 (one gradient step per environment step, Alg. 1) the host loop is serial: per lockstep step it
 steps every seed's environment, then makes one jitted call (update of every seed + next actions). So the parts
-allow 1 / (t_env + t_learner) steps/s; the end-to-end loop adds the replay work on the host (sampling, V/rho
-write-back, far-fraction count, Q^ret refresh every 1000 steps). The three are timed in interleaved rounds
+allow 1 / (t_env + t_learner) steps/s, the learner timed with the same fixed batch and blocked after every call
+(the loop needs each call's actions on the host). The end-to-end loop adds the replay work on the host (batch
+gathering and transfer, V/rho write-back, far-fraction count, Q^ret refresh every 1000 steps). The three are timed in interleaved rounds
 (medians), so that a change of the machine's load hits all alike; the ratio end-to-end / allowed is the
 figure of merit (goal >= 0.8).
 """
@@ -49,7 +50,8 @@ def _time_learner(vracer: HostVRacer, state, batch, steps: int) -> float:
     started = time.perf_counter()
     for _ in range(steps):
         learner, out, pending, keys = vracer._step(learner, batch, beta, 4.0, 1e-4, obs, keys)
-    jax.block_until_ready((learner, out, pending))
+        # the serial loop needs each step's actions (and V, rho) on the host before it can go on: block per call
+        jax.block_until_ready((out, pending))
     return (time.perf_counter() - started) / steps
 
 
