@@ -221,6 +221,8 @@ def test_real_specs_that_cannot_run_here_say_why() -> None:
         reason = cannot_run(experiment)
         if any(e.kind == "dmlab" for e in experiment.spec.environments):
             assert reason is not None and "DeepMind Lab" in reason, experiment.key
+        elif any(e.kind == "flow_control" for e in experiment.spec.environments):
+            assert reason is not None and "CUDA Navier-Stokes solver" in reason, experiment.key
         else:
             assert reason is None, experiment.key
 

@@ -49,6 +49,9 @@ AGENTS: dict[str, AgentEntry] = {
     "td_lambda": AgentEntry("rlrepro.agents.td_lambda.trainer:build_td_lambda", ("jax",)),
     "dqn": AgentEntry("rlrepro.agents.dqn.build:build_dqn", ("gym", "atari")),
     "loss_search": AgentEntry("rlrepro.search.trainer:build_loss_search", ("gym_suite",)),
+    "vracer": AgentEntry("rlrepro.agents.vracer.build:build_vracer", ("mujoco",)),
+    "ddpg": AgentEntry("rlrepro.agents.ddpg.build:build_ddpg", ("mujoco",)),
+    "naf": AgentEntry("rlrepro.agents.naf.build:build_naf", ("mujoco",)),
 }
 
 

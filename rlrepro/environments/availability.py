@@ -13,6 +13,14 @@ DMLAB_MESSAGE = (
 )
 
 
+FLOW_CONTROL_MESSAGE = (
+    "The 2-D flow-control task (ReF-ER §5.4, App. D) needs the authors' CUDA Navier-Stokes solver "
+    "(cselab/CubismUP_2D with smarties' apps/CUP2D_cylFollow): a C++/CUDA/MPI build with a GPU, which cannot be "
+    "installed from the package registries and does not run on this CPU-only machine. Build it on a GPU machine, "
+    "wire it in as an environment backend, and run this spec again."
+)
+
+
 def _missing_module(module: str, package: str) -> str | None:
     if importlib.util.find_spec(module) is None:
         return f"python module '{module}' is not installed: install '{package}' (pinned in envs/, `make install`)"
@@ -26,6 +34,10 @@ def missing_backend(env_spec: object) -> str | None:
         return DMLAB_MESSAGE
     if kind == "atari":
         return _missing_module("ale_py", "ale-py") or _missing_module("cv2", "opencv-python-headless")
+    if kind == "flow_control":
+        return FLOW_CONTROL_MESSAGE
+    if kind == "mujoco":
+        return _missing_module("mujoco", "mujoco") or _missing_module("imageio", "imageio")
     if kind == "gym_suite":
         return next((m for env in getattr(env_spec, "environments", []) if (m := missing_backend(env))), None)
     if kind == "gym":

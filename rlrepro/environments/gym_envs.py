@@ -47,6 +47,11 @@ def encode_minigrid(env: Any) -> np.ndarray:
     return (grid / _MINIGRID_SCALE).ravel()
 
 
+def _num_actions(space: Any) -> int | None:
+    """Discrete actions: their number; continuous (Box) actions: None (see ``environments.mujoco``)."""
+    return int(space.n) if hasattr(space, "n") else None
+
+
 class HostEnv:
     """One gymnasium environment with a flat float32 observation, seeded episodes and replayable pickling."""
 
@@ -54,7 +59,7 @@ class HostEnv:
         self.spec = spec
         self.rng = np.random.default_rng(seed)
         self._env = make_gym(spec)
-        self.num_actions = int(self._env.action_space.n)
+        self.num_actions = _num_actions(self._env.action_space)
         self.episode_seed = 0
         self.actions: list[int] = []
 
@@ -81,7 +86,7 @@ class HostEnv:
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.spec, self.rng = state["spec"], state["rng"]
         self._env = make_gym(self.spec)
-        self.num_actions = int(self._env.action_space.n)
+        self.num_actions = _num_actions(self._env.action_space)
         self.episode_seed, self.actions = state["episode_seed"], []
         self._env.reset(seed=self.episode_seed)
         for action in state["actions"]:

@@ -127,5 +127,51 @@ class GymSuiteSpec(SpecModel):
     frames_per_step: int = Field(1, ge=1, description="Frames counted per step (unused by searches, which count programs).")
 
 
-EnvSpec = Annotated[Union[JaxEnvSpec, DmlabEnvSpec, AtariEnvSpec, GymEnvSpec, GymSuiteSpec], Field(discriminator="kind")]
-ENV_KINDS: tuple[str, ...] = ("jax", "dmlab", "atari", "gym", "gym_suite")
+class MujocoEnvSpec(ScoredEnvSpec):
+    """A gymnasium MuJoCo task (``mujoco`` bindings), stepped on the host with continuous actions.
+
+    ReF-ER (Novati & Koumoutsakos 2019) ran gym v2 on mujoco-py; gymnasium v5 differs on several tasks, so the
+    spec names the paper's id and what changed (notes §7.1, ``refer_tasks.csv``). ``random_score`` null: the
+    pipeline measures R_random (uniform-random episodes) and caches it with provenance beside the runs.
+    """
+
+    kind: Literal["mujoco"] = Field(description="Backend kind.")
+    id: Name = Field(description="Short name used in folders and tables.")
+    name: str = Field(pattern=r"^[A-Za-z0-9]+-v[45]$", description="gymnasium id with its version, e.g. HalfCheetah-v5.")
+    paper_name: str = Field(description="The paper's environment id (gym v2, mujoco-py), e.g. HalfCheetah-v2.")
+    changes_from_paper: str = Field(
+        min_length=1, description="What differs from the paper's version (dynamics, reward, observation); 'none' if nothing."
+    )
+    comparable_to_paper: bool = Field(
+        description="Whether absolute returns may be compared with the paper's curves (no dynamics/reward change)."
+    )
+    kwargs: dict[str, Any] = Field(default_factory=dict, description="Arguments of gymnasium.make.")
+    max_episode_steps: int | None = Field(None, ge=1, description="Time limit in steps (null: the task's own, 1000).")
+    frames_per_step: int = Field(1, ge=1, description="Frames counted per agent step (no action repeat).")
+
+    @property
+    def version(self) -> str:
+        """The gymnasium version suffix, e.g. v5."""
+        return self.name.rsplit("-", 1)[1]
+
+
+class FlowControlEnvSpec(SpecModel):
+    """The 2-D swimmer-in-a-cylinder-wake task (ReF-ER §5.4, App. D): needs the authors' CUDA Navier-Stokes solver.
+
+    It cannot be installed from the package registries: such runs fail at once with a clear message.
+    """
+
+    kind: Literal["flow_control"] = Field(description="Backend kind.")
+    id: Name = Field(description="Short name used in folders and tables.")
+    solver: Literal["cubismup_2d"] = Field(description="The flow solver (cselab/CubismUP_2D, CUDA + OpenMP + MPI).")
+    reynolds: float = Field(400.0, gt=0, description="Re = D^2/(nu T) (App. D: 400).")
+    max_actions: PositiveCount = Field(400, description="Actions per episode (App. D: at most 400).")
+    parallel_simulations: PositiveCount = Field(24, description="Simulations feeding one learner (App. D: 24).")
+    frames_per_step: int = Field(1, ge=1, description="Frames counted per agent step.")
+
+
+EnvSpec = Annotated[
+    Union[JaxEnvSpec, DmlabEnvSpec, AtariEnvSpec, GymEnvSpec, GymSuiteSpec, MujocoEnvSpec, FlowControlEnvSpec],
+    Field(discriminator="kind"),
+]
+ENV_KINDS: tuple[str, ...] = ("jax", "dmlab", "atari", "gym", "gym_suite", "mujoco", "flow_control")

@@ -11,6 +11,7 @@ TINY = {
     "frodo": (["--kind", "atari", "--inner-steps", "1", "--batch-size", "2", "--unroll-length", "2", "--repeats", "1"], "ratio"),
     "evolving-rl": (["--updates", "10"], "ratio"),
     "planning": (["--repeats", "1"], "snakemake -n"),
+    "refer": (["--seeds", "1", "--steps", "5", "--rounds", "1", "--batch-size", "8", "--n-start", "50"], "ratio"),
 }
 
 

@@ -15,16 +15,22 @@ from rlrepro.specs.agents.dqn import DQNAgentSpec, DQNLossSpec, LossSearchAgentS
 from rlrepro.specs.agents.frodo import FrodoAgentSpec
 from rlrepro.specs.agents.impala import ImpalaAgentSpec, ImpalaLossSpec
 from rlrepro.specs.agents.td_lambda import TdLambdaAgentSpec
+from rlrepro.specs.agents.refer import DDPGAgentSpec, NAFAgentSpec, VRacerAgentSpec
 
 AgentSpec = Annotated[
-    Union[ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec, DQNAgentSpec, LossSearchAgentSpec], Field(discriminator="kind")
+    Union[
+        ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec, DQNAgentSpec, LossSearchAgentSpec,
+        VRacerAgentSpec, DDPGAgentSpec, NAFAgentSpec,
+    ],
+    Field(discriminator="kind"),
 ]
-AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda", "dqn", "loss_search")
+AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda", "dqn", "loss_search", "vracer", "ddpg", "naf")
 
 __all__ = [
     "AGENT_KINDS",
     "AgentSpec",
     "ConvNetworkSpec",
+    "DDPGAgentSpec",
     "DQNAgentSpec",
     "DQNLossSpec",
     "LossSearchAgentSpec",
@@ -32,7 +38,9 @@ __all__ = [
     "ImpalaAgentSpec",
     "ImpalaLossSpec",
     "MLPNetworkSpec",
+    "NAFAgentSpec",
     "NetworkSpec",
     "RMSPropSpec",
     "TdLambdaAgentSpec",
+    "VRacerAgentSpec",
 ]

@@ -1,0 +1,33 @@
+"""DDPG's networks (App. A): a policy MLP with tanh output in [-1, 1]^A and a critic MLP Q(s, a), 2x128 Softsign."""
+
+from __future__ import annotations
+
+import flax.linen as nn
+import jax
+import jax.numpy as jnp
+
+from rlrepro.agents.vracer.networks import output_init
+
+
+def _torso(x: jax.Array, hidden_sizes: tuple[int, ...]) -> jax.Array:
+    for width in hidden_sizes:
+        x = nn.soft_sign(nn.Dense(width, kernel_init=nn.initializers.glorot_uniform())(x))
+    return x
+
+
+class PolicyNetwork(nn.Module):
+    hidden_sizes: tuple[int, ...]
+    action_dim: int
+
+    @nn.compact
+    def __call__(self, obs: jax.Array) -> jax.Array:
+        return jnp.tanh(nn.Dense(self.action_dim, kernel_init=output_init())(_torso(obs, self.hidden_sizes)))
+
+
+class CriticNetwork(nn.Module):
+    hidden_sizes: tuple[int, ...]
+
+    @nn.compact
+    def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
+        x = _torso(jnp.concatenate([obs, action], axis=-1), self.hidden_sizes)
+        return nn.Dense(1, kernel_init=output_init())(x)[..., 0]

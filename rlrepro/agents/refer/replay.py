@@ -1,0 +1,173 @@
+"""The ReF-ER replay memory (Novati & Koumoutsakos 2019, Alg. 1-2, App. B): whole episodes, FIFO, per seed.
+
+Time steps are written as they happen into a ring buffer; an episode becomes sampleable when it ends
+(``end_episode``), and whole episodes are removed oldest first while more than ``capacity`` steps are stored.
+Each step keeps the behaviour statistics (mean, std), the last V and log rho computed for it (refreshed when it
+is sampled) and its Retrace target Q^ret (in scaled-reward units). Rewards are stored raw; the learner sees them
+divided by sqrt(mean r^2) + eps (eq. 16), so stored Q^ret are recomputed whenever the scale changes.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from typing import NamedTuple
+
+import numpy as np
+
+EPSILON = 1e-7  # App. B, eqs. 14-16
+
+
+class Sample(NamedTuple):
+    """A minibatch of stored steps of one seed (ring-buffer indices and what the learner reads)."""
+
+    index: np.ndarray
+    obs: np.ndarray
+    action: np.ndarray
+    mu_mean: np.ndarray
+    mu_std: np.ndarray
+    q_ret: np.ndarray
+
+
+class EpisodeReplay:
+    """Episode-based FIFO replay of one seed, ``capacity`` = N committed steps at most (plus the running episode)."""
+
+    def __init__(self, capacity: int, max_episode_steps: int, obs_dim: int, action_dim: int, discount: float, seed: int):
+        self.capacity, self.discount = capacity, discount
+        self.size = capacity + max_episode_steps + 1  # room for N committed steps and one running episode
+        n = self.size
+        self.obs = np.zeros((n, obs_dim), np.float32)
+        self.action = np.zeros((n, action_dim), np.float32)
+        self.mu_mean = np.zeros((n, action_dim), np.float32)
+        self.mu_std = np.ones((n, action_dim), np.float32)
+        self.reward = np.zeros(n, np.float32)
+        self.v = np.zeros(n, np.float32)
+        self.log_rho = np.zeros(n, np.float32)  # rho = 1 when stored: the behaviour is the policy of the moment
+        self.q_ret = np.zeros(n, np.float32)
+        self.first = np.zeros(n, bool)
+        self.last = np.zeros(n, bool)
+        self.v_boot = np.zeros(n, np.float32)  # at an episode's last step: V(s_T) if truncated, 0 if terminal
+        self.terminal = np.zeros(n, bool)  # at an episode's last step: it terminated (no bootstrap)
+        self.final_obs = np.zeros((n, obs_dim), np.float32)  # at an episode's last step: s_T (Q-learning targets)
+        self.episodes: deque[tuple[int, int, np.ndarray, bool]] = deque()  # (start, length, s_T, terminated)
+        self.head = 0  # start of the oldest stored episode
+        self.committed = 0  # steps of ended episodes (sampleable)
+        self.running = 0  # steps of the episode in progress
+        self.reward_scale = 1.0
+        self.rng = np.random.default_rng(seed)
+
+    # --- writing -------------------------------------------------------------------------------------------------
+    def add(self, obs: np.ndarray, action: np.ndarray, reward: float, mu_mean: np.ndarray, mu_std: np.ndarray, v: float) -> None:
+        """One step of the running episode: s_t, a_t, r_{t+1}, mu_t = (mean, std) and V(s_t) at acting time."""
+        if self.running >= self.size - self.capacity:
+            raise ValueError(f"episode longer than max_episode_steps ({self.size - self.capacity - 1})")
+        i = (self.head + self.committed + self.running) % self.size
+        self.obs[i], self.action[i], self.reward[i] = obs, action, reward
+        self.mu_mean[i], self.mu_std[i], self.v[i], self.log_rho[i] = mu_mean, mu_std, v, 0.0
+        self.first[i], self.last[i], self.v_boot[i] = self.running == 0, False, 0.0
+        self.running += 1
+
+    def end_episode(self, last_obs: np.ndarray, terminated: bool, v_last: float) -> None:
+        """Commit the running episode (its Q^ret computed with rho = 1, smarties (iii)); evict oldest episodes."""
+        if self.running == 0:
+            return
+        start = (self.head + self.committed) % self.size
+        end = (start + self.running - 1) % self.size
+        self.last[end], self.terminal[end], self.final_obs[end] = True, terminated, last_obs
+        self.v_boot[end] = 0.0 if terminated else v_last
+        self.episodes.append((start, self.running, np.asarray(last_obs, np.float32), terminated))
+        idx = (start + np.arange(self.running)) % self.size
+        self.q_ret[idx] = episode_q_ret(
+            self.reward[idx] * self.reward_scale, self.v[idx], np.ones(len(idx)), self.v_boot[end], self.discount
+        )
+        self.committed += self.running
+        self.running = 0
+        while self.committed > self.capacity:  # FIFO removal of whole episodes (Alg. 1)
+            _, length, _, _ = self.episodes.popleft()
+            self.head = (self.head + length) % self.size
+            self.committed -= length
+
+    # --- reading -------------------------------------------------------------------------------------------------
+    def stored(self) -> np.ndarray:
+        """Ring indices of the committed steps, oldest first."""
+        return (self.head + np.arange(self.committed)) % self.size
+
+    def sample(self, batch_size: int) -> Sample:
+        """``batch_size`` committed time steps drawn uniformly (not episodes; §3)."""
+        i = (self.head + self.rng.integers(0, self.committed, batch_size)) % self.size
+        return Sample(i, self.obs[i], self.action[i], self.mu_mean[i], self.mu_std[i], self.q_ret[i])
+
+    def transitions(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(scaled r_{t+1}, discount: gamma, or 0 after a terminal step; s_{t+1}, s_T at an episode's end) of steps
+        ``index``, for the Q-learning targets of DDPG and NAF (rewards scaled as App. B says)."""
+        nxt = (index + 1) % self.size
+        last = self.last[index]
+        next_obs = np.where(last[:, None], self.final_obs[index], self.obs[nxt])
+        discount = np.where(last & self.terminal[index], 0.0, self.discount).astype(np.float32)
+        return (self.reward[index] * self.reward_scale).astype(np.float32), discount, next_obs
+
+    def far_fraction(self, c_max: float) -> float:
+        """n_far / N from the last rho computed for every stored step (stale for unsampled ones, as the paper)."""
+        if self.committed == 0:
+            return 0.0
+        return float(np.count_nonzero(np.abs(self.log_rho[self.stored()]) >= np.log(c_max))) / self.committed
+
+    # --- refreshing ------------------------------------------------------------------------------------------------
+    def write_back(self, index: np.ndarray, v: np.ndarray, log_rho: np.ndarray) -> None:
+        """Store the current V and log rho of sampled steps, and correct the Q^ret of the step before each
+        (smarties@2019: Q^ret[t-1] = r_t + gamma V_t + gamma min(1, rho_t) (Q^ret[t] - V_t))."""
+        self.v[index], self.log_rho[index] = v, log_rho
+        inner = index[~self.first[index]]
+        prev = (inner - 1) % self.size
+        rho_bar = np.minimum(1.0, np.exp(self.log_rho[inner]))
+        self.q_ret[prev] = self.reward[prev] * self.reward_scale + self.discount * (
+            self.v[inner] + rho_bar * (self.q_ret[inner] - self.v[inner])
+        )
+
+    def refresh_inputs(self) -> tuple[np.ndarray, ...]:
+        """Flat arrays (length ``size``, oldest first, zero-padded) for ``retrace_q_ret`` over the whole memory."""
+        idx = self.stored()
+        nxt = (idx + 1) % self.size
+        last = self.last[idx]
+        pad = self.size - len(idx)
+        r = np.pad(self.reward[idx] * self.reward_scale, (0, pad))
+        v = np.pad(np.where(last, 0.0, self.v[nxt]), (0, pad))
+        rho_bar = np.pad(np.where(last, 0.0, np.minimum(1.0, np.exp(self.log_rho[nxt]))), (0, pad))
+        discount = np.pad(np.where(last, 0.0, self.discount), (0, pad))
+        bootstrap = np.pad(np.where(last, self.discount * self.v_boot[idx], 0.0), (0, pad))
+        return tuple(x.astype(np.float32) for x in (r, v, rho_bar, discount, bootstrap))
+
+    def set_q_ret(self, q_ret: np.ndarray) -> None:
+        """Store a full recomputation (the output of ``retrace_q_ret`` on ``refresh_inputs``)."""
+        self.q_ret[self.stored()] = q_ret[: self.committed]
+
+    def update_reward_scale(self) -> float:
+        """Eq. 16: rewards divided by sigma_r + eps, sigma_r = sqrt(mean r^2) over the memory (the second moment)."""
+        if self.committed:
+            r = self.reward[self.stored()].astype(np.float64)
+            self.reward_scale = float(1.0 / (np.sqrt(np.mean(r**2)) + EPSILON))
+        return self.reward_scale
+
+    def observations(self) -> np.ndarray:
+        """Every stored observation, the running episode's included (for the state statistics of eqs. 14-15)."""
+        idx = (self.head + np.arange(self.committed + self.running)) % self.size
+        return self.obs[idx]
+
+
+def episode_q_ret(r: np.ndarray, v: np.ndarray, rho_bar: np.ndarray, v_boot: float, discount: float) -> np.ndarray:
+    """Q^ret of one episode by the backward recursion (eq. 8): Q^ret_t = r_{t+1} + gamma V^tbc_{t+1}.
+
+    ``r[t]`` = r_{t+1} (scaled), ``v[t]`` = V(s_t), ``rho_bar[t]`` = min(1, rho_t); V^tbc_T = ``v_boot``.
+    """
+    q_ret = np.zeros(len(r), np.float64)
+    v_tbc_next = v_boot
+    for t in range(len(r) - 1, -1, -1):
+        q_ret[t] = r[t] + discount * v_tbc_next
+        v_tbc_next = v[t] + rho_bar[t] * (q_ret[t] - v[t])
+    return q_ret.astype(np.float32)
+
+
+def state_statistics(obs: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eqs. 14-15: mean and 1 / (std + eps) of the first N_start observations (the learner's input scaling)."""
+    mean = obs.mean(axis=0)
+    std = obs.std(axis=0)
+    return mean.astype(np.float32), (1.0 / (std + EPSILON)).astype(np.float32)

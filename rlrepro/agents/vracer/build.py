@@ -1,0 +1,45 @@
+"""``build_vracer``: a V-RACER spec and a MuJoCo environment spec -> the runner's ``TrainerProgram``."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from rlrepro.agents.dqn.build import seeds_of
+from rlrepro.agents.vracer.config import VRacerConfig
+from rlrepro.environments.errors import UnsupportedSetupError
+
+
+def build_vracer(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
+    """V-RACER on one MuJoCo task, every seed of the job in lockstep; chunk = ``run.updates_per_chunk`` env steps."""
+    from rlrepro.agents.registry import TrainerProgram
+    from rlrepro.agents.vracer.trainer import HostVRacer, num_steps
+    from rlrepro.environments.availability import require_backend
+
+    require_backend(env_spec)
+    if env_spec.kind != "mujoco":
+        raise UnsupportedSetupError(f"V-RACER on '{env_spec.kind}' environments is not implemented (use kind: mujoco)")
+    config = VRacerConfig.from_spec(agent)
+    total = num_steps(frames, env_spec)
+    steps = min(run.updates_per_chunk, total)
+    vracer = HostVRacer(config, env_spec)
+    return TrainerProgram(
+        lambda keys: vracer.init(seeds_of(keys)), lambda state: vracer.run(state, steps),
+        math.ceil(total / steps), steps, steps * env_spec.frames_per_step,
+        write_artifacts=lambda state, run_dirs: write_random_score(env_spec, run_dirs),
+    )
+
+
+def write_random_score(env_spec: Any, run_dirs: list[Path]) -> None:
+    """R_random of the task (measured once per results folder, cached with provenance) beside every run.
+
+    A run folder is ``<results>/<scale>/runs/<paper>/<experiment>/<variant>/<env>/seed<k>``: the cache is
+    ``<results>/random_scores/`` (shared by the scales: the measurement does not depend on them).
+    """
+    from rlrepro.environments.mujoco import random_score
+
+    record = random_score(env_spec, run_dirs[0].parents[6] / "random_scores")
+    for run_dir in run_dirs:
+        (run_dir / "random_score.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

@@ -1,0 +1,118 @@
+"""ReF-ER / V-RACER speed: environment-only, learner-only and end-to-end steps/s on the same cores, and their ratio.
+
+``python -m rlrepro.bench refer [--env InvertedPendulum-v5] [--seeds 3] [--steps 500] [--rounds 3]``
+
+With F = 1 (one gradient step per environment step, Alg. 1) the host loop is serial: per lockstep step it
+steps every seed's environment, then makes one jitted call (update of every seed + next actions). So the parts
+allow 1 / (t_env + t_learner) steps/s, the learner timed with the same fixed batch and blocked after every call
+(the loop needs each call's actions on the host). The end-to-end loop adds the replay work on the host (batch
+gathering and transfer, V/rho write-back, far-fraction count, Q^ret refresh every 1000 steps). The three are timed in interleaved rounds
+(medians), so that a change of the machine's load hits all alike; the ratio end-to-end / allowed is the
+figure of merit (goal >= 0.8).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import jax
+import numpy as np
+
+from rlrepro.agents.refer.rules import ReferConfig
+from rlrepro.agents.vracer import learner as vlearner
+from rlrepro.agents.vracer.config import VRacerConfig
+from rlrepro.agents.vracer.trainer import HostVRacer
+from rlrepro.environments.mujoco import MujocoHostEnv
+from rlrepro.specs.environments import MujocoEnvSpec
+
+
+def _env_spec(name: str) -> MujocoEnvSpec:
+    return MujocoEnvSpec(kind="mujoco", id="bench", name=name, paper_name=name.replace("-v5", "-v2"),
+                         changes_from_paper="see specs/refer", comparable_to_paper=False)
+
+
+def _time_env(envs: list[MujocoHostEnv], rng: np.random.Generator, steps: int) -> float:
+    started = time.perf_counter()
+    for _ in range(steps):
+        for env in envs:
+            _, _, terminated, truncated = env.step(rng.uniform(env.action_low, env.action_high))
+            if terminated or truncated:
+                env.reset()
+    return (time.perf_counter() - started) / steps
+
+
+def _time_learner(vracer: HostVRacer, state, batch, steps: int) -> float:
+    host, learner, keys = state.host, state.learner, state.keys
+    obs = vracer._standardise(host, host.obs)
+    beta = np.asarray(host.beta)
+    started = time.perf_counter()
+    for _ in range(steps):
+        learner, out, pending, keys = vracer._step(learner, batch, beta, 4.0, 1e-4, obs, keys)
+        # the serial loop needs each step's actions (and V, rho) on the host before it can go on: block per call
+        jax.block_until_ready((out, pending))
+    return (time.perf_counter() - started) / steps
+
+
+def _time_end_to_end(vracer: HostVRacer, state, steps: int):
+    started = time.perf_counter()
+    state, metrics = vracer.run(state, steps)
+    jax.block_until_ready(state.learner)
+    return (time.perf_counter() - started) / steps, state
+
+
+def bench(env: str, seeds: int, steps: int, rounds: int, batch_size: int, n_start: int) -> dict[str, float]:
+    """Seconds per lockstep step of each part (medians over rounds) and the derived rates."""
+    config = VRacerConfig(rules=ReferConfig(variant="refer"), capacity=2**15, n_start=n_start, batch_size=batch_size)
+    spec = _env_spec(env)
+    vracer = HostVRacer(config, spec)
+    state = vracer.init(list(range(seeds)))
+    state, _ = vracer.run(state, n_start + 2)  # warm-up: fill N_start, compile the update
+    samples = [replay.sample(batch_size) for replay in state.host.replays]
+    batch = vlearner.Batch(*(np.stack([getattr(s, f) for s in samples]) for f in ("obs", "action", "mu_mean", "mu_std", "q_ret")))
+    envs = [MujocoHostEnv(spec, seed=100 + i) for i in range(seeds)]
+    for env in envs:
+        env.reset()
+    rng = np.random.default_rng(0)
+    _time_learner(vracer, state, batch, 2)
+    parts: dict[str, list[float]] = {"env": [], "learner": [], "end_to_end": []}
+    for _ in range(rounds):
+        parts["env"].append(_time_env(envs, rng, steps))
+        parts["learner"].append(_time_learner(vracer, state, batch, steps))
+        seconds, state = _time_end_to_end(vracer, state, steps)
+        parts["end_to_end"].append(seconds)
+    t = {name: statistics.median(values) for name, values in parts.items()}
+    allowed = 1.0 / (t["env"] + t["learner"])
+    return {
+        "env_steps_per_s": 1.0 / t["env"],
+        "learner_updates_per_s": 1.0 / t["learner"],
+        "allowed_steps_per_s": allowed,
+        "end_to_end_steps_per_s": 1.0 / t["end_to_end"],
+        "ratio": (1.0 / t["end_to_end"]) / allowed,
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m rlrepro.bench refer", description=__doc__)
+    parser.add_argument("--env", default="InvertedPendulum-v5", help="gymnasium MuJoCo id")
+    parser.add_argument("--seeds", type=int, default=3, help="seeds stepped in lockstep (one vmapped update)")
+    parser.add_argument("--steps", type=int, default=500, help="lockstep steps per round and part")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians)")
+    parser.add_argument("--batch-size", type=int, default=256, help="B (App. A: 256)")
+    parser.add_argument("--n-start", type=int, default=2000, help="warm-up steps before the first update")
+    args = parser.parse_args(argv)
+    r = bench(args.env, args.seeds, args.steps, args.rounds, args.batch_size, args.n_start)
+    s = args.seeds
+    print(f"V-RACER + ReF-ER on {args.env}, {s} seeds in lockstep, B = {args.batch_size}, "
+          f"{args.rounds} interleaved rounds of {args.steps} steps (medians); JAX {jax.__version__}, {jax.device_count()} CPU device(s)")
+    print(f"  env only            {r['env_steps_per_s']:9.1f} lockstep steps/s ({r['env_steps_per_s'] * s:9.1f} env steps/s)")
+    print(f"  learner only        {r['learner_updates_per_s']:9.1f} calls/s         ({r['learner_updates_per_s'] * s:9.1f} updates/s, update + act)")
+    print(f"  parts allow         {r['allowed_steps_per_s']:9.1f} lockstep steps/s (serial: 1 / (t_env + t_learner))")
+    print(f"  end to end          {r['end_to_end_steps_per_s']:9.1f} lockstep steps/s ({r['end_to_end_steps_per_s'] * s:9.1f} env steps/s)")
+    print(f"  ratio end-to-end / allowed = {r['ratio']:.2f} (goal >= 0.8)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

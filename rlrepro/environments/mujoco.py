@@ -1,0 +1,102 @@
+"""gymnasium MuJoCo tasks (v5, ``mujoco`` bindings) for the ReF-ER agents: continuous actions on the host.
+
+``MujocoHostEnv`` is a :class:`HostEnv` whose actions are float vectors: it shares the seeding and the
+replay-on-unpickle checkpointing (MuJoCo is deterministic, so replaying the episode's actions rebuilds the
+state). ``random_score`` measures the mean return of a uniform-random policy and caches it with provenance
+(the reference point R_random of normalised scores, notes §7.2).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from rlrepro.environments.gym_envs import HostEnv
+
+RANDOM_SCORE_EPISODES = 100
+
+
+class MujocoHostEnv(HostEnv):
+    """One MuJoCo task: flat float32 observations, actions in the task's box (clipped), seeded episodes."""
+
+    @property
+    def action_low(self) -> np.ndarray:
+        return np.asarray(self._env.action_space.low, np.float32)
+
+    @property
+    def action_high(self) -> np.ndarray:
+        return np.asarray(self._env.action_space.high, np.float32)
+
+    @property
+    def action_dim(self) -> int:
+        return int(np.prod(self._env.action_space.shape))
+
+    def _observe(self, obs: Any) -> np.ndarray:
+        return np.asarray(obs, np.float32).ravel()
+
+    def step(self, action: Any) -> tuple[np.ndarray, float, bool, bool]:  # type: ignore[override]
+        """(observation, reward, terminated, truncated) after one action (clipped to the box)."""
+        space = self._env.action_space
+        action = np.clip(np.asarray(action, np.float32), space.low, space.high)
+        self.actions.append(action)
+        obs, reward, terminated, truncated, _ = self._env.step(action)
+        return self._observe(obs), float(reward), bool(terminated), bool(truncated)
+
+
+def random_episode_returns(spec: Any, episodes: int, seed: int) -> list[float]:
+    """Undiscounted returns of ``episodes`` episodes of uniform-random actions in the task's box."""
+    env = MujocoHostEnv(spec, seed)
+    rng = np.random.default_rng(seed + 1)
+    returns = []
+    for _ in range(episodes):
+        env.reset()
+        total, done = 0.0, False
+        while not done:
+            _, reward, terminated, truncated = env.step(rng.uniform(env.action_low, env.action_high))
+            total += reward
+            done = terminated or truncated
+        returns.append(total)
+    return returns
+
+
+def random_score(spec: Any, cache_dir: Path, *, episodes: int = RANDOM_SCORE_EPISODES, seed: int = 0) -> dict[str, Any]:
+    """R_random of ``spec`` (mean over ``episodes`` uniform-random episodes), read from or written to the cache.
+
+    The cache file names the task and its version; it records how it was measured (episodes, seed, package
+    versions, date). A spec that states ``random_score`` uses that value instead (provenance: the spec).
+    """
+    if spec.random_score is not None:
+        return {"env": spec.name, "random_score": float(spec.random_score), "source": "spec"}
+    path = Path(cache_dir) / f"{spec.name}_{_kwargs_key(spec)}_e{episodes}_s{seed}.json"
+    if path.exists():
+        return json.loads(path.read_text(encoding="utf-8"))
+    returns = random_episode_returns(spec, episodes, seed)
+    record = {
+        "env": spec.name,
+        "kwargs": dict(spec.kwargs),
+        "max_episode_steps": spec.max_episode_steps,
+        "random_score": float(np.mean(returns)),
+        "std": float(np.std(returns)),
+        "episodes": episodes,
+        "seed": seed,
+        "policy": "uniform in the action box",
+        "source": "measured",
+        "versions": {p: metadata.version(p) for p in ("gymnasium", "mujoco")},
+        "measured_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+    return record
+
+
+def _kwargs_key(spec: Any) -> str:
+    items = sorted(spec.kwargs.items()) + [("max_steps", spec.max_episode_steps)]
+    return "-".join(f"{k}={v}" for k, v in items)

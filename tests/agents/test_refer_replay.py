@@ -1,0 +1,109 @@
+"""ReF-ER's episode FIFO replay (Alg. 1-2, App. B): eviction, sampling, Q^ret refresh, reward and state scaling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from rlrepro.agents.refer.replay import EPSILON, EpisodeReplay, episode_q_ret, state_statistics
+from rlrepro.losses.refer import retrace_q_ret
+
+
+def _fill(replay: EpisodeReplay, lengths, terminals, rng, v_boot=2.0):
+    for n, terminal in zip(lengths, terminals):
+        for _ in range(n):
+            replay.add(rng.normal(size=2), rng.normal(size=1), float(rng.normal()), np.zeros(1), np.ones(1), float(rng.normal()))
+        replay.end_episode(np.zeros(2), terminal, v_boot)
+
+
+def test_fifo_removes_whole_oldest_episodes_while_over_capacity():
+    replay = EpisodeReplay(capacity=10, max_episode_steps=6, obs_dim=2, action_dim=1, discount=0.9, seed=0)
+    rng = np.random.default_rng(0)
+    _fill(replay, [4, 3], [True, False], rng)
+    assert replay.committed == 7 and len(replay.episodes) == 2
+    _fill(replay, [5], [True], rng)  # 12 > 10: the 4-step episode goes, 8 remain
+    assert replay.committed == 8 and [e[1] for e in replay.episodes] == [3, 5]
+    for _ in range(40):  # many more episodes through the ring: never above N, episodes never split
+        _fill(replay, [int(rng.integers(1, 7))], [bool(rng.integers(2))], rng)
+        assert replay.committed <= 10
+        assert replay.committed == sum(e[1] for e in replay.episodes)
+        stored = replay.stored()
+        assert replay.first[stored[0]] and replay.last[stored[-1]]
+        assert replay.first[stored].sum() == replay.last[stored].sum() == len(replay.episodes)
+
+
+def test_sampling_is_uniform_over_committed_steps_only():
+    replay = EpisodeReplay(capacity=100, max_episode_steps=50, obs_dim=1, action_dim=1, discount=0.9, seed=1)
+    for i in range(20):
+        replay.add(np.array([float(i)]), np.zeros(1), 0.0, np.zeros(1), np.ones(1), 0.0)
+    replay.end_episode(np.zeros(1), True, 0.0)
+    for i in range(5):  # a running episode: not sampleable until it ends
+        replay.add(np.array([100.0 + i]), np.zeros(1), 0.0, np.zeros(1), np.ones(1), 0.0)
+    obs = replay.sample(20_000).obs[:, 0]
+    assert obs.max() < 20
+    counts = np.bincount(obs.astype(int), minlength=20)
+    assert counts.min() > 850 and counts.max() < 1150  # 1000 expected per step
+
+
+def test_full_refresh_equals_exact_per_episode_recomputation_with_terminal_and_truncated_ends():
+    replay = EpisodeReplay(capacity=30, max_episode_steps=8, obs_dim=2, action_dim=1, discount=0.95, seed=2)
+    rng = np.random.default_rng(3)
+    _fill(replay, [8, 5, 7, 6, 8, 4], [True, False, True, False, False, True], rng, v_boot=1.5)  # wraps the ring
+    idx = replay.stored()
+    replay.log_rho[idx] = rng.normal(scale=0.7, size=len(idx))  # as if refreshed by sampled updates
+    replay.update_reward_scale()
+    replay.set_q_ret(np.asarray(retrace_q_ret(*replay.refresh_inputs())))
+    for start, length, _, terminal in replay.episodes:  # exact recomputation, episode by episode (eq. 8)
+        ep = (start + np.arange(length)) % replay.size
+        rho_bar = np.minimum(1.0, np.exp(replay.log_rho[ep]))
+        v_boot = 0.0 if terminal else 1.5
+        expected = episode_q_ret(replay.reward[ep] * replay.reward_scale, replay.v[ep], rho_bar, v_boot, 0.95)
+        np.testing.assert_allclose(replay.q_ret[ep], expected, rtol=1e-4, atol=1e-5)
+
+
+def test_committed_episode_gets_rho_one_returns_and_write_back_corrects_the_previous_step():
+    replay = EpisodeReplay(capacity=10, max_episode_steps=3, obs_dim=1, action_dim=1, discount=0.5, seed=0)
+    for r, v in [(1.0, 10.0), (2.0, 20.0), (4.0, 30.0)]:
+        replay.add(np.zeros(1), np.zeros(1), r, np.zeros(1), np.ones(1), v)
+    replay.end_episode(np.zeros(1), False, 8.0)  # truncated, V(s_T) = 8
+    # rho = 1: Q^ret_2 = 4 + 0.5*8 = 8; Q^ret_1 = 2 + 0.5*8 = 6; Q^ret_0 = 1 + 0.5*6 = 4
+    np.testing.assert_allclose(replay.q_ret[:3], [4.0, 6.0, 8.0])
+    # step 2 sampled: new V = 12, rho = 0.5 -> Q^ret_1 = r_2 + gamma (V_2 + rho_bar (Q^ret_2 - V_2)) = 2 + 0.5 (12 + 0.5 (8 - 12)) = 7
+    replay.write_back(np.array([2]), np.array([12.0]), np.log(np.array([0.5])))
+    np.testing.assert_allclose(replay.q_ret[:3], [4.0, 7.0, 8.0])
+    replay.write_back(np.array([0]), np.array([1.0]), np.array([0.0]))  # an episode's first step corrects nothing before it
+    np.testing.assert_allclose(replay.q_ret[:3], [4.0, 7.0, 8.0])
+
+
+def test_far_fraction_counts_stored_ratios_outside_the_band():
+    replay = EpisodeReplay(capacity=10, max_episode_steps=4, obs_dim=2, action_dim=1, discount=0.9, seed=0)
+    _fill(replay, [4], [True], np.random.default_rng(0))
+    replay.log_rho[replay.stored()] = np.log([1.0, 2.0, 0.4, 1.9])  # c_max = 2: 2.0 and 0.4 are far (strict)
+    assert replay.far_fraction(2.0) == pytest.approx(0.5)
+
+
+def test_reward_scale_is_the_root_mean_square_and_state_statistics_eqs_14_15():
+    replay = EpisodeReplay(capacity=10, max_episode_steps=3, obs_dim=1, action_dim=1, discount=0.9, seed=0)
+    for r in (1.0, -1.0, 3.0):
+        replay.add(np.zeros(1), np.zeros(1), r, np.zeros(1), np.ones(1), 0.0)
+    replay.end_episode(np.zeros(1), True, 0.0)
+    # mean r^2 = (1 + 1 + 9) / 3 = 11/3; sigma_r = 1.9148542; scale = 1 / (sigma_r + 1e-7) = 0.5222330
+    assert replay.update_reward_scale() == pytest.approx(0.5222330, rel=1e-6)
+    obs = np.array([[1.0, 0.0], [3.0, 0.0], [5.0, 0.0]])
+    mean, inv_std = state_statistics(obs)
+    # mean (3, 0); std (sqrt(8/3) = 1.6329932, 0) -> 1 / (std + eps): 0.6123724 and 1e7 (a constant feature)
+    np.testing.assert_allclose(mean, [3.0, 0.0])
+    np.testing.assert_allclose(inv_std, [0.6123724, 1.0 / EPSILON], rtol=1e-6)
+
+
+def test_transitions_give_the_next_state_and_no_bootstrap_only_after_a_terminal_step():
+    replay = EpisodeReplay(capacity=10, max_episode_steps=3, obs_dim=1, action_dim=1, discount=0.9, seed=0)
+    for terminal, base in ((True, 0.0), (False, 10.0)):
+        for i in range(2):
+            replay.add(np.array([base + i]), np.zeros(1), 2.0, np.zeros(1), np.ones(1), 0.0)
+        replay.end_episode(np.array([base + 5.0]), terminal, 0.0)
+    replay.reward_scale = 0.5
+    r, discount, next_obs = replay.transitions(np.arange(4))
+    np.testing.assert_allclose(r, [1.0, 1.0, 1.0, 1.0])
+    np.testing.assert_allclose(discount, [0.9, 0.0, 0.9, 0.9])  # terminal end: 0; truncated end: gamma
+    np.testing.assert_allclose(next_obs[:, 0], [1.0, 5.0, 11.0, 15.0])
