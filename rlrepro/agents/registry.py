@@ -49,6 +49,7 @@ AGENTS: dict[str, AgentEntry] = {
     "td_lambda": AgentEntry("rlrepro.agents.td_lambda.trainer:build_td_lambda", ("jax",)),
     "dqn": AgentEntry("rlrepro.agents.dqn.build:build_dqn", ("gym", "atari")),
     "loss_search": AgentEntry("rlrepro.search.trainer:build_loss_search", ("gym_suite",)),
+    "impala_sr": AgentEntry("rlrepro.agents.impala_sr.trainer:build_impala_sr", ("jax",)),
 }
 
 

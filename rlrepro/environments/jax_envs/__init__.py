@@ -8,6 +8,7 @@ from typing import Any
 from rlrepro.environments.base import JaxEnv, TimeStep
 from rlrepro.environments.jax_envs.cartpole import CartPole, CartPoleState
 from rlrepro.environments.jax_envs.catch import Catch, CatchState
+from rlrepro.environments.jax_envs.chain import Chain, ChainState, ChainTimeStep
 from rlrepro.environments.jax_envs.random_walk import RandomWalk, RandomWalkState
 
 __all__ = [
@@ -16,6 +17,9 @@ __all__ = [
     "CartPoleState",
     "Catch",
     "CatchState",
+    "Chain",
+    "ChainState",
+    "ChainTimeStep",
     "JaxEnv",
     "RandomWalk",
     "RandomWalkState",
@@ -26,6 +30,7 @@ __all__ = [
 JAX_ENVS: dict[str, type] = {
     "catch": Catch,
     "cartpole": CartPole,
+    "chain": Chain,
     "random_walk": RandomWalk,
 }
 

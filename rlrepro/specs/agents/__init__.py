@@ -14,12 +14,13 @@ from rlrepro.specs.agents.common import ConvNetworkSpec, MLPNetworkSpec, Network
 from rlrepro.specs.agents.dqn import DQNAgentSpec, DQNLossSpec, LossSearchAgentSpec
 from rlrepro.specs.agents.frodo import FrodoAgentSpec
 from rlrepro.specs.agents.impala import ImpalaAgentSpec, ImpalaLossSpec
+from rlrepro.specs.agents.impala_sr import ImpalaSRAgentSpec, SRNetworkSpec, SyntheticReturnsSpec
 from rlrepro.specs.agents.td_lambda import TdLambdaAgentSpec
 
 AgentSpec = Annotated[
-    Union[ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec, DQNAgentSpec, LossSearchAgentSpec], Field(discriminator="kind")
+    Union[ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec, DQNAgentSpec, LossSearchAgentSpec, ImpalaSRAgentSpec], Field(discriminator="kind")
 ]
-AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda", "dqn", "loss_search")
+AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda", "dqn", "loss_search", "impala_sr")
 
 __all__ = [
     "AGENT_KINDS",
@@ -31,6 +32,9 @@ __all__ = [
     "FrodoAgentSpec",
     "ImpalaAgentSpec",
     "ImpalaLossSpec",
+    "ImpalaSRAgentSpec",
+    "SRNetworkSpec",
+    "SyntheticReturnsSpec",
     "MLPNetworkSpec",
     "NetworkSpec",
     "RMSPropSpec",
