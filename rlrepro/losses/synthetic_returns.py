@@ -62,9 +62,11 @@ def reset_memory(memory: EpisodicMemory, reset: ArrayLike) -> EpisodicMemory:
 def write_memory(memory: EpisodicMemory, representation: ArrayLike) -> EpisodicMemory:
     """Write one stream's ``representation`` [d] to slot ``counter mod C`` (stop-gradient) and count it."""
     capacity = memory.values.shape[-2]
-    slot = memory.counter % capacity
-    values = memory.values.at[slot].set(jax.lax.stop_gradient(jnp.asarray(representation, jnp.float32)))
-    return EpisodicMemory(values, memory.counter + 1)
+    # A select rather than a scatter: under vmap over streams and seeds a batched-index scatter inside the
+    # training loop's while-loops hung the XLA CPU runtime (jax 0.10.2); the select is exact.
+    target = (jnp.arange(capacity) == memory.counter % capacity)[:, None]
+    value = jax.lax.stop_gradient(jnp.asarray(representation, jnp.float32))
+    return EpisodicMemory(jnp.where(target, value[None, :], memory.values), memory.counter + 1)
 
 
 def memory_sums(
@@ -93,7 +95,7 @@ def memory_sums(
         c, reset = xs
         count = jnp.where(reset, 0, count)
         total = jnp.sum(jnp.where(valid_slots(count, capacity), slots, 0.0))
-        slots = slots.at[count % capacity].set(c)
+        slots = jnp.where(jnp.arange(capacity) == count % capacity, c, slots)  # select, not scatter (write_memory)
         return (slots, count + 1), total
 
     (slots, _), sums = jax.lax.scan(step, (c_memory, jnp.asarray(counter, jnp.int32)), (c_t, reset_t))
