@@ -21,7 +21,7 @@ SNAKEFILE = REPO / "Snakefile"
 VARIANTS = ("vtrace", "none")
 SEEDS = (0, 1)
 CLAIMS = ("vtrace_beats_none", "judged_only_at_paper_scale")
-VERDICTS = ("reproduced", "not reproduced", "not judged at this scale")
+VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not judged", "uninformative")
 
 
 def snakemake(workdir: Path, *args: str, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess:

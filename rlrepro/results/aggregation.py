@@ -147,8 +147,10 @@ def summarize(
 def difference_of_means_ci(
     better: npt.ArrayLike, worse: npt.ArrayLike, reps: int = 2000, confidence: float = 0.95, seed: int = 0
 ) -> tuple[float, float, float]:
-    """mean(better) - mean(worse) with a bootstrap CI, resampling each group's runs independently.
+    """mean(better) - mean(worse) with a percentile bootstrap CI, resampling each group's runs independently.
 
+    Not for verdicts: at 2 to 5 runs per side this interval under-covers badly (a true difference of 0 lies
+    outside it 18% of the time at 2 v 2); the verdicts use Welch's interval (``rlrepro.results.stats``).
     Returns (point, low, high). With one run in each group the interval collapses to the point.
     """
     _check_bootstrap_args(reps, confidence)
@@ -159,3 +161,110 @@ def difference_of_means_ci(
     resampled_b = b[rng.integers(0, len(b), size=(reps, len(b)))].mean(axis=1)
     low, high = _percentile_interval(resampled_a - resampled_b, confidence)
     return float(a.mean() - b.mean()), low, high
+
+
+AGGREGATE_NAMES = ("median", "iqm", "mean")
+
+
+def batched_aggregate(name: str, scores: np.ndarray) -> np.ndarray:
+    """rliable's aggregate of each (num_runs, num_tasks) matrix of a (..., num_runs, num_tasks) stack.
+
+    Same definitions as ``aggregate_median`` / ``aggregate_iqm`` / ``aggregate_mean`` (tested equal), vectorised
+    over the leading axes (resamples, simulated experiments).
+    """
+    if name == "mean":
+        return scores.mean(axis=-2).mean(axis=-1)
+    if name == "median":
+        return np.median(scores.mean(axis=-2), axis=-1)
+    if name == "iqm":
+        flat = np.sort(scores.reshape(*scores.shape[:-2], -1), axis=-1)
+        cut = int(0.25 * flat.shape[-1])
+        return flat[..., cut : flat.shape[-1] - cut].mean(axis=-1)
+    raise ValueError(f"unknown aggregate {name!r}; expected one of {AGGREGATE_NAMES}")
+
+
+def _stratified_resamples(scores: np.ndarray, reps: int, rng: np.random.Generator) -> np.ndarray:
+    """(..., reps, num_runs, num_tasks): each task's runs resampled with replacement from its own runs."""
+    *batch, num_runs, num_tasks = scores.shape
+    index = rng.integers(0, num_runs, size=(*batch, reps, num_runs, num_tasks))
+    return np.take_along_axis(scores[..., None, :, :], index, axis=-2)
+
+
+def _small_sample_factor(n: int, df: int, confidence: float) -> float:
+    """sqrt(n / (n - 1)) * t_df(q) / z(q), q = (1 + confidence) / 2: widens a bootstrap interval at few runs."""
+    from scipy import stats  # noqa: PLC0415 -- scipy only where the verdicts need it
+
+    q = 0.5 + confidence / 2.0
+    return float(np.sqrt(n / (n - 1.0)) * stats.t.ppf(q, df) / stats.norm.ppf(q))
+
+
+def bootstrap_difference_intervals(
+    better: np.ndarray, worse: np.ndarray, aggregate: str, reps: int, confidence: float, rng: np.random.Generator
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Vectorised core of ``stratified_bootstrap_difference`` over leading axes: (point, low, high) arrays.
+
+    ``better`` (..., n_a, tasks) and ``worse`` (..., n_b, tasks), n_a and n_b >= 2.
+    """
+    point = batched_aggregate(aggregate, better) - batched_aggregate(aggregate, worse)
+    diffs = batched_aggregate(aggregate, _stratified_resamples(better, reps, rng)) - batched_aggregate(
+        aggregate, _stratified_resamples(worse, reps, rng)
+    )
+    tail = 100.0 * (1.0 - confidence) / 2.0
+    low, high = np.percentile(diffs, [tail, 100.0 - tail], axis=-1)
+    n_a, n_b = better.shape[-2], worse.shape[-2]
+    factor = _small_sample_factor(min(n_a, n_b), n_a + n_b - 2, confidence)
+    return point, point - factor * (point - low), point + factor * (high - point)
+
+
+def stratified_bootstrap_difference(
+    better: npt.ArrayLike,
+    worse: npt.ArrayLike,
+    aggregate: str,
+    reps: int = 2000,
+    confidence: float = 0.95,
+    seed: int = 0,
+) -> tuple[float, float, float]:
+    """aggregate(better) - aggregate(worse) over tasks with a small-sample-corrected stratified bootstrap CI.
+
+    Each variant's runs are resampled within each task (rliable's stratified bootstrap), independently for
+    the two variants. The percentile interval of a bootstrap under-covers at a few runs per task (the
+    resampled spread is (n-1)/n of the sample's, and its tails are normal where a t with n_a + n_b - 2
+    degrees of freedom is due), so its half-widths about the point are scaled by
+    sqrt(n/(n-1)) * t_{df}(q) / z(q), n the fewest runs per side, df = n_a + n_b - 2 (conservative for
+    a mean over many tasks, right for a median decided by one task); the calibration suite measures it.
+
+    Args:
+      better, worse: (num_runs, num_tasks) matrices of normalised scores over the same tasks (run counts may differ).
+      aggregate: "median", "iqm" or "mean" (``batched_aggregate``).
+    Returns:
+      (point, low, high); with a single run on either side the interval is the point.
+    """
+    a, b = _as_score_matrix(better), _as_score_matrix(worse)
+    if a.shape[1] != b.shape[1]:
+        raise ValueError(f"better and worse must cover the same tasks; got {a.shape[1]} and {b.shape[1]} columns")
+    _check_bootstrap_args(reps, confidence)
+    if min(a.shape[0], b.shape[0]) < 2:
+        point = float(batched_aggregate(aggregate, a) - batched_aggregate(aggregate, b))
+        return point, point, point
+    point, low, high = bootstrap_difference_intervals(a, b, aggregate, reps, confidence, np.random.default_rng(seed))
+    return float(point), float(low), float(high)
+
+
+def corrected_bootstrap_ci(
+    scores: npt.ArrayLike, aggregate: str, reps: int = 2000, confidence: float = 0.95, seed: int = 0
+) -> tuple[float, float, float]:
+    """An aggregate of one (num_runs, num_tasks) matrix with the small-sample-corrected stratified bootstrap CI.
+
+    As ``stratified_bootstrap_ci`` (same resampling), with half-widths scaled by sqrt(n/(n-1)) * t_{n-1}(q) / z(q)
+    (see ``stratified_bootstrap_difference``); the verdicts of threshold claims on aggregates use it.
+    """
+    matrix = _as_score_matrix(scores)
+    _check_bootstrap_args(reps, confidence)
+    point = float(batched_aggregate(aggregate, matrix))
+    n = matrix.shape[0]
+    if n < 2:
+        return point, point, point
+    values = batched_aggregate(aggregate, _stratified_resamples(matrix, reps, np.random.default_rng(seed)))
+    low, high = _percentile_interval(values, confidence)
+    factor = _small_sample_factor(n, n - 1, confidence)
+    return point, point - factor * (point - low), point + factor * (high - point)

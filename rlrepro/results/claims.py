@@ -1,4 +1,14 @@
-"""Claim verdicts: reproduced, not reproduced, or not judged at this scale (with why)."""
+"""Claim verdicts with calibrated statistics: reproduced, not reproduced, inconclusive, or not judged.
+
+- *reproduced*: the data support the claim at one-sided level 0.025 (a 95% interval on the claimed side);
+- *not reproduced*: the data contradict it (the interval lies wholly on the other side);
+- *inconclusive*: this scale cannot decide (the detail says about how many seeds would);
+- *not judged*: not run, scale below the claim's ``judged_at``, or missing runs.
+
+A threshold claim that a uniform-random policy already passes (``informative: false``) is *uninformative*:
+reported apart, never counted as reproduced. The statistics are in ``rlrepro.results.stats`` and their error
+rates are measured by ``rlrepro.results.calibration``.
+"""
 
 from __future__ import annotations
 
@@ -7,20 +17,30 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from rlrepro.results.aggregation import (
-    aggregate_iqm,
-    aggregate_mean,
-    aggregate_median,
-    difference_of_means_ci,
-    stratified_bootstrap_ci,
-)
+from rlrepro.results import stats
+from rlrepro.results.aggregation import corrected_bootstrap_ci, stratified_bootstrap_difference
 from rlrepro.results.collect import CellResult
 from rlrepro.results.normalization import human_normalized_scores
 from rlrepro.specs import AggregateClaim, ExperimentSpec, OrderingClaim, ThresholdClaim
+from rlrepro.specs.experiment import RETURN_METRICS
 
+# The verdict strings: every renderer (tables, REPORT.md, JSON, plots, HTML) takes them from here.
 REPRODUCED = "reproduced"
 NOT_REPRODUCED = "not reproduced"
-NOT_JUDGED = "not judged at this scale"
+INCONCLUSIVE = "inconclusive"
+NOT_JUDGED = "not judged"
+OUTCOMES: tuple[str, ...] = (REPRODUCED, NOT_REPRODUCED, INCONCLUSIVE, NOT_JUDGED)
+UNINFORMATIVE = "uninformative"  # a random policy passes the claim: reported apart from the four outcomes
+VERDICT_MEANING = {
+    REPRODUCED: "the data support the claim (one-sided test at 0.025 per comparison)",
+    NOT_REPRODUCED: "the data contradict the claim (its 95% interval lies wholly on the other side)",
+    INCONCLUSIVE: "this scale cannot decide (the detail says about how many seeds would)",
+    NOT_JUDGED: "not run, below the claim's scale, or missing runs",
+    UNINFORMATIVE: "a uniform-random policy already passes the claim: never counted as reproduced",
+}
+
+_OUTCOME = {stats.SUPPORTED: REPRODUCED, stats.CONTRADICTED: NOT_REPRODUCED, stats.UNDECIDED: INCONCLUSIVE}
+_LINE = {stats.SUPPORTED: "supports", stats.CONTRADICTED: "CONTRADICTS", stats.UNDECIDED: "undecided"}
 
 
 @dataclass(frozen=True)
@@ -30,6 +50,7 @@ class Verdict:
     verdict: str
     detail: str
     paper_evidence: str
+    power: str = ""  # the smallest difference the seeds can detect (ordering claims), for tables and plan
 
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
@@ -47,18 +68,35 @@ def judge_claims(
                 f"({spec.scale(scale).frames:,} frames, {spec.scale(scale).seeds} seeds) is too small to tell"
             )
             verdicts.append(Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence))
+        elif isinstance(claim, OrderingClaim) and claim.holds_on == "aggregate":
+            verdicts.append(_judge_ordering_aggregate(claim, spec, cells, reps))
         elif isinstance(claim, OrderingClaim):
-            verdicts.append(_judge_ordering(claim, cells, reps))
+            verdicts.append(_judge_ordering(claim, spec, cells))
         elif isinstance(claim, ThresholdClaim):
-            verdicts.append(_judge_threshold(claim, cells, reps))
+            verdicts.append(_judge_threshold(claim, cells))
         else:
             verdicts.append(_judge_aggregate(claim, spec, cells, reps))
     return verdicts
 
 
-def _judge_ordering(claim: OrderingClaim, cells: dict[tuple[str, str], CellResult], reps: int) -> Verdict:
+# --- ordering claims per environment ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Comparison:
+    env: str
+    worse: str
+    a: list[float]
+    b: list[float]
+    interval: stats.Interval  # of the signed difference: positive = better is better
+    outcome: int
+    p_value: float  # of the test that supports the claim (for Holm's count)
+    at_bound: str  # "floor" / "ceiling" when every seed of both sides sits there, else ""
+
+
+def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -> Verdict:
     envs = claim.environments or sorted({env for (_, env) in cells})
-    lines, holds, missing, few = [], True, [], []
+    comparisons, missing, few = [], [], []
     for env in envs:
         better = cells.get((claim.better, env))
         for worse_name in claim.worse:
@@ -69,53 +107,245 @@ def _judge_ordering(claim: OrderingClaim, cells: dict[tuple[str, str], CellResul
             a, b = _finite(better.values(claim.metric)), _finite(worse.values(claim.metric))
             if not a or not b:
                 missing.append(f"finite {claim.metric} for {claim.better} vs {worse_name} on {env}")
-                continue
-            if len(a) < 2 or len(b) < 2:  # one run per side: the bootstrap interval collapses to the point
+            elif len(a) < 2 or len(b) < 2:
                 few.append(f"{claim.better} vs {worse_name} on {env} has {len(a)} and {len(b)} run(s)")
-                continue
-            diff, low, high = difference_of_means_ci(a, b, reps=reps)
-            better_ = low > 0 if claim.higher_is_better else high < 0
-            reversed_ = high < 0 if claim.higher_is_better else low > 0
-            ok = better_ if claim.relation == "beats" else not reversed_
-            holds &= ok
-            if claim.relation == "beats":
-                outcome = "ok" if ok else "REVERSED" if reversed_ else "inconclusive (CI spans 0)"
             else:
-                outcome = "ok (better)" if better_ else "REVERSED" if reversed_ else "ok (CI spans 0: matches)"
-            lines.append(f"{env}: {claim.better} - {worse_name} = {diff:+.3g} [95% CI {low:+.3g}, {high:+.3g}] {outcome}")
-    if few and not missing:
-        why = "an interval needs at least 2 runs of each variant: " + "; ".join(few)
-        return Verdict(claim.id, claim.statement, NOT_JUDGED, why, claim.paper_evidence)
-    if missing or not lines:
+                comparisons.append(_compare(claim, spec, env, worse_name, a, b))
+    if missing or not (comparisons or few):
         why = "not run at this scale: " + "; ".join(missing) if missing else "no runs to compare"
         return Verdict(claim.id, claim.statement, NOT_JUDGED, why, claim.paper_evidence)
-    verdict = REPRODUCED if holds else NOT_REPRODUCED
-    side, other = ("above", "below") if claim.higher_is_better else ("below", "above")
-    if claim.relation == "beats":
-        rule = f"{claim.metric}: every difference's bootstrap 95% CI (over seeds) must lie {side} 0"
+    if few:
+        why = "one run per side gives no interval; at least 2 seeds per variant are needed: " + "; ".join(few)
+        return Verdict(claim.id, claim.statement, INCONCLUSIVE, why, claim.paper_evidence)
+    if claim.holds_on == "at_least":
+        by_env: dict[str, list[_Comparison]] = {}
+        for c in comparisons:
+            by_env.setdefault(c.env, []).append(c)
+        # an environment counts when every worse variant is beaten there (its p-value: the largest of them)
+        p_env = [max(c.p_value for c in group) for group in by_env.values()]
+        contradicted = [any(c.outcome == stats.CONTRADICTED for c in group) for group in by_env.values()]
+        code = int(stats.decide_at_least(p_env, contradicted, claim.at_least))
+        holm = int(stats.holm_rejections(p_env))
+        rule = (
+            f"{_rule(claim)}, on at least {claim.at_least} of {len(by_env)} environments: {holm} significant after "
+            f"Holm's correction over the {len(by_env)}, {sum(contradicted)} contradicted"
+        )
     else:
-        rule = f"{claim.metric}: no difference's bootstrap 95% CI (over seeds) may lie wholly {other} 0"
-    return Verdict(claim.id, claim.statement, verdict, f"{rule}. " + "; ".join(lines), claim.paper_evidence)
+        code = int(stats.combine_each([c.outcome for c in comparisons]))
+        rule = f"{_rule(claim)}, on every environment and against every worse variant (intersection-union test)"
+    lines = [_comparison_line(claim, c) for c in comparisons]
+    detail = f"{rule}. " + "; ".join(lines)
+    if code == stats.UNDECIDED:
+        detail += ". " + _what_would_decide(claim, comparisons)
+    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, _power_text(comparisons))
 
 
-def _judge_threshold(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult], reps: int) -> Verdict:
+def _compare(claim: OrderingClaim, spec: ExperimentSpec, env: str, worse: str, a: list[float], b: list[float]) -> _Comparison:
+    """Welch's interval of the signed difference (positive = the claimed-better side) and its decision."""
+    sign = 1.0 if claim.higher_is_better else -1.0
+    interval = stats.welch_interval(sign * np.asarray(a), sign * np.asarray(b))
+    if claim.relation == "beats":
+        outcome = stats.decide_beats(interval.low, interval.high)
+        p = stats.one_sided_p(interval, 0.0)
+    elif claim.relation == "matches":
+        outcome = stats.decide_matches(interval.low, interval.high, claim.margin)
+        negated = stats.Interval(-interval.point, -interval.high, -interval.low, interval.se, interval.df)
+        p = np.maximum(stats.one_sided_p(interval, -claim.margin), stats.one_sided_p(negated, -claim.margin))
+    else:
+        outcome = stats.decide_non_inferior(interval.low, interval.high, claim.margin)
+        p = stats.one_sided_p(interval, -claim.margin)
+    at_bound = _at_bound(spec, env, claim.metric, a, b)
+    if at_bound:  # every seed of both at the floor (or ceiling): this scale cannot tell them apart
+        outcome, p = stats.UNDECIDED, 1.0
+    return _Comparison(env, worse, a, b, interval, int(outcome), float(p), at_bound)
+
+
+def _at_bound(spec: ExperimentSpec, env_id: str, metric: str, a: list[float], b: list[float]) -> str:
+    env = next((e for e in spec.environments if e.id == env_id), None)
+    bounds = getattr(env, "return_range", None)
+    if bounds is None or metric not in RETURN_METRICS:
+        return ""
+    for name, bound in zip(("floor", "ceiling"), bounds):
+        if all(v == bound for v in [*a, *b]):
+            return f"{name} {bound:g}"
+    return ""
+
+
+def _rule(claim: OrderingClaim) -> str:
+    side = "higher" if claim.higher_is_better else "lower"
+    if claim.relation == "beats":
+        return f"{claim.metric} ({side} is better): each difference's 95% Welch interval must lie on the better side of 0"
+    if claim.relation == "matches":
+        return f"{claim.metric}: each difference's 95% Welch interval must lie inside +-{claim.margin:g} (two one-sided tests)"
+    return (
+        f"{claim.metric} ({side} is better): each difference's 95% Welch interval must lie above -{claim.margin:g} "
+        "on the better side (non-inferiority)"
+    )
+
+
+def _comparison_line(claim: OrderingClaim, c: _Comparison) -> str:
+    """'env: better - worse = d [95% CI low, high] supports' in the metric's own units and direction."""
+    iv = c.interval
+    point, low, high = (iv.point, iv.low, iv.high) if claim.higher_is_better else (-iv.point, -iv.high, -iv.low)
+    text = f"{c.env}: {claim.better} - {c.worse} = {float(point):+.3g} [95% CI {float(low):+.3g}, {float(high):+.3g}] "
+    if c.at_bound:
+        return text + f"undecided (every seed of both at the {c.at_bound})"
+    return text + _LINE[c.outcome]
+
+
+def _what_would_decide(claim: OrderingClaim, comparisons: list[_Comparison]) -> str:
+    """About how many seeds per side would decide the undecided comparisons (normal approximation, 80% power)."""
+    needs = []
+    for c in comparisons:
+        if c.outcome != stats.UNDECIDED or c.at_bound:
+            continue
+        sd = stats.pooled_sd([c.a, c.b])
+        observed = float(c.interval.point)
+        if claim.relation == "beats":
+            target, what = observed, f"the observed gap {abs(observed):.3g}"
+        elif claim.relation == "matches":
+            target, what = claim.margin - abs(observed), f"equivalence within {claim.margin:g} at the observed difference"
+        else:
+            target, what = observed + claim.margin, f"non-inferiority at margin {claim.margin:g}"
+        if sd > 0 and target > 0:
+            needs.append((stats.seeds_to_detect(sd, target, equivalence=claim.relation == "matches"), c, what, sd))
+    if any(c.at_bound for c in comparisons):
+        floor_note = "runs that leave the floor/ceiling (more frames) would decide the comparisons stuck there"
+    else:
+        floor_note = ""
+    if not needs:
+        wrong = "the observed differences point the other way: more seeds would more likely contradict it"
+        return "; ".join(x for x in (floor_note, wrong if not floor_note else "") if x)
+    n, c, what, sd = max(needs, key=lambda x: x[0])
+    text = (
+        f"About {n} seeds per side would show {what} with 80% power ({c.env}, {claim.better} vs {c.worse}, pooled "
+        f"SD {sd:.3g}; normal approximation, one-sided 0.025)"
+    )
+    return text + (f"; {floor_note}" if floor_note else "")
+
+
+def _power_text(comparisons: list[_Comparison]) -> str:
+    """'n seeds per side detect a difference of D (t-based, 80% power) at the spread seen (pooled SD s)'."""
+    usable = [c for c in comparisons if not c.at_bound]
+    if not usable:
+        return ""
+    sd = max(stats.pooled_sd([c.a, c.b]) for c in usable)
+    n = min(min(len(c.a), len(c.b)) for c in usable)
+    return (
+        f"{n} seeds per side detect a difference of {stats.detectable_difference(sd, n):.3g} with 80% power at the "
+        f"largest spread seen (pooled SD {sd:.3g}; t-based, one-sided 0.025)"
+    )
+
+
+# --- ordering claims on an aggregate over environments ---------------------------------------------------------
+
+
+def normalised_scores(spec: ExperimentSpec, env_id: str, values: np.ndarray) -> np.ndarray:
+    """Atari: human-normalised (dqn_zoo_57 table, 1 = human); others: (x - random_score) / (high - random_score)."""
+    env = next(e for e in spec.environments if e.id == env_id)
+    if env.kind == "atari":
+        return human_normalized_scores([env.game] * values.shape[-1], values)
+    return (values - env.random_score) / (env.return_range[1] - env.random_score)
+
+
+def _variant_matrix(
+    spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], variant: str, envs: list[str], metric: str
+) -> np.ndarray | None:
+    """(runs, envs) normalised scores of a variant, runs cut to its fewest per environment; None if any is missing."""
+    columns = []
+    for env in envs:
+        cell = cells.get((variant, env))
+        values = _finite(cell.values(metric)) if cell else []
+        if not values:
+            return None
+        columns.append(values)
+    runs = min(len(c) for c in columns)
+    raw = np.asarray([c[:runs] for c in columns], dtype=np.float64).T
+    return np.stack([normalised_scores(spec, env, raw[:, [j]])[:, 0] for j, env in enumerate(envs)], axis=1)
+
+
+def _judge_ordering_aggregate(
+    claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], reps: int
+) -> Verdict:
+    envs = claim.environments or sorted({env for (_, env) in cells})
+    better = _variant_matrix(spec, cells, claim.better, envs, claim.metric)
+    if better is None:
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, f"not run at this scale: {claim.better} on some of {envs}", claim.paper_evidence)
+    sign = 1.0 if claim.higher_is_better else -1.0
+    codes, lines = [], []
+    for worse_name in claim.worse:
+        worse = _variant_matrix(spec, cells, worse_name, envs, claim.metric)
+        if worse is None:
+            return Verdict(claim.id, claim.statement, NOT_JUDGED, f"not run at this scale: {worse_name} on some of {envs}", claim.paper_evidence)
+        if min(len(better), len(worse)) < 2:
+            why = f"one run per side gives no interval ({claim.better} {len(better)}, {worse_name} {len(worse)} run(s))"
+            return Verdict(claim.id, claim.statement, INCONCLUSIVE, why, claim.paper_evidence)
+        point, low, high = stratified_bootstrap_difference(sign * better, sign * worse, claim.aggregate, reps=reps)
+        if claim.relation == "beats":
+            code = stats.decide_beats(low, high)
+        elif claim.relation == "matches":
+            code = stats.decide_matches(low, high, claim.margin)
+        else:
+            code = stats.decide_non_inferior(low, high, claim.margin)
+        codes.append(int(code))
+        shown = (point, low, high) if claim.higher_is_better else (-point, -high, -low)
+        lines.append(
+            f"{claim.aggregate}({claim.better}) - {claim.aggregate}({worse_name}) = {shown[0]:+.3g} "
+            f"[95% CI {shown[1]:+.3g}, {shown[2]:+.3g}] {_LINE[int(code)]}"
+        )
+    code = int(stats.combine_each(codes))
+    detail = (
+        f"{claim.metric} normalised per environment (Atari: human-normalised, dqn_zoo_57; others: (x - random) / "
+        f"(high - random)), {claim.aggregate} over {len(envs)} environments ({', '.join(envs)}) with rliable's "
+        f"definition; interval: stratified bootstrap over runs within each environment, {reps} resamples, "
+        f"small-sample corrected; {len(better)} run(s) of {claim.better}. " + "; ".join(lines)
+    )
+    if code == stats.UNDECIDED:
+        detail += ". More seeds per environment (or more environments) would narrow the interval"
+    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence)
+
+
+# --- threshold and aggregate claims ----------------------------------------------------------------------------
+
+
+def _judge_threshold(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult]) -> Verdict:
     cell = cells.get((claim.variant, claim.environment))
     values = _finite(cell.values(claim.metric)) if cell else []
     if not values:
         return Verdict(claim.id, claim.statement, NOT_JUDGED, f"{claim.variant} on {claim.environment} not run at this scale", claim.paper_evidence)
-    point, low, high = stratified_bootstrap_ci(np.asarray(values)[:, None], aggregate_mean, reps=reps)
-    if claim.op == ">=":
-        ok = point >= claim.value - claim.tolerance
-    else:
-        ok = point <= claim.value + claim.tolerance
+    needs = f"needs {claim.op} {claim.value:g} (tolerance {claim.tolerance:g})"
+    if len(values) < 2:
+        detail = (
+            f"{claim.metric} of {claim.variant} on {claim.environment}: {values[0]:.4g} from one seed; {needs}. "
+            "One seed gives no interval: at least 2 seeds are needed to decide"
+        )
+        return _threshold_verdict(claim, stats.UNDECIDED, detail)
+    interval = stats.one_sample_interval(values)
+    code = int(stats.decide_threshold(interval.low, interval.high, claim.op, claim.bound))
     detail = (
-        f"{claim.metric} of {claim.variant} on {claim.environment}: mean {point:.4g} [95% CI {low:.4g}, {high:.4g}] over {len(values)} seeds; "
-        f"needs {claim.op} {claim.value:g} (tolerance {claim.tolerance:g})"
+        f"{claim.metric} of {claim.variant} on {claim.environment}: mean {float(interval.point):.4g} "
+        f"[95% t interval {float(interval.low):.4g}, {float(interval.high):.4g}] over {len(values)} seeds; {needs}; "
+        "reproduced only when the whole interval is on the claimed side"
     )
-    return Verdict(claim.id, claim.statement, REPRODUCED if ok else NOT_REPRODUCED, detail, claim.paper_evidence)
+    gap = abs(float(interval.point) - claim.bound)
+    sd = float(np.std(values, ddof=1))
+    if code == stats.UNDECIDED and sd > 0 and gap > 0:
+        n = max(2, math.ceil(stats.seeds_to_detect(sd, gap) / 2))  # one sample: half the two-sample count
+        detail += f". About {n} seeds would decide it at the observed mean (SD {sd:.3g}; normal approximation, 80% power)"
+    return _threshold_verdict(claim, code, detail)
 
 
-AGGREGATES = {"median_hns": aggregate_median, "mean_hns": aggregate_mean, "iqm_hns": aggregate_iqm}
+def _threshold_verdict(claim: ThresholdClaim, code: int, detail: str) -> Verdict:
+    if not claim.informative:
+        detail = (
+            f"uninformative: a uniform-random policy already passes it ({claim.informative_reason}); "
+            f"the data alone would read {_OUTCOME[code]}. {detail}"
+        )
+        return Verdict(claim.id, claim.statement, UNINFORMATIVE, detail, claim.paper_evidence)
+    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence)
+
+
+AGGREGATES = {"median_hns": "median", "mean_hns": "mean", "iqm_hns": "iqm"}
 
 
 def hns_matrix(
@@ -142,14 +372,17 @@ def _judge_aggregate(claim: AggregateClaim, spec: ExperimentSpec, cells: dict[tu
     if len(known) < claim.min_environments:
         detail = f"{len(known)} game(s) with scores at this scale; the claim needs {claim.min_environments}"
         return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence)
-    point, low, high = stratified_bootstrap_ci(matrix[:, known], AGGREGATES[claim.aggregate], reps=reps)
-    ok = point >= claim.value - claim.tolerance if claim.op == ">=" else point <= claim.value + claim.tolerance
+    point, low, high = corrected_bootstrap_ci(matrix[:, known], AGGREGATES[claim.aggregate], reps=reps)
+    bound = claim.value - claim.tolerance if claim.op == ">=" else claim.value + claim.tolerance
     detail = (
         f"{claim.aggregate} of {claim.variant} over {len(known)} games ({matrix.shape[0]} run(s) each, "
-        f"{claim.hns_table}): {point:.1f}% [95% CI {low:.1f}, {high:.1f}]; needs {claim.op} {claim.value:g}% "
-        f"(tolerance {claim.tolerance:g})"
+        f"{claim.hns_table}): {point:.1f}% [95% CI {low:.1f}, {high:.1f}; stratified bootstrap, small-sample "
+        f"corrected]; needs {claim.op} {claim.value:g}% (tolerance {claim.tolerance:g})"
     )
-    return Verdict(claim.id, claim.statement, REPRODUCED if ok else NOT_REPRODUCED, detail, claim.paper_evidence)
+    if matrix.shape[0] < 2:
+        return Verdict(claim.id, claim.statement, INCONCLUSIVE, detail + ". One run per game gives no interval", claim.paper_evidence)
+    code = int(stats.decide_threshold(low, high, claim.op, bound))
+    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence)
 
 
 def _finite(values: list[float]) -> list[float]:

@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rlrepro.provenance import git_commit
-from rlrepro.results.claims import NOT_JUDGED
+from rlrepro.results.claims import NOT_JUDGED, OUTCOMES, UNINFORMATIVE, VERDICT_MEANING
 from rlrepro.results.tables import search_counts_text
 from rlrepro.specs import Scale
 from rlrepro.workflow import ExperimentPlan, cannot_run, plan, results_root
@@ -39,19 +39,27 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
     counts: dict[str, int] = {}
     for row in summary_rows:
         counts[row[2]] = counts.get(row[2], 0) + 1
-    judged = [row for row in summary_rows if row[2] != NOT_JUDGED]
+    judged = [row for row in summary_rows if row[2] not in (NOT_JUDGED, UNINFORMATIVE)]
+    uninformative = [row for row in summary_rows if row[2] == UNINFORMATIVE]
+    order = {verdict: i for i, verdict in enumerate((*OUTCOMES, UNINFORMATIVE))}
     lines = [
         f"# rlrepro report — scale '{scale}'",
         "",
         f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')} at commit `{git_commit()}`.",
         f"{len(plans)} experiment(s), {len(summary_rows)} claim(s): "
-        + (", ".join(f"{n} {verdict}" for verdict, n in sorted(counts.items())) or "none"),
+        + (", ".join(f"{counts[v]} {v}" for v in sorted(counts, key=lambda v: order.get(v, len(order)))) or "none"),
+        "",
+        "Verdicts: " + "; ".join(f"**{v}**: {VERDICT_MEANING[v]}" for v in (*OUTCOMES, UNINFORMATIVE)) + ".",
         "",
         "## Claims judged at this scale",
         "",
         "| experiment | claim | verdict | evidence |",
         "|---|---|---|---|",
         *[f"| {e} | {c} | **{v}** | {d} |" for e, c, v, d in judged],
+        "",
+        "## Uninformative claims (a uniform-random policy passes them; never counted as reproduced)",
+        "",
+        *([f"- {e}: {c}: {d}" for e, c, _, d in uninformative] or ["- none"]),
         "",
         "## Claims not judged at this scale",
         "",

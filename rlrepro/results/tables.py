@@ -202,6 +202,9 @@ def _markdown(
         lines += ["|---" * len(table.columns) + "|"] + ["| " + " | ".join(str(c) for c in row) + " |" for row in table.rows]
     lines += _search_lines(searches or [])
     lines += ["", "## Claims", ""]
-    lines += [f"- **{v.claim}**: {v.verdict}. {v.statement} — {v.detail}" for v in verdicts] or ["- (no claims)"]
+    lines += [
+        f"- **{v.claim}**: {v.verdict}. {v.statement} — {v.detail}" + (f" (power: {v.power})" if v.power else "")
+        for v in verdicts
+    ] or ["- (no claims)"]
     lines += ["", f"![learning curves]({png})", ""]
     return "\n".join(lines)

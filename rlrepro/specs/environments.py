@@ -4,12 +4,43 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rlrepro.specs.common import Name, PositiveCount, SpecModel
 
 
-class JaxEnvSpec(SpecModel):
+class ScoredEnvSpec(SpecModel):
+    """Reference scores of an environment, used by the claim verdicts (not by training).
+
+    ``random_score`` makes threshold claims that a uniform-random policy already passes an error unless
+    marked uninformative, and with ``return_range`` normalises scores, (x - random) / (high - random), for
+    claims over an aggregate of environments. Every seed at the floor or ceiling of ``return_range`` on both
+    sides makes a comparison inconclusive (two methods stuck at the floor do not "match").
+    """
+
+    random_score: float | None = Field(
+        None,
+        description="Mean return of a uniform-random policy (give its provenance in a comment). Atari games take "
+        "it from the human/random table instead.",
+    )
+    return_range: tuple[float, float] | None = Field(
+        None,
+        description="[low, high]: floor and ceiling of the return (Evolving RL normalises returns with it: "
+        "CartPole-v0 [0, 200], MiniGrid [0, 1]).",
+    )
+
+    @model_validator(mode="after")
+    def _check_scores(self) -> "ScoredEnvSpec":
+        if self.return_range is not None:
+            low, high = self.return_range
+            if not low < high:
+                raise ValueError(f"return_range must be [low, high] with low < high; got {list(self.return_range)}")
+            if self.random_score is not None and not low <= self.random_score <= high:
+                raise ValueError(f"random_score {self.random_score} lies outside return_range {list(self.return_range)}")
+        return self
+
+
+class JaxEnvSpec(ScoredEnvSpec):
     """A pure-JAX environment of ``rlrepro.environments.jax_envs`` (whole runs jit and vmap over seeds)."""
 
     kind: Literal["jax"] = Field(description="Backend kind.")
@@ -19,7 +50,7 @@ class JaxEnvSpec(SpecModel):
     frames_per_step: int = Field(1, ge=1, description="Frames counted per agent step (no action repeat for toy tasks).")
 
 
-class DmlabEnvSpec(SpecModel):
+class DmlabEnvSpec(ScoredEnvSpec):
     """A DeepMind Lab level. DeepMind Lab cannot be installed from the package registries: such runs fail at once."""
 
     kind: Literal["dmlab"] = Field(description="Backend kind.")
@@ -42,7 +73,7 @@ class AtariEvalSpec(SpecModel):
     epsilon: float = Field(0.0, ge=0, le=1, description="Epsilon-greedy exploration during evaluation (DQN: 0.001).")
 
 
-class AtariEnvSpec(SpecModel):
+class AtariEnvSpec(ScoredEnvSpec):
     """An Atari 2600 game through gymnasium + ale-py; every protocol setting is stated here, not in code."""
 
     kind: Literal["atari"] = Field(description="Backend kind.")
@@ -73,7 +104,7 @@ class AtariEnvSpec(SpecModel):
         return self.action_repeat
 
 
-class GymEnvSpec(SpecModel):
+class GymEnvSpec(ScoredEnvSpec):
     """A gymnasium environment stepped on the host (classic control, Box2D, MiniGrid)."""
 
     kind: Literal["gym"] = Field(description="Backend kind.")
@@ -84,9 +115,6 @@ class GymEnvSpec(SpecModel):
         "default", description="Observation processing: as the environment gives it, or MiniGrid's full-grid encoding."
     )
     max_episode_steps: int | None = Field(None, ge=1, description="Time limit in steps (MiniGrid in the paper: 100).")
-    return_range: tuple[float, float] | None = Field(
-        None, description="[R_min, R_max] for the normalized return (Evolving RL: CartPole [0, 200], MiniGrid [0, 1])."
-    )
     frames_per_step: int = Field(1, ge=1, description="Frames counted per agent step.")
 
 

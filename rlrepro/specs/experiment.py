@@ -112,8 +112,13 @@ class RunSpec(SpecModel):
     )
 
 
+RETURN_METRICS = ("final_return", "eval_return", "best_eval_return", "run_return", "episode_return")
+"""Per-run metrics in units of episode return: random scores, return ranges and normalisation apply to them."""
+
+
 class OrderingClaim(SpecModel):
-    """A variant beats (or matches or beats) others on a metric, e.g. V-trace is best at large lag."""
+    """A variant beats, matches, or matches or beats others on a metric: on each environment, on at least k of
+    them, or on an aggregate over them (e.g. "V-trace is best on 3 of 5 tasks")."""
 
     kind: Literal["ordering"] = Field(description="Claim kind.")
     id: Name = Field(description="Claim id.")
@@ -125,14 +130,56 @@ class OrderingClaim(SpecModel):
     higher_is_better: bool = Field(True, description="Whether larger values of the metric are better (false for errors).")
     better: str = Field(description="Variant that should score highest.")
     worse: list[str] = Field(min_length=1, description="Variants it should beat.")
-    relation: Literal["beats", "matches_or_beats"] = Field(
+    relation: Literal["beats", "matches", "matches_or_beats"] = Field(
         "beats",
-        description="'beats': every difference's 95% CI lies on the better side of 0. 'matches_or_beats' (claims "
-        "worded 'matches or outperforms'): no difference's CI lies wholly on the worse side of 0.",
+        description="'beats': the difference's 95% Welch interval lies on the better side of 0 (one-sided test at "
+        "0.025). 'matches': equivalence within +-margin (two one-sided tests: the 95% interval inside "
+        "(-margin, +margin)). 'matches_or_beats' (claims worded 'matches or outperforms'): non-inferiority, the "
+        "interval's worse end above -margin.",
+    )
+    margin: float | None = Field(
+        None,
+        gt=0,
+        description="Equivalence / non-inferiority margin in metric units (normalised-score units with holds_on: "
+        "aggregate); required for matches and matches_or_beats, not allowed for beats.",
+    )
+    holds_on: Literal["each", "at_least", "aggregate"] = Field(
+        "each",
+        description="'each': on every environment, against every worse variant (intersection-union test). "
+        "'at_least': on at least `at_least` of the environments (Holm-corrected count). 'aggregate': on the "
+        "`aggregate` over environments of normalised scores (stratified bootstrap).",
+    )
+    at_least: PositiveCount | None = Field(None, description="With holds_on: at_least, the k of 'at least k of n environments'.")
+    aggregate: Literal["median", "iqm", "mean"] | None = Field(
+        None,
+        description="With holds_on: aggregate: median, IQM or mean (rliable's definitions) over environments of "
+        "normalised scores (Atari: human-normalised, dqn_zoo_57 table; others: (x - random_score) / "
+        "(return_range[1] - random_score)).",
+    )
+    expected_sd: float | None = Field(
+        None,
+        gt=0,
+        description="Spread (SD over seeds) of the metric expected before any run, in metric units: `rlrepro plan` "
+        "states from it the smallest difference the scale's seeds can detect.",
     )
     environments: list[str] | None = Field(None, description="Environment ids where it must hold (default: all run).")
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
+
+    @model_validator(mode="after")
+    def _check_form(self) -> "OrderingClaim":
+        if self.relation == "beats" and self.margin is not None:
+            raise ValueError(f"claim {self.id}: margin is only for matches / matches_or_beats, not for relation beats")
+        if self.relation != "beats" and self.margin is None:
+            raise ValueError(
+                f"claim {self.id}: relation {self.relation} needs a margin (> 0, metric units): the largest "
+                "difference that still counts as a match"
+            )
+        if (self.holds_on == "at_least") != (self.at_least is not None):
+            raise ValueError(f"claim {self.id}: at_least (k) is required with holds_on: at_least and only with it")
+        if (self.holds_on == "aggregate") != (self.aggregate is not None):
+            raise ValueError(f"claim {self.id}: aggregate (median | iqm | mean) is required with holds_on: aggregate and only with it")
+        return self
 
 
 class ThresholdClaim(SpecModel):
@@ -149,8 +196,25 @@ class ThresholdClaim(SpecModel):
     op: Literal[">=", "<="] = Field(description="Comparison.")
     value: float = Field(description="Threshold.")
     tolerance: float = Field(0.0, ge=0, description="Allowed shortfall.")
+    informative: bool = Field(
+        True,
+        description="false if a uniform-random policy already satisfies the claim (then informative_reason is "
+        "required, and the verdict is reported apart as uninformative, never as reproduced).",
+    )
+    informative_reason: str = Field("", description="Why the claim is kept although a random policy passes it.")
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
+
+    @model_validator(mode="after")
+    def _check_reason(self) -> "ThresholdClaim":
+        if not self.informative and not self.informative_reason.strip():
+            raise ValueError(f"claim {self.id}: informative: false needs an informative_reason")
+        return self
+
+    @property
+    def bound(self) -> float:
+        """The value the mean must reach: value - tolerance for >=, value + tolerance for <=."""
+        return self.value - self.tolerance if self.op == ">=" else self.value + self.tolerance
 
 
 class AggregateClaim(SpecModel):
@@ -224,20 +288,69 @@ class ExperimentSpec(SpecModel):
             scale = self.scales[scale_name]
             _check_subset(f"scales.{scale_name}.environments", scale.environments, env_ids)
             _check_subset(f"scales.{scale_name}.variants", scale.variants, names)
+        uninformative: list[str] = []
         for i, claim in enumerate(self.claims):
             if isinstance(claim, OrderingClaim):
                 _check_subset(f"claims[{i}].better", [claim.better], names)
                 _check_subset(f"claims[{i}].worse", claim.worse, names)
                 _check_subset(f"claims[{i}].environments", claim.environments, env_ids)
+                self._check_ordering_form(i, claim)
             elif isinstance(claim, ThresholdClaim):
                 _check_subset(f"claims[{i}].variant", [claim.variant], names)
                 _check_subset(f"claims[{i}].environment", [claim.environment], env_ids)
+                uninformative += self._uninformative(i, claim)
             else:
                 _check_subset(f"claims[{i}].variant", [claim.variant], names)
+        if uninformative:
+            raise ValueError(
+                "a uniform-random policy already satisfies these threshold claims: make each discriminate (e.g. a "
+                "margin above the random score) or mark it informative: false with an informative_reason:\n  "
+                + "\n  ".join(uninformative)
+            )
         _check_subset("paper_values", list(self.paper_values), names)
         for variant, values in self.paper_values.items():
             _check_subset(f"paper_values.{variant}", list(values), env_ids)
         return self
+
+    def random_score(self, env_id: str) -> float | None:
+        """Mean return of a uniform-random policy: Atari from the human/random table, else the env's random_score."""
+        env = next(e for e in self.environments if e.id == env_id)
+        if env.kind == "atari":
+            from rlrepro.results.normalization import canonical_game_name, reference_scores  # noqa: PLC0415
+
+            known = reference_scores("dqn_zoo_57").get(canonical_game_name(env.game))
+            return known[0] if known else env.random_score
+        return getattr(env, "random_score", None)
+
+    def _uninformative(self, i: int, claim: ThresholdClaim) -> list[str]:
+        """A threshold on a return that a uniform-random policy already meets, unless marked informative: false."""
+        if claim.metric not in RETURN_METRICS or not claim.informative:
+            return []
+        random = self.random_score(claim.environment)
+        if random is None:
+            return []
+        passes = random >= claim.bound if claim.op == ">=" else random <= claim.bound
+        if not passes:
+            return []
+        return [
+            f"claims[{i}] ({claim.id}): random policy {random:g} on {claim.environment} satisfies {claim.op} "
+            f"{claim.value:g} (tolerance {claim.tolerance:g})"
+        ]
+
+    def _check_ordering_form(self, i: int, claim: OrderingClaim) -> None:
+        """at_least fits the environments; an aggregate can normalise every environment's scores."""
+        envs = claim.environments or [env.id for env in self.environments]
+        if claim.holds_on == "at_least" and claim.at_least > len(envs):
+            raise ValueError(f"claims[{i}] ({claim.id}): at_least {claim.at_least} exceeds the {len(envs)} environment(s) {envs}")
+        if claim.holds_on == "aggregate":
+            by_id = {env.id: env for env in self.environments}
+            unscored = [e for e in envs if by_id[e].kind != "atari" and (
+                getattr(by_id[e], "random_score", None) is None or getattr(by_id[e], "return_range", None) is None)]
+            if unscored:
+                raise ValueError(
+                    f"claims[{i}] ({claim.id}): holds_on: aggregate normalises scores per environment; environments "
+                    f"{unscored} need random_score and return_range (Atari games use the human/random table)"
+                )
 
     def variant_list(self) -> list[VariantSpec]:
         """The variants, with a grid expanded."""

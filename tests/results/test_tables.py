@@ -223,10 +223,14 @@ def test_markdown_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
         "- **a_beats_b**", "- **a_reaches_5**", "- **b_beats_a_at_scale**"
     ]
     assert lines[0].startswith("- **a_beats_b**: reproduced. a scores higher than b.")
-    assert "catch: a - b = +9" in lines[0]
+    # Welch: 11 - 2 = 9, se = sqrt(1/3 + 1/3) = 0.8165, df = 4, t_{0.975,4} = 2.7764 -> [6.73, 11.3]
+    assert "catch: a - b = +9 [95% CI +6.73, +11.3] supports" in lines[0]
+    # power: pooled SD 1, (t_{0.975,4} + t_{0.8,4}) sqrt(2/3) = (2.7764 + 0.9410) 0.8165 = 3.04
+    assert "(power: 3 seeds per side detect a difference of 3.04 with 80% power" in lines[0]
     assert lines[1].startswith("- **a_reaches_5**: reproduced.")
-    assert "mean 11 [95% CI" in lines[1]
-    assert lines[2].startswith("- **b_beats_a_at_scale**: not judged at this scale.")
+    # mean 11, se = 1 / sqrt(3), t_{0.975,2} = 4.3027 -> [8.516, 13.48]
+    assert "mean 11 [95% t interval 8.516, 13.48]" in lines[1]
+    assert lines[2].startswith("- **b_beats_a_at_scale**: not judged.")
     assert "judged at scale(s) paper" in lines[2]
 
 
@@ -253,7 +257,7 @@ def test_json_has_provenance_rows_and_claims(aggregated: dict[str, Any]) -> None
     assert data["provenance"]["run_commits"] == [RUN_COMMIT]
     assert len(data["rows"]) == 4
     assert [(c["claim"], c["verdict"]) for c in data["claims"]] == [
-        ("a_beats_b", "reproduced"), ("a_reaches_5", "reproduced"), ("b_beats_a_at_scale", "not judged at this scale")
+        ("a_beats_b", "reproduced"), ("a_reaches_5", "reproduced"), ("b_beats_a_at_scale", "not judged")
     ]
 
 
@@ -286,7 +290,9 @@ def test_report_is_written_under_the_scale_root(aggregated: dict[str, Any]) -> N
     assert text.startswith("# rlrepro report — scale 'cpu'")
     assert f"at commit `{git_commit()}`" in text
     # toy/mini: 2 reproduced + 1 not judged; lab/watermaze and toy/unrun: every claim not judged
-    assert "3 experiment(s), 7 claim(s): 5 not judged at this scale, 2 reproduced" in text
+    assert "3 experiment(s), 7 claim(s): 2 reproduced, 5 not judged" in text
+    assert "**inconclusive**: this scale cannot decide" in text  # the verdicts are explained once, at the top
+    assert "## Uninformative claims" in text and "- none" in text.partition("## Uninformative claims")[2]
 
 
 def test_report_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
@@ -322,5 +328,5 @@ def test_report_only_selects(aggregated: dict[str, Any], tmp_path: Path) -> None
     path = write_report([aggregated["specs"]], scale="smoke", results=results, only="lab")
     text = path.read_text(encoding="utf-8")
     assert path == results / "smoke" / "REPORT.md"
-    assert "1 experiment(s), 1 claim(s): 1 not judged at this scale" in text
+    assert "1 experiment(s), 1 claim(s): 1 not judged" in text
     assert "toy/mini" not in text
