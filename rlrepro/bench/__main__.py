@@ -12,6 +12,7 @@ BENCHMARKS = {
     "evolving-rl": "rlrepro.bench.evolving_rl",
     "frodo": "rlrepro.bench.frodo",
     "planning": "rlrepro.bench.planning",
+    "impala-sr": "rlrepro.bench.impala_sr",
 }
 
 
