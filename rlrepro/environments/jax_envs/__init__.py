@@ -8,6 +8,7 @@ from typing import Any
 from rlrepro.environments.base import JaxEnv, TimeStep
 from rlrepro.environments.jax_envs.cartpole import CartPole, CartPoleState
 from rlrepro.environments.jax_envs.catch import Catch, CatchState
+from rlrepro.environments.jax_envs.catch_runs import CatchRuns, CatchRunsState
 from rlrepro.environments.jax_envs.chain import Chain, ChainState, ChainTimeStep
 from rlrepro.environments.jax_envs.random_walk import RandomWalk, RandomWalkState
 
@@ -17,6 +18,8 @@ __all__ = [
     "CartPoleState",
     "Catch",
     "CatchState",
+    "CatchRuns",
+    "CatchRunsState",
     "Chain",
     "ChainState",
     "ChainTimeStep",
@@ -31,6 +34,7 @@ JAX_ENVS: dict[str, type] = {
     "catch": Catch,
     "cartpole": CartPole,
     "chain": Chain,
+    "catch_runs": CatchRuns,
     "random_walk": RandomWalk,
 }
 
