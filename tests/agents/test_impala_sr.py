@@ -192,3 +192,22 @@ def test_sr_solves_a_tiny_chain_and_the_baseline_does_not() -> None:
     assert np.all(success >= 0.8), success
     assert np.all(baseline <= 0.35), baseline  # chance is 1/8; no TD signal crosses the discount-0 step
     assert np.all(np.abs(peak - 6) <= 1), peak  # c peaks at (or next to) the trigger, position 3 + 3
+
+
+def test_profile_table_and_plot(tmp_path) -> None:
+    import json
+
+    from rlrepro.agents.impala_sr.profile import load_profiles, plot_profile, profile_table
+
+    for seed, peak in ((0, 15), (1, 16)):
+        contribution = [0.0] * 17
+        contribution[peak] = 1.0
+        (tmp_path / f"seed{seed}").mkdir()
+        (tmp_path / f"seed{seed}" / "sr_profile.json").write_text(
+            json.dumps({"contribution": contribution, "start": 8, "trigger": 15}))
+    profiles, meta = load_profiles(tmp_path)
+    table = profile_table(profiles, meta).splitlines()
+    # position 15: mean (1 + 0) / 2 = 0.5, sd 0.5, one seed peaks there
+    assert table[16].split()[:4] == ["15", "0.500", "0.500", "1"] and table[16].endswith("<- trigger")
+    plot_profile(profiles, meta, tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 1000
