@@ -10,6 +10,7 @@ from rlrepro.environments.jax_envs.cartpole import CartPole, CartPoleState
 from rlrepro.environments.jax_envs.catch import Catch, CatchState
 from rlrepro.environments.jax_envs.catch_runs import CatchRuns, CatchRunsState
 from rlrepro.environments.jax_envs.chain import Chain, ChainState, ChainTimeStep
+from rlrepro.environments.jax_envs.key_to_door import KeyToDoor, KeyToDoorState
 from rlrepro.environments.jax_envs.random_walk import RandomWalk, RandomWalkState
 
 __all__ = [
@@ -24,6 +25,8 @@ __all__ = [
     "ChainState",
     "ChainTimeStep",
     "JaxEnv",
+    "KeyToDoor",
+    "KeyToDoorState",
     "RandomWalk",
     "RandomWalkState",
     "TimeStep",
@@ -35,6 +38,7 @@ JAX_ENVS: dict[str, type] = {
     "cartpole": CartPole,
     "chain": Chain,
     "catch_runs": CatchRuns,
+    "key_to_door": KeyToDoor,
     "random_walk": RandomWalk,
 }
 
