@@ -52,6 +52,7 @@ AGENTS: dict[str, AgentEntry] = {
     "vracer": AgentEntry("rlrepro.agents.vracer.build:build_vracer", ("mujoco",)),
     "ddpg": AgentEntry("rlrepro.agents.ddpg.build:build_ddpg", ("mujoco",)),
     "naf": AgentEntry("rlrepro.agents.naf.build:build_naf", ("mujoco",)),
+    "impala_sr": AgentEntry("rlrepro.agents.impala_sr.trainer:build_impala_sr", ("jax",)),
 }
 
 

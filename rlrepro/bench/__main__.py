@@ -13,6 +13,7 @@ BENCHMARKS = {
     "frodo": "rlrepro.bench.frodo",
     "planning": "rlrepro.bench.planning",
     "refer": "rlrepro.bench.refer",
+    "impala-sr": "rlrepro.bench.impala_sr",
 }
 
 

@@ -45,7 +45,7 @@ class JaxEnvSpec(ScoredEnvSpec):
 
     kind: Literal["jax"] = Field(description="Backend kind.")
     id: Name = Field(description="Short name used in folders and tables.")
-    name: Literal["catch", "cartpole", "random_walk"] = Field(description="Environment in rlrepro.environments.jax_envs.")
+    name: Literal["catch", "cartpole", "random_walk", "chain", "catch_runs", "key_to_door"] = Field(description="Environment in rlrepro.environments.jax_envs.")
     kwargs: dict[str, Any] = Field(default_factory=dict, description="Constructor arguments (e.g. rows, columns).")
     frames_per_step: int = Field(1, ge=1, description="Frames counted per agent step (no action repeat for toy tasks).")
 

@@ -8,6 +8,9 @@ from typing import Any
 from rlrepro.environments.base import JaxEnv, TimeStep
 from rlrepro.environments.jax_envs.cartpole import CartPole, CartPoleState
 from rlrepro.environments.jax_envs.catch import Catch, CatchState
+from rlrepro.environments.jax_envs.catch_runs import CatchRuns, CatchRunsState
+from rlrepro.environments.jax_envs.chain import Chain, ChainState, ChainTimeStep
+from rlrepro.environments.jax_envs.key_to_door import KeyToDoor, KeyToDoorState
 from rlrepro.environments.jax_envs.random_walk import RandomWalk, RandomWalkState
 
 __all__ = [
@@ -16,7 +19,14 @@ __all__ = [
     "CartPoleState",
     "Catch",
     "CatchState",
+    "CatchRuns",
+    "CatchRunsState",
+    "Chain",
+    "ChainState",
+    "ChainTimeStep",
     "JaxEnv",
+    "KeyToDoor",
+    "KeyToDoorState",
     "RandomWalk",
     "RandomWalkState",
     "TimeStep",
@@ -26,6 +36,9 @@ __all__ = [
 JAX_ENVS: dict[str, type] = {
     "catch": Catch,
     "cartpole": CartPole,
+    "chain": Chain,
+    "catch_runs": CatchRuns,
+    "key_to_door": KeyToDoor,
     "random_walk": RandomWalk,
 }
 

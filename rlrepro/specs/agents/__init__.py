@@ -14,17 +14,20 @@ from rlrepro.specs.agents.common import ConvNetworkSpec, MLPNetworkSpec, Network
 from rlrepro.specs.agents.dqn import DQNAgentSpec, DQNLossSpec, LossSearchAgentSpec
 from rlrepro.specs.agents.frodo import FrodoAgentSpec
 from rlrepro.specs.agents.impala import ImpalaAgentSpec, ImpalaLossSpec
+from rlrepro.specs.agents.impala_sr import ImpalaSRAgentSpec, SRNetworkSpec, SyntheticReturnsSpec
 from rlrepro.specs.agents.td_lambda import TdLambdaAgentSpec
 from rlrepro.specs.agents.refer import DDPGAgentSpec, NAFAgentSpec, VRacerAgentSpec
 
 AgentSpec = Annotated[
     Union[
-        ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec, DQNAgentSpec, LossSearchAgentSpec,
+        ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec, DQNAgentSpec, LossSearchAgentSpec, ImpalaSRAgentSpec,
         VRacerAgentSpec, DDPGAgentSpec, NAFAgentSpec,
     ],
     Field(discriminator="kind"),
 ]
-AGENT_KINDS: tuple[str, ...] = ("impala", "frodo", "td_lambda", "dqn", "loss_search", "vracer", "ddpg", "naf")
+AGENT_KINDS: tuple[str, ...] = (
+    "impala", "frodo", "td_lambda", "dqn", "loss_search", "impala_sr", "vracer", "ddpg", "naf",
+)
 
 __all__ = [
     "AGENT_KINDS",
@@ -37,6 +40,9 @@ __all__ = [
     "FrodoAgentSpec",
     "ImpalaAgentSpec",
     "ImpalaLossSpec",
+    "ImpalaSRAgentSpec",
+    "SRNetworkSpec",
+    "SyntheticReturnsSpec",
     "MLPNetworkSpec",
     "NAFAgentSpec",
     "NetworkSpec",

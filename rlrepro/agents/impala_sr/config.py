@@ -1,0 +1,85 @@
+"""Hyper-parameters of IMPALA + synthetic returns (Raposo et al. 2021): IMPALA's config plus the SR module's."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Literal
+
+from rlrepro.agents.impala.config import ImpalaConfig
+
+SR_LOSSES: tuple[str, ...] = ("one_stage", "two_stage")
+CURRENT_REPRS: tuple[str, ...] = ("torso", "core")
+
+
+@dataclasses.dataclass(frozen=True)
+class SRConfig:
+    """The synthetic-returns module (paper §2, eqs. 1-3; notes §1.2-1.4); mirrors ``SyntheticReturnsSpec``.
+
+    Attributes:
+      enabled: train c, g, b with the SR loss; False is the baseline (alpha must be 0; notes ambiguity 2).
+      alpha: weight of c(s_t) in the augmented reward (eq. 2).
+      beta: weight of the environment reward in the augmented reward (eq. 2; Skiing 0).
+      loss: "one_stage" (eq. 1) or "two_stage" (eq. 3).
+      loss_weight: weight of the SR loss summed over time and batch (released code: 1).
+      memory_capacity: C, slots per environment (the longest episode, in steps).
+      current_repr: "torso" or "core" (LSTM output; Skiing) for g(s_t) and b(s_t).
+      c_hidden, b_hidden, g_hidden: MLP hidden widths (paper: 2x256, 2x256, 256).
+    """
+
+    enabled: bool = True
+    alpha: float = 0.3
+    beta: float = 1.0
+    loss: Literal["one_stage", "two_stage"] = "one_stage"
+    loss_weight: float = 1.0
+    memory_capacity: int = 10
+    current_repr: Literal["torso", "core"] = "torso"
+    c_hidden: tuple[int, ...] = (256, 256)
+    b_hidden: tuple[int, ...] = (256, 256)
+    g_hidden: tuple[int, ...] = (256,)
+
+    def __post_init__(self) -> None:
+        problems = []
+        if self.loss not in SR_LOSSES:
+            problems.append(f"loss must be one of {SR_LOSSES}, got {self.loss!r}")
+        if self.current_repr not in CURRENT_REPRS:
+            problems.append(f"current_repr must be one of {CURRENT_REPRS}, got {self.current_repr!r}")
+        if not self.enabled and self.alpha != 0.0:
+            problems.append(f"the baseline (enabled=False) needs alpha 0, got {self.alpha}")
+        if self.memory_capacity < 1 or self.loss_weight <= 0:
+            problems.append(f"memory_capacity >= 1 and loss_weight > 0 needed, got {self.memory_capacity}, {self.loss_weight}")
+        if problems:
+            raise ValueError("invalid SRConfig: " + "; ".join(problems))
+
+    @property
+    def two_stage(self) -> bool:
+        return self.loss == "two_stage"
+
+
+@dataclasses.dataclass(frozen=True)
+class ImpalaSRConfig:
+    """Everything the IMPALA+SR learner, actor and loop need (frozen: a jit static argument).
+
+    Attributes:
+      impala: IMPALA's hyper-parameters (discount, unroll, batch, RMSProp, V-trace, entropy, baseline,
+        reward clip, policy lag; ``hidden_sizes`` is the torso MLP).
+      sr: the synthetic-returns module.
+      lstm_size: LSTM core width after the torso (paper: 256); None: feed-forward.
+      rmsprop_eps_in_sqrt: TF1 RMSProp semantics (eps inside the square root).
+      rmsprop_initial_scale: initial second-moment accumulator (TF1: 1).
+    """
+
+    impala: ImpalaConfig
+    sr: SRConfig
+    lstm_size: int | None = 256
+    rmsprop_eps_in_sqrt: bool = True
+    rmsprop_initial_scale: float = 1.0
+
+    def __post_init__(self) -> None:
+        if self.impala.conv_network is not None:
+            raise ValueError("invalid ImpalaSRConfig: image networks are not wired for impala_sr yet (use the MLP torso)")
+        if self.lstm_size is not None and self.lstm_size < 1:
+            raise ValueError(f"invalid ImpalaSRConfig: lstm_size must be >= 1 or None, got {self.lstm_size}")
+
+    @property
+    def frames_per_update(self) -> int:
+        return self.impala.frames_per_update

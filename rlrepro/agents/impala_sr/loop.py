@@ -1,0 +1,128 @@
+"""The jitted IMPALA+SR loop on pure-JAX environments: act (carrying core state and memory), then update.
+
+The same structure as ``rlrepro.training.jax_loop`` (one synchronous actor, parameters ``policy_lag``
+updates old from a ring buffer, ``updates_per_chunk`` steps scanned per jitted call, ``vmap`` over seeds),
+with the SR actor and learner. On an environment with a chain of states (``state_observations`` and
+``trigger_position``: the Chain) every chunk also reports where c peaks over the chain states.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from rlrepro.agents.impala.actor import EpisodeStats
+from rlrepro.agents.impala_sr.actor import SRActorState, init_actor, unroll
+from rlrepro.agents.impala_sr.config import ImpalaSRConfig
+from rlrepro.agents.impala_sr.learner import LearnerState, Params, SRLearner, SRLearnerMetrics, make_learner
+from rlrepro.agents.impala_sr.networks import SRActorCritic, make_sr_network
+from rlrepro.environments.base import JaxEnv
+from rlrepro.training.jax_loop import _raw_key, actor_slot
+
+
+class SRTrainState(NamedTuple):
+    """Everything one seed's run carries (a pytree of arrays): learner, actor (with memory), parameter history."""
+
+    learner: LearnerState
+    actor: SRActorState
+    params_history: Params
+    rng: jax.Array
+    frames: jax.Array
+
+
+_CHUNK_FIELDS = (*SRLearnerMetrics._fields, "episodes", "mean_return", "frames")
+# Learner metrics averaged over the chunk; episodes ended in the chunk, their mean raw return; frames so far.
+ChunkMetrics = NamedTuple("ChunkMetrics", [(name, jax.Array) for name in _CHUNK_FIELDS])
+# On the Chain also: the chain position where c peaks with the current parameters, and its distance to the trigger.
+ChainChunkMetrics = NamedTuple(
+    "ChainChunkMetrics", [(name, jax.Array) for name in (*_CHUNK_FIELDS, "sr_peak_position", "sr_peak_distance")]
+)
+
+
+class SRTrainer(NamedTuple):
+    """Jitted ``init(key)``, ``run_chunk(state)`` for one seed, and their ``vmap``-over-seeds versions."""
+
+    init: Callable[[jax.Array], SRTrainState]
+    run_chunk: Callable[[SRTrainState], tuple[SRTrainState, Any]]
+    init_batch: Callable[[jax.Array], SRTrainState]
+    run_chunk_batch: Callable[[SRTrainState], tuple[SRTrainState, Any]]
+
+
+def has_chain_probe(env: JaxEnv) -> bool:
+    """Whether ``env`` exposes its chain states and trigger (the Chain)."""
+    return hasattr(env, "state_observations") and hasattr(env, "trigger_position")
+
+
+def contribution_profile(network: SRActorCritic, params: Params, env: JaxEnv) -> jax.Array:
+    """c(s) at every chain position (the SR profile of the paper's Fig. 3c, on the current parameters)."""
+    representation = network.apply(params, env.state_observations(), method=SRActorCritic.embed)
+    return network.apply(params, representation, method=SRActorCritic.contribution)
+
+
+def init_train_state(key: jax.Array, env: JaxEnv, config: ImpalaSRConfig, learner: SRLearner) -> SRTrainState:
+    """Fresh learner, B reset environments with empty memories, a history filled with the initial parameters."""
+    learner_key, actor_key, rng = jax.random.split(_raw_key(key), 3)
+    learner_state = learner.init(learner_key)
+    lag = config.impala.policy_lag
+    history = jax.tree.map(lambda p: jnp.broadcast_to(p, (lag + 1, *p.shape)), learner_state.params)
+    actor = init_actor(actor_key, env, make_sr_network(config, env.num_actions), config)
+    return SRTrainState(learner_state, actor, history, rng, jnp.zeros((), jnp.int32))
+
+
+def train_step(
+    state: SRTrainState, env: JaxEnv, config: ImpalaSRConfig, learner: SRLearner
+) -> tuple[SRTrainState, tuple[SRLearnerMetrics, EpisodeStats]]:
+    """One unroll with the lagged parameters, one learner update, the new snapshot into the ring buffer."""
+    rng, unroll_key = jax.random.split(state.rng)
+    lag = config.impala.policy_lag
+    slot = actor_slot(state.learner.step, lag)
+    params = jax.tree.map(lambda history: history[slot], state.params_history)
+    actor, batch, stats = unroll(
+        unroll_key, params, state.actor, env=env, network=make_sr_network(config, env.num_actions),
+        unroll_length=config.impala.unroll_length,
+    )
+    learner_state, metrics = learner.update(state.learner, batch)
+    history = jax.tree.map(lambda h, p: h.at[slot].set(p), state.params_history, learner_state.params)
+    frames = state.frames + config.frames_per_update
+    return SRTrainState(learner_state, actor, history, rng, frames), (metrics, stats)
+
+
+def run_chunk(
+    state: SRTrainState, env: JaxEnv, config: ImpalaSRConfig, learner: SRLearner, updates_per_chunk: int
+) -> tuple[SRTrainState, Any]:
+    """``updates_per_chunk`` train steps in a ``lax.scan``; metrics averaged over the chunk."""
+
+    def step(carry: SRTrainState, _: None) -> tuple[SRTrainState, tuple[SRLearnerMetrics, EpisodeStats]]:
+        return train_step(carry, env, config, learner)
+
+    state, (metrics, stats) = jax.lax.scan(step, state, None, length=updates_per_chunk)
+    episodes = jnp.sum(stats.ended.astype(jnp.int32))
+    mean_return = jnp.where(episodes > 0, jnp.sum(stats.returns) / jnp.maximum(episodes, 1), jnp.nan)
+    values = {**jax.tree.map(jnp.mean, metrics)._asdict(), "episodes": episodes, "mean_return": mean_return,
+              "frames": state.frames}
+    if not has_chain_probe(env):
+        return state, ChunkMetrics(**values)
+    profile = contribution_profile(make_sr_network(config, env.num_actions), state.learner.params, env)
+    peak = jnp.argmax(profile).astype(jnp.float32)
+    return state, ChainChunkMetrics(
+        **values, sr_peak_position=peak, sr_peak_distance=jnp.abs(peak - env.trigger_position)
+    )
+
+
+def make_sr_trainer(env: JaxEnv, config: ImpalaSRConfig, *, updates_per_chunk: int) -> SRTrainer:
+    """Build the jitted IMPALA+SR loop for a pure-JAX ``env`` (``config.impala.total_updates`` sets the lr schedule)."""
+    if updates_per_chunk < 1:
+        raise ValueError(f"updates_per_chunk must be >= 1, got {updates_per_chunk}")
+    learner = make_learner(config, env.observation_shape, env.num_actions)
+    init_fn = functools.partial(init_train_state, env=env, config=config, learner=learner)
+    chunk_fn = functools.partial(run_chunk, env=env, config=config, learner=learner, updates_per_chunk=updates_per_chunk)
+    return SRTrainer(
+        init=jax.jit(init_fn),
+        run_chunk=jax.jit(chunk_fn),
+        init_batch=jax.jit(jax.vmap(init_fn)),
+        run_chunk_batch=jax.jit(jax.vmap(chunk_fn)),
+    )

@@ -1,0 +1,125 @@
+"""IMPALA+SR trainer: the spec -> config mapping (the one place) and the registry builder for pure-JAX tasks."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jax
+import numpy as np
+
+from rlrepro.agents.impala.config import ImpalaConfig
+from rlrepro.agents.impala_sr.config import ImpalaSRConfig, SRConfig
+from rlrepro.agents.registry import TrainerProgram, num_chunks_for
+from rlrepro.environments.availability import require_backend
+from rlrepro.environments.errors import UnsupportedSetupError
+from rlrepro.specs.agents.impala_sr import ImpalaSRAgentSpec
+from rlrepro.specs.environments import JaxEnvSpec
+from rlrepro.specs.experiment import RunSpec
+
+
+def impala_sr_config(agent: ImpalaSRAgentSpec, total_updates: int) -> ImpalaSRConfig:
+    """The IMPALA+SR config from its spec: every field of ``ImpalaSRAgentSpec`` is read here."""
+    opt, loss, sr = agent.optimizer, agent.loss, agent.sr
+    if loss.reward_transform != "clip":
+        raise UnsupportedSetupError(f"agent.loss.reward_transform '{loss.reward_transform}': impala_sr supports 'clip'")
+    if opt.kind != "rmsprop":
+        raise UnsupportedSetupError(f"agent.optimizer.kind '{opt.kind}': impala_sr supports rmsprop")
+    impala = ImpalaConfig(
+        discount=loss.discount,
+        unroll_length=agent.unroll_length,
+        batch_size=agent.batch_size,
+        learning_rate=opt.learning_rate,
+        rmsprop_decay=opt.decay,
+        rmsprop_epsilon=opt.epsilon,
+        rmsprop_momentum=opt.momentum,
+        max_grad_norm=opt.max_grad_norm,
+        lr_schedule=opt.lr_schedule,
+        total_updates=total_updates,
+        entropy_cost=loss.entropy_cost,
+        baseline_cost=loss.baseline_cost,
+        reward_clip=loss.reward_clip,
+        correction=loss.correction,
+        rho_bar=loss.rho_bar,
+        c_bar=loss.c_bar,
+        pg_rho_bar=loss.pg_rho_bar,
+        lambda_=loss.trace_lambda,
+        epsilon_correction=loss.epsilon_correction,
+        policy_lag=agent.policy_lag,
+        hidden_sizes=tuple(agent.network.hidden_sizes),
+    )
+    sr_config = SRConfig(
+        enabled=sr.enabled,
+        alpha=sr.alpha,
+        beta=sr.beta,
+        loss=sr.loss,
+        loss_weight=sr.loss_weight,
+        memory_capacity=sr.memory_capacity,
+        current_repr=sr.current_repr,
+        c_hidden=tuple(sr.c_hidden),
+        b_hidden=tuple(sr.b_hidden),
+        g_hidden=tuple(sr.g_hidden),
+    )
+    if sr.current_repr == "core" and agent.network.lstm_size is None:
+        raise UnsupportedSetupError("agent.sr.current_repr 'core' needs an LSTM: set agent.network.lstm_size")
+    return ImpalaSRConfig(
+        impala=impala,
+        sr=sr_config,
+        lstm_size=agent.network.lstm_size,
+        rmsprop_eps_in_sqrt=opt.eps_in_sqrt,
+        rmsprop_initial_scale=opt.initial_scale,
+    )
+
+
+def build_impala_sr(agent: ImpalaSRAgentSpec, env_spec: Any, *, frames: int, run: RunSpec) -> TrainerProgram:
+    """IMPALA+SR on a pure-JAX environment: one jitted, seed-vmapped call per chunk."""
+    require_backend(env_spec)
+    if not isinstance(env_spec, JaxEnvSpec):
+        raise UnsupportedSetupError(f"impala_sr on '{env_spec.kind}' environments is not implemented")
+    from rlrepro.agents.impala_sr.loop import has_chain_probe, make_sr_trainer
+    from rlrepro.environments.jax_envs import make_jax_env
+
+    env = make_jax_env(env_spec.name, **env_spec.kwargs)
+    episode_length = getattr(env, "episode_length", None)
+    if episode_length is not None and agent.sr.memory_capacity < episode_length:
+        print(
+            f"note: agent.sr.memory_capacity {agent.sr.memory_capacity} < episode length {episode_length}: "
+            "the memory wraps and forgets the episode's first states", flush=True
+        )
+    frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
+    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
+    config = impala_sr_config(agent, total_updates=num_chunks * run.updates_per_chunk)
+    trainer = make_sr_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
+    return TrainerProgram(
+        init_batch=trainer.init_batch,
+        run_chunk_batch=trainer.run_chunk_batch,
+        num_chunks=num_chunks,
+        updates_per_chunk=run.updates_per_chunk,
+        frames_per_chunk=frames_per_update * run.updates_per_chunk,
+        write_artifacts=_profile_writer(env, config) if has_chain_probe(env) else None,
+    )
+
+
+def _profile_writer(env: Any, config: ImpalaSRConfig) -> Any:
+    """Write ``sr_profile.json`` per run: c(s) at every chain position with the final parameters."""
+    from rlrepro.agents.impala_sr.loop import contribution_profile
+    from rlrepro.agents.impala_sr.networks import make_sr_network
+
+    network = make_sr_network(config, env.num_actions)
+    profile_fn = jax.jit(jax.vmap(lambda params: contribution_profile(network, params, env)))
+
+    def write(state: Any, run_dirs: list[Path]) -> None:
+        profiles = np.asarray(jax.device_get(profile_fn(state.learner.params)))
+        for run_dir, profile in zip(run_dirs, profiles):
+            data = {
+                "what": "c(s) at each chain position, final parameters (Raposo et al. 2021, Fig. 3c)",
+                "positions": list(range(len(profile))),
+                "contribution": [round(float(x), 6) for x in profile],
+                "start": int(env.centre),
+                "trigger": int(env.trigger_position),
+                "sr_enabled": config.sr.enabled,
+            }
+            (Path(run_dir) / "sr_profile.json").write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+
+    return write

@@ -1,0 +1,155 @@
+"""Key-to-Door (Raposo et al. 2021, §3.3, Fig. 5; Hung et al. 2019) and its variants A and B, in pure JAX.
+
+The pycolab original is not specified in the paper (layout, apples, respawn, crop, actions: notes §2.3 and
+ambiguity 5); this re-implementation records each choice as a field.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+from jax.typing import ArrayLike
+
+from rlrepro.environments.base import TimeStep
+
+_MOVES = jnp.array([[-1, 0], [1, 0], [0, -1], [0, 1]], jnp.int32)  # up, down, left, right
+
+
+class KeyToDoorState(NamedTuple):
+    """Phase (0, 1, 2), step within the phase, agent cell, key cells, held key (0 none, 1 first, 2 second), apples."""
+
+    phase: jax.Array
+    phase_step: jax.Array
+    agent: jax.Array  # [2] int32 (row, column)
+    keys: jax.Array  # [2, 2] int32 cells of key 1 and key 2 (key 2 only with two_keys)
+    held: jax.Array
+    apples: jax.Array  # [size, size] bool
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyToDoor:
+    """Three phases in a ``size`` x ``size`` room, 4 actions (up, down, left, right; walls block).
+
+    Phase 1 (``phase_lengths[0]`` steps): agent and key at random cells; walking onto the key picks it up
+    (reward 0). Phase 2 (``phase_lengths[1]`` steps): ``apples`` apples at random cells, ``apple_reward``
+    each (no respawn: ours). Phase 3 (at most ``phase_lengths[2]`` steps): the door is the top-centre cell;
+    walking onto it ends the episode and pays ``door_rewards[held - 1]`` if a key is held (0 without key);
+    ``phase3_step_reward`` is paid on every phase-3 step, ``no_door_reward`` if the phase times out. The agent
+    restarts at the bottom centre in phases 2 and 3. Observation: ``[size, size, 5]`` float32 planes (agent,
+    key 1, key 2, apples, door); the held key is never shown, so the door's outcome depends on phase 1.
+
+    Paper settings: standard ``phase_lengths (15, 60, 10)``, ``door_rewards (5,)``. Variant A: phase 2 of
+    30 steps, door reward 0, -1 per phase-3 step. Variant B: two keys, door -1 with key 1 (yellow) and -2
+    with key 2 (red), -5 for not opening the door.
+    """
+
+    size: int = 5
+    phase_lengths: tuple[int, int, int] = (15, 60, 10)
+    apples: int = 10
+    apple_reward: float = 1.0
+    two_keys: bool = False
+    door_rewards: tuple[float, ...] = (5.0,)
+    phase3_step_reward: float = 0.0
+    no_door_reward: float = 0.0
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "phase_lengths", tuple(int(x) for x in self.phase_lengths))
+        object.__setattr__(self, "door_rewards", tuple(float(x) for x in self.door_rewards))
+        problems = []
+        if self.size < 3:
+            problems.append(f"size must be >= 3, got {self.size}")
+        if len(self.phase_lengths) != 3 or min(self.phase_lengths) < 1:
+            problems.append(f"phase_lengths must be three positive lengths, got {self.phase_lengths}")
+        if not 0 <= self.apples <= self.size * self.size:
+            problems.append(f"apples must be in [0, size^2], got {self.apples}")
+        if len(self.door_rewards) != (2 if self.two_keys else 1):
+            problems.append(f"door_rewards needs one value per key ({2 if self.two_keys else 1}), got {self.door_rewards}")
+        if problems:
+            raise ValueError("invalid KeyToDoor: " + "; ".join(problems))
+
+    @property
+    def num_actions(self) -> int:
+        return 4
+
+    @property
+    def observation_shape(self) -> tuple[int, ...]:
+        return (self.size, self.size, 5)
+
+    @property
+    def episode_length(self) -> int:
+        """The longest episode in steps (the SR memory capacity)."""
+        return sum(self.phase_lengths)
+
+    @property
+    def door(self) -> jax.Array:
+        return jnp.array([0, self.size // 2], jnp.int32)
+
+    @property
+    def entry(self) -> jax.Array:
+        return jnp.array([self.size - 1, self.size // 2], jnp.int32)
+
+    def reset(self, key: jax.Array) -> tuple[KeyToDoorState, TimeStep]:
+        state = self._initial_state(key)
+        zero = jnp.zeros((), jnp.float32)
+        return state, TimeStep(self._observe(state), zero, jnp.zeros((), bool), jnp.zeros((), bool))
+
+    def step(self, key: jax.Array, state: KeyToDoorState, action: ArrayLike) -> tuple[KeyToDoorState, TimeStep]:
+        apple_key, reset_key = jax.random.split(key)
+        agent = jnp.clip(state.agent + _MOVES[jnp.asarray(action, jnp.int32)], 0, self.size - 1)
+        on_key = jnp.all(agent[None, :] == state.keys, axis=1) & jnp.array([True, self.two_keys])
+        pick = (state.phase == 0) & (state.held == 0) & jnp.any(on_key)
+        held = jnp.where(pick, jnp.argmax(on_key) + 1, state.held).astype(jnp.int32)
+        keys = jnp.where(pick, jnp.full_like(state.keys, -1), state.keys)  # picked: both keys leave the room
+        eat = (state.phase == 1) & state.apples[agent[0], agent[1]]
+        apples = state.apples.at[agent[0], agent[1]].set(state.apples[agent[0], agent[1]] & ~eat)
+        at_door = (state.phase == 2) & jnp.all(agent == self.door)
+        door_values = jnp.asarray(self.door_rewards, jnp.float32)
+        door_reward = jnp.where(held > 0, door_values[jnp.maximum(held - 1, 0)], 0.0)
+        phase_step = state.phase_step + 1
+        phase_over = phase_step == jnp.asarray(self.phase_lengths, jnp.int32)[state.phase]
+        timed_out = (state.phase == 2) & phase_over & ~at_door
+        reward = (
+            jnp.where(eat, self.apple_reward, 0.0)
+            + jnp.where(state.phase == 2, self.phase3_step_reward, 0.0)
+            + jnp.where(at_door, door_reward, 0.0)
+            + jnp.where(timed_out, self.no_door_reward, 0.0)
+        ).astype(jnp.float32)
+        terminated = at_door | timed_out
+        advance = phase_over & (state.phase < 2)
+        next_state = KeyToDoorState(
+            phase=jnp.where(advance, state.phase + 1, state.phase).astype(jnp.int32),
+            phase_step=jnp.where(advance, 0, phase_step).astype(jnp.int32),
+            agent=jnp.where(advance, self.entry, agent),
+            keys=keys,
+            held=held,
+            apples=jnp.where(advance & (state.phase == 0), self._random_apples(apple_key), apples),
+        )
+        fresh = self._initial_state(reset_key)
+        state = jax.tree.map(lambda f, o: jnp.where(terminated, f, o), fresh, next_state)
+        return state, TimeStep(self._observe(state), reward, terminated, jnp.zeros((), bool))
+
+    def _random_apples(self, key: jax.Array) -> jax.Array:
+        cells = jax.random.permutation(key, self.size * self.size)[: self.apples]
+        return jnp.zeros(self.size * self.size, bool).at[cells].set(True).reshape(self.size, self.size)
+
+    def _initial_state(self, key: jax.Array) -> KeyToDoorState:
+        cells = jax.random.permutation(key, self.size * self.size)[:3]
+        rows, columns = cells // self.size, cells % self.size
+        positions = jnp.stack([rows, columns], axis=1).astype(jnp.int32)
+        keys = positions[1:3] if self.two_keys else jnp.stack([positions[1], jnp.array([-1, -1], jnp.int32)])
+        zero = jnp.zeros((), jnp.int32)
+        return KeyToDoorState(zero, zero, positions[0], keys, zero, jnp.zeros((self.size, self.size), bool))
+
+    def _observe(self, state: KeyToDoorState) -> jax.Array:
+        grid = jnp.indices((self.size, self.size)).transpose(1, 2, 0)  # [size, size, 2]
+
+        def at(cell: jax.Array) -> jax.Array:
+            return jnp.all(grid == cell, axis=-1)
+
+        door = at(self.door) & (state.phase == 2)
+        in_phase1 = state.phase == 0  # keys are shown in phase 1 only (the held key is never shown)
+        planes = [at(state.agent), at(state.keys[0]) & in_phase1, at(state.keys[1]) & in_phase1, state.apples, door]
+        return jnp.stack(planes, axis=-1).astype(jnp.float32)

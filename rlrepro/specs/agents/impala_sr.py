@@ -1,0 +1,74 @@
+"""IMPALA + synthetic returns agent spec (Raposo et al. 2021, "Synthetic Returns for Long-Term Credit Assignment")."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from rlrepro.specs.agents.common import RMSPropSpec
+from rlrepro.specs.agents.impala import ImpalaLossSpec
+from rlrepro.specs.common import PositiveCount, SpecModel
+
+
+class SRNetworkSpec(SpecModel):
+    """The toy-task actor-critic of the paper (Supplement §6.6): an MLP torso, then an optional LSTM core."""
+
+    kind: Literal["mlp"] = Field("mlp", description="Network kind (pure-JAX tasks; Atari is not wired yet).")
+    hidden_sizes: list[PositiveCount] = Field(
+        default_factory=lambda: [128], min_length=1, description="Widths of the ReLU torso layers (Chain: one FC128)."
+    )
+    lstm_size: PositiveCount | None = Field(
+        256, description="LSTM core width after the torso (paper: 256); null: feed-forward."
+    )
+
+
+class SyntheticReturnsSpec(SpecModel):
+    """The SR module and its use in the base agent (paper eqs. 1-3; notes §1.2-1.4, §5 items 2, 7-9)."""
+
+    enabled: bool = Field(
+        True,
+        description="Train c, g, b with the SR loss. false = the baseline (notes ambiguity 2: alpha 0, beta 1, no SR "
+        "loss, identical network); alpha must then be 0.",
+    )
+    alpha: float = Field(description="Weight of the synthetic return c(s_t) in the augmented reward (eq. 2; range 0.01-0.5).")
+    beta: float = Field(1.0, ge=0, description="Weight of the environment reward in the augmented reward (eq. 2; 1, Skiing 0).")
+    loss: Literal["one_stage", "two_stage"] = Field(
+        "one_stage", description="one_stage: eq. 1 (every task but Skiing); two_stage: eq. 3 (Skiing)."
+    )
+    loss_weight: float = Field(1.0, gt=0, description="Weight of the SR loss summed over time and batch (code: 1; notes item 8).")
+    memory_capacity: PositiveCount = Field(
+        description="Memory slots per environment = the longest episode in steps (paper: Chain 10, Skiing 2000)."
+    )
+    current_repr: Literal["torso", "core"] = Field(
+        "torso",
+        description="Representation of the current state fed to g and b: the torso output (all tasks but Skiing) or "
+        "the LSTM output (Skiing). Past states and c always use the torso output (notes §1.4, item 7).",
+    )
+    c_hidden: list[PositiveCount] = Field(default_factory=lambda: [256, 256], description="c MLP hidden widths (paper: 2x256).")
+    b_hidden: list[PositiveCount] = Field(default_factory=lambda: [256, 256], description="b MLP hidden widths (paper: 2x256).")
+    g_hidden: list[PositiveCount] = Field(
+        default_factory=lambda: [256], description="g MLP hidden widths before the scalar and the sigmoid (paper: 256)."
+    )
+
+    @model_validator(mode="after")
+    def _baseline_has_no_synthetic_reward(self) -> "SyntheticReturnsSpec":
+        if not self.enabled and self.alpha != 0.0:
+            raise ValueError(
+                f"sr.enabled is false but sr.alpha is {self.alpha}: the baseline uses alpha 0 (an untrained c would "
+                "inject noise rewards; notes ambiguity 2)"
+            )
+        return self
+
+
+class ImpalaSRAgentSpec(SpecModel):
+    """IMPALA (V-trace actor-critic) with synthetic returns replacing the reward in both V-trace losses."""
+
+    kind: Literal["impala_sr"] = Field(description="Agent kind.")
+    network: SRNetworkSpec = Field(default_factory=SRNetworkSpec, description="Actor-critic network.")
+    optimizer: RMSPropSpec = Field(description="Optimiser (paper: RMSProp, eps 1e-4, momentum 0, decay 0.99).")
+    loss: ImpalaLossSpec = Field(description="IMPALA's loss and off-policy correction.")
+    sr: SyntheticReturnsSpec = Field(description="The synthetic-returns module.")
+    unroll_length: PositiveCount = Field(description="Unroll length T per batch entry (paper range 10-60).")
+    batch_size: PositiveCount = Field(description="Trajectories per learner update and parallel environments (32-64).")
+    policy_lag: int = Field(0, ge=0, description="Behaviour policy uses parameters this many updates old (0: on-policy).")

@@ -1,0 +1,213 @@
+"""Tests for the IMPALA+SR agent (Raposo et al. 2021 on IMPALA): memory as agent state, gradient masks, alignment."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from rlrepro.agents.impala.config import ImpalaConfig
+from rlrepro.agents.impala_sr.actor import init_actor, unroll
+from rlrepro.agents.impala_sr.config import ImpalaSRConfig, SRConfig
+from rlrepro.agents.impala_sr.learner import init, loss_fn, sr_terms
+from rlrepro.agents.impala_sr.networks import SRActorCritic, make_sr_network
+from rlrepro.environments.jax_envs import Chain
+from rlrepro.losses.synthetic_returns import episode_memory_sums
+
+ENV = Chain()  # 12-step episodes
+
+
+def _config(unroll_length: int = 7, batch_size: int = 3, **sr: object) -> ImpalaSRConfig:
+    sr_fields = {"alpha": 0.3, "memory_capacity": 12, "c_hidden": (8,), "b_hidden": (8,), "g_hidden": (8,), **sr}
+    return ImpalaSRConfig(
+        impala=ImpalaConfig(unroll_length=unroll_length, batch_size=batch_size, hidden_sizes=(16,), reward_clip=None),
+        sr=SRConfig(**sr_fields),
+        lstm_size=8,
+    )
+
+
+def _batches(config: ImpalaSRConfig, count: int, seed: int = 0) -> tuple:
+    """``count`` consecutive actor batches with fixed initial parameters (and the parameters)."""
+    network = make_sr_network(config, ENV.num_actions)
+    params = init(jax.random.key(seed), config, ENV.observation_shape, ENV.num_actions).params
+    state = init_actor(jax.random.key(seed + 1), ENV, network, config)
+    run = jax.jit(functools.partial(unroll, env=ENV, network=network, unroll_length=config.impala.unroll_length))
+    batches = []
+    for k in range(count):
+        state, batch, _ = run(jax.random.key(100 + k), params, state)
+        batches.append(batch)
+    return network, params, batches
+
+
+def _outputs(network: SRActorCritic, params, batch):
+    resets = jnp.concatenate([jnp.zeros_like(batch.dones[:1]), batch.dones]).astype(bool)
+    return network.apply(params, batch.observations, resets, batch.initial_core_state, method=SRActorCritic.unroll)
+
+
+@functools.partial(jax.jit, static_argnums=(0, 1))
+def _terms(config, network, params, batch):
+    return sr_terms(network, params, _outputs(network, params, batch), batch, config)
+
+
+def test_memory_is_carried_across_unrolls_and_equals_the_whole_episode_cumsum() -> None:
+    # Unrolls of 7 steps cut the 12-step episodes at different places; the learner continues each stream's
+    # memory from the actor's state, so its memory sums equal the exclusive cumulative sum of c over each episode.
+    config = _config()
+    network, params, batches = _batches(config, 6)
+    sums = jnp.concatenate([_terms(config, network, params, b).memory_sum_t for b in batches])  # [42, B]
+    observations = jnp.concatenate([b.observations[:-1] for b in batches])  # [42, B, obs]
+    c = network.apply(params, network.apply(params, observations.reshape(-1, 18), method=SRActorCritic.embed),
+                      method=SRActorCritic.contribution).reshape(observations.shape[:2])
+    for start in range(0, 36, 12):  # three whole episodes, every stream (episodes are exactly 12 steps)
+        expected = jax.vmap(episode_memory_sums, in_axes=1, out_axes=1)(c[start:start + 12])
+        np.testing.assert_allclose(sums[start:start + 12], expected, rtol=1e-5, atol=1e-6)
+    # the memory really was reset at every episode start and carried across the cut at step 7
+    np.testing.assert_allclose(sums[jnp.array([0, 12, 24])], 0.0, atol=1e-7)
+    assert np.all(np.abs(np.asarray(sums[7])) > 0)
+
+
+def test_prediction_at_t_uses_only_earlier_states_of_the_unroll() -> None:
+    config = _config(unroll_length=10)
+    network, params, (batch,) = _batches(config, 1)
+    base = _terms(config, network, params, batch)
+    t = 5
+    noise = jax.random.normal(jax.random.key(9), batch.observations.shape[2:])
+    changed_t = _terms(config, network, params, batch._replace(observations=batch.observations.at[t].add(noise)))
+    np.testing.assert_allclose(changed_t.memory_sum_t[: t + 1], base.memory_sum_t[: t + 1], rtol=1e-6)
+    assert not np.allclose(changed_t.memory_sum_t[t + 1], base.memory_sum_t[t + 1])
+    assert not np.allclose(changed_t.gate_t[t], base.gate_t[t])  # the current state feeds g (and b)
+    changed_before = _terms(config, network, params, batch._replace(observations=batch.observations.at[t - 1].add(noise)))
+    assert not np.allclose(changed_before.memory_sum_t[t], base.memory_sum_t[t])
+
+
+def _grad_norms(fn, params) -> dict[str, float]:
+    grads = jax.grad(fn)(params)["params"]
+    return {name: float(sum(jnp.sum(jnp.abs(g)) for g in jax.tree.leaves(tree))) for name, tree in grads.items()}
+
+
+def test_gradient_masks() -> None:
+    config = _config()
+    network, params, batches = _batches(config, 2)
+    batch = batches[1]  # its memory holds states from the previous unroll
+
+    def memory_term(p):
+        return jnp.sum(_terms(config, network, p, batch).memory_sum_t)
+
+    def gate_and_bias(p):
+        out = _outputs(network, p, batch)
+        return jnp.sum(network.apply(p, out.torso, method=SRActorCritic.gate)) + jnp.sum(
+            network.apply(p, out.torso, method=SRActorCritic.bias))
+
+    def rl_part(p):
+        total, metrics = loss_fn(p, batch, config, network)
+        return total - config.sr.loss_weight * metrics.sr_loss
+
+    memory = _grad_norms(memory_term, params)
+    assert memory["torso"] == 0.0  # no gradient into the encoder through the memory
+    assert memory["contribution_mlp"] > 0.0  # c is trained through the memory term
+    current = _grad_norms(gate_and_bias, params)
+    assert current["torso"] > 0.0  # the current state's path through g and b trains the encoder
+    rl = _grad_norms(rl_part, params)
+    assert rl["contribution_mlp"] == 0.0  # the augmented reward is detached: the RL loss never trains c
+    assert rl["torso"] > 0.0 and rl["policy"] > 0.0
+
+
+def test_two_stage_bias_gets_no_gradient_from_the_second_term() -> None:
+    config = _config(loss="two_stage")
+    network, params, batches = _batches(config, 1)
+    batch = batches[0]._replace(rewards=jax.random.normal(jax.random.key(4), batches[0].rewards.shape))
+
+    def second_term(p):
+        terms = _terms(config, network, p, batch)
+        bias = network.apply(p, _outputs(network, p, batch).torso[:-1], method=SRActorCritic.bias)
+        return jnp.sum(terms.loss - 0.5 * jnp.square(batch.rewards - bias))
+
+    grads = _grad_norms(second_term, params)
+    assert grads["bias_mlp"] < 1e-5  # zero up to float rounding of the subtracted first term
+    assert grads["gate_mlp"] > 1e-3 and grads["contribution_mlp"] > 1e-3
+
+
+def test_reward_alignment_target_at_t_is_the_reward_after_acting_in_s_t() -> None:
+    # On the Chain the only reward is paid on leaving the outcome state: batch.rewards[t] is non-zero only
+    # where observations[t] is the outcome observation (index 17), i.e. r_t follows s_t.
+    config = _config(unroll_length=12)
+    _, _, batches = _batches(config, 4)
+    for batch in batches:
+        paid = np.asarray(batch.rewards) != 0
+        at_outcome = np.asarray(jnp.argmax(batch.observations[:-1], -1)) == 17
+        assert np.all(at_outcome[paid])
+    # and the per-step SR loss at t reads exactly rewards[t]
+    network, params, (batch,) = _batches(config, 1)
+    base = _terms(config, network, params, batch).loss
+    moved = _terms(config, network, params, batch._replace(rewards=batch.rewards.at[4].add(1.0))).loss
+    changed = np.any(np.asarray(moved != base), axis=1)
+    assert changed.tolist() == [t == 4 for t in range(12)]
+
+
+def test_augmented_reward_enters_vtrace_and_baseline_matches_plain_rewards() -> None:
+    # alpha = 0, beta = 1 without the SR loss (the baseline) and alpha = 0 with it give the same RL losses;
+    # alpha > 0 changes them (c(s_t) is part of the reward of transition t).
+    base_config = _config(enabled=False, alpha=0.0)
+    network, params, (batch,) = _batches(base_config, 1)
+    baseline = loss_fn(params, batch, base_config, network)[1]
+    zero_alpha = loss_fn(params, batch, _config(alpha=0.0), network)[1]
+    with_alpha = loss_fn(params, batch, _config(alpha=0.5), network)[1]
+    assert float(baseline.sr_loss) == 0.0
+    np.testing.assert_allclose(zero_alpha.baseline_loss, baseline.baseline_loss, rtol=1e-6)
+    np.testing.assert_allclose(zero_alpha.pg_loss, baseline.pg_loss, rtol=1e-5, atol=1e-6)
+    assert not np.isclose(float(with_alpha.baseline_loss), float(baseline.baseline_loss))
+
+
+def test_baseline_config_rejects_a_synthetic_reward() -> None:
+    with pytest.raises(ValueError, match="alpha 0"):
+        SRConfig(enabled=False, alpha=0.3)
+
+
+def _train_tiny_chain(enabled: bool, chunks: int) -> np.ndarray:
+    """Mean success over the last chunk, per seed, on a 7-state chain (3 moves, trigger 3 right: random 1/8)."""
+    from rlrepro.agents.impala_sr.loop import make_sr_trainer
+
+    env = Chain(num_states=7, moves=3, trigger_offset=3)
+    config = ImpalaSRConfig(
+        impala=ImpalaConfig(discount=0.9, unroll_length=5, batch_size=32, learning_rate=1e-3, rmsprop_epsilon=1e-4,
+                            lr_schedule="constant", entropy_cost=0.01, hidden_sizes=(32,), max_grad_norm=None),
+        sr=SRConfig(enabled=enabled, alpha=0.3 if enabled else 0.0, memory_capacity=5, c_hidden=(32, 32),
+                    b_hidden=(32, 32), g_hidden=(32,)),
+        lstm_size=None,
+    )
+    trainer = make_sr_trainer(env, config, updates_per_chunk=100)
+    state = trainer.init_batch(jnp.stack([jax.random.key_data(jax.random.key(s)) for s in range(2)]))
+    for _ in range(chunks):
+        state, metrics = trainer.run_chunk_batch(state)
+    return np.asarray(metrics.mean_return), np.asarray(metrics.sr_peak_position)
+
+
+@pytest.mark.slow
+def test_sr_solves_a_tiny_chain_and_the_baseline_does_not() -> None:
+    success, peak = _train_tiny_chain(enabled=True, chunks=6)
+    baseline, _ = _train_tiny_chain(enabled=False, chunks=6)
+    assert np.all(success >= 0.8), success
+    assert np.all(baseline <= 0.35), baseline  # chance is 1/8; no TD signal crosses the discount-0 step
+    assert np.all(np.abs(peak - 6) <= 1), peak  # c peaks at (or next to) the trigger, position 3 + 3
+
+
+def test_profile_table_and_plot(tmp_path) -> None:
+    import json
+
+    from rlrepro.agents.impala_sr.profile import load_profiles, plot_profile, profile_table
+
+    for seed, peak in ((0, 15), (1, 16)):
+        contribution = [0.0] * 17
+        contribution[peak] = 1.0
+        (tmp_path / f"seed{seed}").mkdir()
+        (tmp_path / f"seed{seed}" / "sr_profile.json").write_text(
+            json.dumps({"contribution": contribution, "start": 8, "trigger": 15}))
+    profiles, meta = load_profiles(tmp_path)
+    table = profile_table(profiles, meta).splitlines()
+    # position 15: mean (1 + 0) / 2 = 0.5, sd 0.5, one seed peaks there
+    assert table[16].split()[:4] == ["15", "0.500", "0.500", "1"] and table[16].endswith("<- trigger")
+    plot_profile(profiles, meta, tmp_path / "p.png")
+    assert (tmp_path / "p.png").stat().st_size > 1000
