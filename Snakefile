@@ -37,8 +37,10 @@ rule mlflow_store:
         BASE / ".mlflow-store.json",
     log:
         BASE / "logs" / "mlflow_store.log",
+    # One store (and marker) for every scale: its params must not name the scale, or the first run at a new scale
+    # would see "params changed", re-run only this rule and stop there (the training jobs' input is ancient()).
     params:
-        **COMMON,
+        py=sys.executable,
         uri=default_tracking_uri(BASE),
     conda:
         ENV

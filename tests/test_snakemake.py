@@ -151,6 +151,20 @@ def test_running_snakemake_again_does_nothing(pipeline: Pipeline, subprocess_env
     assert "Nothing to be done" in again.stdout + again.stderr
 
 
+def test_a_new_scale_after_a_smoke_run_plans_its_training_jobs(pipeline: Pipeline, subprocess_env):
+    # One MLflow store (and its marker) serves every scale. Were the scale among the store rule's params, the first
+    # run at another scale would re-run only that rule ("params have changed") and exit 0 having trained nothing.
+    config = ["--config", "scale=cpu", f"specs={pipeline.specs}", f"results={pipeline.base}"]
+    dry = snakemake(pipeline.workdir, "-n", *config, env=subprocess_env, timeout=120)
+    assert dry.returncode == 0, _output(dry)
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, flags=re.M))
+    trains = sorted(name for name in jobs if name.startswith("train_"))
+    assert len(trains) == len(VARIANTS) * 2, _output(dry)  # cpu scale: both variants on Catch and CartPole
+    assert "mlflow_store" not in jobs, _output(dry)
+    assert {"aggregate", "report"} <= set(jobs), _output(dry)
+    assert not (pipeline.base / "cpu").exists()  # a dry run writes nothing
+
+
 def test_mlflow_sync_afterwards_skips_every_run(pipeline: Pipeline, subprocess_env, mlflow_runs):
     result = subprocess.run(
         [sys.executable, "-m", "rlrepro", "mlflow-sync", "--scale", "smoke", "--results", str(pipeline.base)],
