@@ -71,7 +71,8 @@ def mlflow_runs(pipeline: Pipeline) -> list:
     client = MlflowClient(tracking_uri=pipeline.uri)
     experiment = client.get_experiment_by_name("toytest/toy_e2e")
     assert experiment is not None
-    return client.search_runs([experiment.experiment_id], max_results=1000)
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    return [run for run in runs if "rlrepro.run_key" in run.data.tags]  # the seeds' runs (not the summary run)
 
 
 def test_every_unit_has_a_summary(pipeline: Pipeline):
@@ -131,6 +132,19 @@ def test_runs_are_mirrored_in_mlflow_once_per_unit_with_tags_and_steps(pipeline:
         assert [m.value for m in history] == pytest.approx([r["total_loss"] for r in records])
 
 
+def test_the_aggregate_step_publishes_a_summary_run_with_the_seed_runs_as_children(pipeline: Pipeline, mlflow_runs):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=pipeline.uri)
+    experiment = client.get_experiment_by_name("toytest/toy_e2e")
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    summary = client.search_runs([experiment.experiment_id], "tags.`rlrepro.experiment_summary` = 'smoke/toytest/toy_e2e'")
+    assert len(summary) == 1
+    assert {run.data.tags["mlflow.parentRunId"] for run in mlflow_runs} == {summary[0].info.run_id}
+    artifacts = {f.path for f in client.list_artifacts(summary[0].info.run_id)}
+    assert {"toy_e2e.md", "toy_e2e.png", "verdicts.json"} <= artifacts
+
+
 def test_two_training_jobs_ran_side_by_side_without_a_database_error(pipeline: Pipeline, mlflow_runs):
     spans = {}
     for run in mlflow_runs:
@@ -177,7 +191,7 @@ def test_mlflow_sync_afterwards_skips_every_run(pipeline: Pipeline, subprocess_e
 
     client = MlflowClient(tracking_uri=pipeline.uri)
     experiment = client.get_experiment_by_name("toytest/toy_e2e")
-    after = client.search_runs([experiment.experiment_id], max_results=1000)
+    after = [r for r in client.search_runs([experiment.experiment_id], max_results=1000) if "rlrepro.run_key" in r.data.tags]
     assert sorted(r.info.run_id for r in after) == sorted(r.info.run_id for r in mlflow_runs)  # no duplicates
 
 
