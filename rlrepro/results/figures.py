@@ -397,7 +397,7 @@ def atari_scores(spec, cells: dict[tuple[str, str], CellResult], metric: str, cu
         runs = min(t[1].shape[0] for t in tables.values())
         if not common:
             continue
-        envs = list(tables)
+        envs = sorted(tables)  # the column order of hns_matrix
         games = [games_by_env[e] for e in envs]
         per_frame = []
         for f in common:

@@ -164,3 +164,32 @@ def test_the_throughput_table_states_its_unit() -> None:
     assert _metric_text("fps", 0.5) == (
         "fps (unit: environment frames per second of wall time, all actors): its mean over the last 50% of frames"
     )
+
+
+def test_atari_figures_use_human_normalised_scores_and_draw_sample_efficiency(tmp_path: Path) -> None:
+    from types import SimpleNamespace as NS
+
+    from rlrepro.results.figures import atari_scores
+    from rlrepro.results.normalization import human_normalized_scores
+
+    spec = NS(environments=[NS(kind="atari", id="pong", game="pong"), NS(kind="atari", id="breakout", game="breakout")],
+              claims=[NS(better="deep", worse=["shallow"])])
+    cells = {}
+    for variant, level in (("shallow", 0.0), ("deep", 10.0)):
+        for env in ("pong", "breakout"):
+            finals = [level + s for s in range(3)]
+            curves = [[(100_000, level / 2 + s), (200_000, level + s)] for s in range(3)]
+            cells[(variant, env)] = CellResult(variant, env, seeds=[0, 1, 2], final=finals,
+                                               finals=[{"eval_return": f} for f in finals], frames=[200_000] * 3,
+                                               curves=curves, report_metric="eval_return")
+    hns, curves = atari_scores(spec, cells, "eval_return", "episode_return")
+    # HNS of (variant, game) = 100 * (score - random) / (human - random), from the dqn_zoo_57 table
+    # columns in hns_matrix order (sorted by environment id: breakout, pong)
+    expected = 100.0 * human_normalized_scores(["breakout", "pong"], np.array([[10.0, 10.0], [11.0, 11.0], [12.0, 12.0]]),
+                                               "dqn_zoo_57")
+    assert hns["deep"] == pytest.approx(expected)
+    per_frame, frames = curves
+    assert frames["deep"].tolist() == [100_000, 200_000] and per_frame["deep"][1] == pytest.approx(expected)
+    written = write_figures(tmp_path / "a.png", cells, metric="eval_return", title="t", pairs=[("deep", "shallow")],
+                            hns=hns, hns_curves=curves)
+    assert "a.efficiency.png" in {p.name for _, p in written}
