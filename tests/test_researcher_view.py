@@ -211,7 +211,8 @@ def test_each_seed_run_has_its_summary_values_as_sortable_metrics(server: str, p
 @pytest.mark.slow
 def test_mlflow_runs_table_in_headless_chromium(server: str, tmp_path: Path):
     experiment_id = _experiment(server)["experiment_id"]
-    page = f"{server}/#/experiments/{experiment_id}/runs"
+    # workflowType selects the sidebar of model training (the UI's global default is GenAI, kept in the browser)
+    page = f"{server}/#/experiments/{experiment_id}/runs?workflowType=machine_learning"
     dom = dump_dom(page, budget_ms=15000, size="1600,1000")
     assert "summary (smoke)" in dom, dom[-3000:]  # the parent run is in the runs table
     assert "Training runs" in dom  # the model-training view (an experiment without the kind opens on "Overview")

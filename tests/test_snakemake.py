@@ -86,7 +86,9 @@ def test_every_unit_has_a_summary(pipeline: Pipeline):
 
 def test_tables_are_written_in_every_format(pipeline: Pipeline):
     tables = pipeline.root / "tables" / "toytest"
-    assert sorted(p.name for p in tables.iterdir()) == [f"toy_e2e.{ext}" for ext in ("csv", "json", "md", "png")]
+    names = sorted(p.name for p in tables.iterdir())
+    figures = [f"toy_e2e.{name}.png" for name in ("improvement", "intervals", "profiles")]  # rliable-style figures
+    assert names == sorted([f"toy_e2e.{ext}" for ext in ("csv", "json", "md", "png")] + figures)
     assert (tables / "toy_e2e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = json.loads((tables / "toy_e2e.json").read_text())
     assert {row["variant"] for row in table["rows"]} == set(VARIANTS)
