@@ -1,4 +1,4 @@
-# rlrepro: specs -> run units -> training jobs -> tables -> REPORT.md. The logic lives in rlrepro.workflow.
+# rlrepro: specs -> run units -> training jobs -> tables -> REPORT.md + report.html. The logic lives in rlrepro.workflow.
 #   snakemake -c2                                    default: scale=cpu, every spec under specs/
 #   snakemake -c2 --config scale=smoke only=impala   a quick look at one paper
 #   snakemake -c2 --config specs=/path/to/my/specs   specs outside the repository
@@ -40,6 +40,7 @@ PLAN_BY_KEY = {p.key: p for p in PLANS}
 rule all:
     input:
         RESULTS / "REPORT.md",
+        RESULTS / "report.html",
 
 
 rule mlflow_store:
@@ -47,8 +48,10 @@ rule mlflow_store:
         BASE / ".mlflow-store.json",
     log:
         BASE / "logs" / "mlflow_store.log",
+    # One store (and marker) for every scale: its params must not name the scale, or the first run at a new scale
+    # would see "params changed", re-run only this rule and stop there (the training jobs' input is ancient()).
     params:
-        **COMMON,
+        py=sys.executable,
         uri=default_tracking_uri(BASE),
     conda:
         ENV
@@ -95,7 +98,7 @@ rule aggregate:
     output:
         md=RESULTS / "tables/{paper}/{experiment}.md",
         csv=RESULTS / "tables/{paper}/{experiment}.csv",
-        png=RESULTS / "tables/{paper}/{experiment}.png",
+        png=report(RESULTS / "tables/{paper}/{experiment}.png", category="Learning curves", subcategory="{paper}"),
         json=RESULTS / "tables/{paper}/{experiment}.json",
     log:
         RESULTS / "logs/aggregate/{paper}/{experiment}.log",
@@ -108,6 +111,8 @@ rule aggregate:
         "({params.py:q} -m rlrepro mlflow-sync --best-effort --wait 5 --scale {params.scale} --results {params.base:q}"
         " --only {wildcards.paper}/{wildcards.experiment}"
         " && {params.py:q} -m rlrepro aggregate --spec {params.spec:q} --scale {params.scale}"
+        " --results {params.base:q}"
+        " && {params.py:q} -m rlrepro mlflow-publish --spec {params.spec:q} --scale {params.scale}"
         " --results {params.base:q}) > {log:q} 2>&1"
 
 
@@ -117,7 +122,10 @@ rule report:
     input:
         [p.table_paths(RESULTS)["md"] for p in PLANS],
     output:
-        RESULTS / "REPORT.md",
+        md=RESULTS / "REPORT.md",
+        # The page to open: every experiment's tables, figures, verdicts and provenance (rlrepro.results.html says
+        # why it is ours rather than `snakemake --report`, which also collects it).
+        html=report(RESULTS / "report.html", category="Report"),
     log:
         RESULTS / "logs/report.log",
     params:

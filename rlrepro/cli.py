@@ -1,4 +1,4 @@
-"""Command line: validate | plan | train | aggregate | report | schema | mlflow-sync.
+"""Command line: validate | plan | train | aggregate | report | schema | mlflow-sync | mlflow-publish.
 
 Heavy imports (jax, mlflow, matplotlib) happen inside the commands that need them.
 """
@@ -10,6 +10,7 @@ import dataclasses
 import json
 import signal
 import sys
+import textwrap
 from pathlib import Path
 
 from rlrepro.environments.errors import BackendMissingError, UnsupportedSetupError
@@ -47,31 +48,86 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
+#: The machine the specs' cpu-scale minutes were measured on (README "Benchmarks"; STACK.md has its figures).
+REFERENCE_MACHINE = "2-core x86-64 CPU, 24 GiB, no GPU"
+
+
+def _rate(spec) -> float | None:
+    """Frames per second (all of an experiment's jobs, 2 at a time) on the reference machine: the cpu scale's
+    frames over its measured expected minutes. None when the spec states no minutes."""
+    from rlrepro.workflow import plan_experiment
+
+    minutes = spec.scale("cpu").expected_minutes
+    if not minutes:
+        return None
+    return _frames(plan_experiment(Path("x.yaml"), spec, "cpu")) / (minutes * 60.0)
+
+
+def _frames(experiment) -> int:
+    return sum(unit.frames for job in experiment.jobs for unit in job.units)
+
+
+def _hours(hours: float) -> str:
+    return f"{hours:,.1f} h" if hours >= 1 else f"{hours * 60:,.0f} min"
+
+
+def _plan_summary(plans, scale: str) -> list[str]:
+    """One line per experiment: runs, jobs, frames, estimated time on the reference machine."""
+    from rlrepro.workflow import cannot_run
+
+    header = ("experiment", "runs", "jobs", "frames", "estimated time*")
+    rows, total_hours, unknown = [], 0.0, 0
+    for experiment in plans:
+        frames = _frames(experiment)
+        reason = cannot_run(experiment)
+        rate = _rate(experiment.spec)
+        if reason:
+            cost = "cannot run here: " + reason.split(" (")[0].split(":")[0][:50]
+        elif experiment.spec.scale(scale).expected_minutes:  # measured at this scale (includes compilation)
+            hours = experiment.spec.scale(scale).expected_minutes / 60.0
+            total_hours += hours
+            cost = _hours(hours) + " (the spec's measured minutes)"
+        elif rate is None:
+            cost, unknown = "no measured minutes in the spec", unknown + 1
+        else:
+            hours = frames / rate / 3600.0
+            total_hours += hours
+            cost = _hours(hours)
+        runs = sum(len(job.units) for job in experiment.jobs)
+        counted = " proposals" if experiment.spec.agent.kind == "loss_search" else ""  # a search counts programs
+        rows.append((experiment.key, f"{runs:,}", f"{len(experiment.jobs):,}", f"{frames:,}{counted}", cost))
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    lines = ["  ".join(c.ljust(w) if i in (0, 4) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
+             for row in [header, *rows]]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    note = f"; {unknown} experiment(s) without an estimate" if unknown else ""
+    lines += ["", f"estimated total: {_hours(total_hours)}{note}.",
+              f"* on {REFERENCE_MACHINE}, 2 jobs at a time: the spec's minutes measured at this scale, or",
+              "  (paper scale) its cpu-scale minutes scaled by frames; a GPU cluster divides this by its speed-up."]
+    return lines
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
-    from rlrepro.workflow import cannot_run, plan
+    from rlrepro.workflow import plan
 
     plans = plan(args.specs, args.scale, args.only)
     units = [unit for experiment in plans for job in experiment.jobs for unit in job.units]
     if args.json:
         print(json.dumps([dataclasses.asdict(unit) for unit in units]))
         return 0
-    rows = [(u.paper, u.experiment, u.variant, u.env, str(u.seed), f"{u.frames:,}") for u in units]
-    total = sum(u.frames for u in units)
-    header = ("paper", "experiment", "variant", "env", "seed", "frames")
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    for row in [header, *rows]:
-        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
+    print("\n".join(_plan_summary(plans, args.scale)))
     jobs = sum(len(p.jobs) for p in plans)
-    if args.scale != "paper":
-        with_jobs = [p for p in plans if p.jobs]
-        blocked = [cannot_run(p) is not None for p in with_jobs]
-        stated = [p.spec.scale(args.scale).expected_minutes for p, b in zip(with_jobs, blocked) if not b]
-        minutes = sum(m for m in stated if m is not None)
-        notes = [f"{sum(m is None for m in stated)} experiment(s) state none"] if None in stated else []
-        notes += [f"{sum(blocked)} cannot run here"] if any(blocked) else []
-        print(f"\nexpected wall time on 2 cores: about {minutes:,.0f} min (the specs' expected_minutes"
-              + "".join(f"; {n}" for n in notes) + ")")
-    print(f"\n{len(rows)} run unit(s) in {jobs} job(s) at scale '{args.scale}'; total {total:,} frames")
+    if args.units:
+        rows = [(u.paper, u.experiment, u.variant, u.env, str(u.seed), f"{u.frames:,}") for u in units]
+        header = ("paper", "experiment", "variant", "env", "seed", "frames")
+        widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+        print()
+        for row in [header, *rows]:
+            print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
+    else:
+        print("(list every run unit with --units)")
+    total = sum(u.frames for u in units)
+    print(f"\n{len(units):,} run unit(s) in {jobs:,} job(s) at scale '{args.scale}'; total {total:,} frames")
     _print_power(plans, args)
     return 0
 
@@ -179,6 +235,26 @@ def cmd_mlflow_sync(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_mlflow_publish(args: argparse.Namespace) -> int:
+    from rlrepro.specs import load_spec
+    from rlrepro.tracking import default_tracking_uri, publish_experiment
+    from rlrepro.workflow import plan_experiment
+
+    spec = load_spec(args.spec)
+    md = Path(plan_experiment(args.spec, spec, args.scale).table_paths(_results_root(args))["md"])
+    if not md.with_suffix(".json").exists():
+        print(f"error: {md.with_suffix('.json')} does not exist: run `rlrepro aggregate` first", file=sys.stderr)
+        return 2
+    files = sorted(p for p in md.parent.iterdir() if p.name.startswith(f"{spec.experiment}.") and p.is_file())
+    run_id = publish_experiment(
+        uri=args.uri or default_tracking_uri(args.results), scale=args.scale, paper=spec.paper,
+        experiment=spec.experiment, spec=spec.model_dump(mode="json"), spec_path=str(args.spec),
+        table_json=md.with_suffix(".json"), files=files,
+    )
+    print(f"summary run {run_id}: {len(files)} file(s) and the verdicts of {spec.paper}/{spec.experiment} ({args.scale})")
+    return 0
+
+
 def cmd_init_store(args: argparse.Namespace) -> int:
     from rlrepro.tracking import ensure_store
 
@@ -201,7 +277,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_scale(p)
     p.add_argument("--specs", nargs="+", default=["specs"], help="Spec files or directories.")
     p.add_argument("--only", default=None, help="PAPER or PAPER/EXPERIMENT (comma-separated).")
-    p.add_argument("--json", action="store_true", help="Print JSON.")
+    p.add_argument("--json", action="store_true", help="Print every run unit as JSON.")
+    p.add_argument("--units", action="store_true", help="After the per-experiment summary, list every run unit.")
     _add_results(p)
     p.set_defaults(func=cmd_plan)
 
@@ -210,17 +287,39 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true", help="Fail if the file differs from the models.")
     p.set_defaults(func=cmd_schema)
 
-    p = sub.add_parser("train", help="Train the seeds of one (variant, env) of a spec.")
-    p.add_argument("--spec", type=Path, required=True)
+    p = sub.add_parser(
+        "train",
+        help="Train the seeds of one (variant, env) of a spec.",
+        description=textwrap.fill(
+            "Train the seeds of one (variant, environment) of a spec at a scale: one Snakemake training job. "
+            "Writes results/<scale>/runs/<paper>/<experiment>/<variant>/<env>/seed<k>/ (spec.resolved.json, "
+            "metrics.jsonl, summary.json last) and mirrors each run to MLflow. Run it again after an interruption: "
+            "it resumes from the last checkpoint.",
+            78,
+        ),
+        epilog=(
+            "example:\n"
+            "  rlrepro train --spec specs/impala/offpolicy_correction_toy.yaml --scale smoke \\\n"
+            "      --variant corr=vtrace__lag=32 --env catch --seeds 0,1\n"
+            "variants and environments of a spec: `rlrepro plan --scale smoke --only PAPER/EXPERIMENT --units`"
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--spec", type=Path, required=True, help="The experiment's YAML spec file.")
     _add_scale(p)
-    p.add_argument("--variant", required=True)
-    p.add_argument("--env", required=True)
+    p.add_argument("--variant", required=True, help="Variant name, as `rlrepro plan --units` lists it (e.g. corr=vtrace__lag=32).")
+    p.add_argument("--env", required=True, help="Environment id of the spec (its `environments[].id`, e.g. catch).")
     p.add_argument(
-        "--seeds", type=parse_seeds, default=None, help="Comma-separated seeds, e.g. 0,1 (default: all of the scale)."
+        "--seeds", type=parse_seeds, default=None,
+        help="Comma-separated seeds trained together, e.g. 0,1 (default: all of the scale).",
     )
     _add_results(p)
-    p.add_argument("--progress", choices=("auto", "bar", "lines"), default="auto")
-    p.add_argument("--no-mlflow", action="store_true", help="Write run folders only (sync later).")
+    p.add_argument(
+        "--progress", choices=("auto", "bar", "lines"), default="auto",
+        help="bar: one redrawn line that fits the terminal; lines: a line every 10 s (logs); "
+        "auto (default): bar on a terminal, lines otherwise.",
+    )
+    p.add_argument("--no-mlflow", action="store_true", help="Write run folders only; `rlrepro mlflow-sync` mirrors them later.")
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("aggregate", help="Write the table and plot of one experiment.")
@@ -247,6 +346,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.set_defaults(func=cmd_mlflow_sync)
 
+    p = sub.add_parser(
+        "mlflow-publish",
+        help="Attach an experiment's table, figures and verdicts to its MLflow summary run (parent of its seeds' runs).",
+    )
+    p.add_argument("--spec", type=Path, required=True)
+    _add_scale(p)
+    _add_results(p)
+    p.add_argument("--uri", default=None, help="Tracking URI (default: MLFLOW_TRACKING_URI or results/mlflow.db).")
+    p.set_defaults(func=cmd_mlflow_publish)
+
     p = sub.add_parser("init-store", help="Create the MLflow store once, before jobs fan out.")
     p.add_argument("--uri", required=True)
     p.add_argument("--marker", type=Path, default=None)
@@ -262,6 +371,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"rlrepro {args.command}: interrupted (a training job resumes from its last checkpoint when run again)",
               file=sys.stderr)
         return 130
+    except BrokenPipeError:
+        # The reader left (`rlrepro plan | head`): stop quietly. Python would print a traceback while flushing
+        # stdout at exit, so point stdout at /dev/null first.
+        import os
+
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 1
     except (SpecError, SelectionError, UnsupportedSetupError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

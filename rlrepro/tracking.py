@@ -31,6 +31,7 @@ import random
 import re
 import sqlite3
 import sys
+import tempfile
 import threading
 import time
 import warnings
@@ -49,6 +50,7 @@ __all__ = [
     "TrackingWarning",
     "default_tracking_uri",
     "ensure_store",
+    "publish_experiment",
     "sqlite_db_path",
     "StoreUnreachableError",
     "probe_store",
@@ -501,6 +503,7 @@ class _RunFolder:
         resolved = _read_json(self.dir / SPEC_FILE)
         self.run: dict = dict(resolved["run"])
         self.config: dict = resolved.get("config") or {}
+        self.spec: dict = resolved.get("spec") or {}
         for k in ("paper", "experiment", "variant", "env", "seed"):
             if k not in self.run:
                 raise KeyError(f"{self.dir / SPEC_FILE}: run.{k} missing")
@@ -633,6 +636,7 @@ class RunTracker:
             on_disk = records_to_metrics(read_metrics(self.run_dir / METRICS_FILE))  # a corrupt file: no mirror at all
             self._client = client = _client(self.uri)
             self.experiment_id = _get_or_create_experiment(client, self.uri, folder.experiment_name, self._call)
+            _present_experiment(client, self.experiment_id, folder.spec, self._call)
             for old in _find_runs(client, self.experiment_id, folder.run_key, self._call):
                 self._call(lambda: client.delete_run(old.info.run_id))
                 self.replaced_runs.append(old.info.run_id)
@@ -670,6 +674,7 @@ class RunTracker:
             sha = self._folder.summary_sha256()
             if sha is not None and status == "FINISHED":
                 self._call(lambda: client.log_artifact(self.run_id, str(self._folder.summary_path)))
+                self._log_metrics(summary_metrics(_read_json(self._folder.summary_path)))
                 self._call(lambda: client.set_tag(self.run_id, SUMMARY_TAG, sha))
             self._call(lambda: client.set_terminated(self.run_id, status=status))
         except Exception as exc:
@@ -845,3 +850,124 @@ def sync_all(
         papers = sorted({"/".join(key.split("/")[:3]) for key in keys})
         raise ValueError(f"--only {only!r} matches no run folder under {root}; there are runs of {', '.join(papers)}")
     return counts
+
+
+# --------------------------------------------------------------------------------------------------
+# presentation: what a person browsing the MLflow UI sees
+
+#: MLflow 3 opens an experiment in its GenAI view (traces, latency, an assistant) unless the experiment says it
+#: holds model training; the UI reads this tag (values of its ExperimentKind: "custom_model_development", ...).
+EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
+#: The experiment's (and a run's) description, shown as Markdown by the UI.
+NOTE_TAG = "mlflow.note.content"
+PARENT_TAG = "mlflow.parentRunId"
+#: Identity of the summary (parent) run of one experiment at one scale: "<scale>/<paper>/<experiment>".
+SUMMARY_RUN_TAG = "rlrepro.experiment_summary"
+#: Summary values (summary.json "final") are logged as metrics under this prefix, so the runs table can sort by them
+#: without mixing them into the curves of the same name (metrics.jsonl's keys are logged unprefixed).
+SUMMARY_METRIC_PREFIX = "summary."
+
+
+def experiment_description(spec: Mapping[str, Any], spec_path: str | None = None) -> str:
+    """Markdown for the experiment's description: the paper, the section/figure, the spec file."""
+    reference = spec.get("reference") or {}
+    lines = [
+        f"**{reference.get('title', spec.get('paper', '?'))}** ({reference.get('citation', '')})",
+        "",
+        f"Reproduces: {reference.get('where', '?')}.",
+    ]
+    if spec_path:
+        lines += ["", f"Spec: `{spec_path}`"]
+    lines += ["", "Runs: one per (variant, environment, seed) and scale (tags `scale`, `variant`, `env`, `seed`); "
+              "the run named `summary (<scale>)` holds the table, figures and claim verdicts, with the seeds' runs "
+              "as its children."]
+    return "\n".join(lines)
+
+
+def _present_experiment(client, experiment_id: str, spec: Mapping[str, Any], call: Callable, spec_path: str | None = None) -> None:
+    """Open in the model-training view; describe the experiment (kept if one with the spec path is already there)."""
+    call(lambda: client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND))
+    if spec_path is None:
+        current = call(lambda: client.get_experiment(experiment_id)).tags.get(NOTE_TAG)
+        if current:
+            return
+    note = _truncate(experiment_description(spec, spec_path), MAX_TAG_VAL_LENGTH)
+    call(lambda: client.set_experiment_tag(experiment_id, NOTE_TAG, note))
+
+
+def summary_metrics(summary: Mapping[str, Any], timestamp_ms: int | None = None) -> list:
+    """summary.json's "final" values (and frames) as metrics ``summary.<key>`` at step = the run's frames."""
+    from mlflow.entities import Metric
+
+    ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+    frames = summary.get("frames", 0)
+    step = int(frames) if _is_number(frames) and math.isfinite(frames) else 0
+    values = {**(summary.get("final") or {}), "frames": frames}
+    return [
+        Metric(key=_safe_key(SUMMARY_METRIC_PREFIX + key), value=float(value), timestamp=ts, step=step)
+        for key, value in values.items()
+        if _is_number(value)
+    ]
+
+
+def publish_experiment(
+    *,
+    uri: str,
+    scale: str,
+    paper: str,
+    experiment: str,
+    spec: Mapping[str, Any],
+    spec_path: str,
+    table_json: Path,
+    files: Iterable[Path],
+) -> str:
+    """The summary run of one experiment at one scale: table, figures and verdicts as artifacts, verdicts as tags,
+    each cell's mean as a metric, and the scale's seed runs made its children. Idempotent; returns the run id."""
+    from mlflow.entities import Metric, RunTag
+
+    ensure_store(uri)
+    client = _client(uri)
+    name = f"{paper}/{experiment}"
+    experiment_id = _get_or_create_experiment(client, uri, name, _retry)
+    _present_experiment(client, experiment_id, spec, _retry, spec_path)
+    key = f"{scale}/{name}"
+    quote = "'" if "'" not in key else '"'
+    found = _retry(lambda: client.search_runs([experiment_id], filter_string=f"tags.`{SUMMARY_RUN_TAG}` = {quote}{key}{quote}"))
+    tags = {SUMMARY_RUN_TAG: key, "scale": scale, "paper": paper, "experiment": experiment, "variant": "(all)",
+            "env": "(all)", "seed": "(all)"}
+    if found:
+        run_id = found[0].info.run_id
+        for extra in found[1:]:
+            _retry(lambda: client.delete_run(extra.info.run_id))
+    else:
+        run_id = _retry(lambda: client.create_run(experiment_id, run_name=f"summary ({scale})", tags=tags)).info.run_id
+    data = json.loads(Path(table_json).read_text())
+    verdicts = data.get("claims", [])
+    note = [f"Summary of `{name}` at scale `{scale}`: the table, figures and claim verdicts are this run's artifacts.",
+            "", *[f"- **{v['claim']}**: {v['verdict']}" for v in verdicts]]
+    run_tags = [RunTag(k, _truncate(str(v), MAX_TAG_VAL_LENGTH)) for k, v in tags.items()]
+    run_tags += [RunTag(_safe_key(f"verdict.{v['claim']}"), v["verdict"]) for v in verdicts]
+    run_tags.append(RunTag(NOTE_TAG, _truncate("\n".join(note), MAX_TAG_VAL_LENGTH)))
+    for chunk in _chunks(run_tags, MAX_PARAMS_TAGS_PER_BATCH):
+        _retry(lambda: client.log_batch(run_id, tags=chunk, synchronous=True))
+    ts = int(time.time() * 1000)
+    metrics = [
+        Metric(_safe_key(f"mean.{row['variant']}.{row['env']}"), float(row["final_return_mean"]), ts, int(row["frames"]))
+        for row in data.get("rows", [])
+        if _is_number(row.get("final_return_mean")) and math.isfinite(row["final_return_mean"])
+    ]
+    for chunk in _chunks(metrics, MAX_METRICS_PER_BATCH):
+        _retry(lambda: client.log_batch(run_id, metrics=chunk, synchronous=True))
+    for path in files:
+        _retry(lambda: client.log_artifact(run_id, str(path)))
+    with tempfile.TemporaryDirectory() as folder:
+        verdict_file = Path(folder) / "verdicts.json"
+        verdict_file.write_text(json.dumps(verdicts, indent=2) + "\n")
+        _retry(lambda: client.log_artifact(run_id, str(verdict_file)))
+    _retry(lambda: client.set_terminated(run_id, status="FINISHED"))
+    children = _retry(lambda: client.search_runs([experiment_id], filter_string=f"tags.scale = '{scale}'", max_results=5000))
+    for child in children:
+        if child.info.run_id != run_id and child.data.tags.get(PARENT_TAG) != run_id and RUN_KEY_TAG in child.data.tags:
+            _retry(lambda: client.set_tag(child.info.run_id, PARENT_TAG, run_id))
+    return run_id

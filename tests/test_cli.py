@@ -102,16 +102,27 @@ def test_python_m_rlrepro_validate(tmp_path: Path) -> None:
 
 def test_plan_lists_units_and_the_total(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(tmp_path)
-    assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path)]) == 0
+    assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path), "--units"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split() == ["paper", "experiment", "variant", "env", "seed", "frames"]
-    units = [line.split() for line in lines[1:] if line.startswith("toy ")]
+    assert lines[0].split() == ["experiment", "runs", "jobs", "frames", "estimated", "time*"]  # the summary first
+    header = lines.index(next(line for line in lines if line.split()[:2] == ["paper", "experiment"]))
+    assert lines[header].split() == ["paper", "experiment", "variant", "env", "seed", "frames"]
+    units = [line.split() for line in lines[header + 1:] if line.startswith("toy ")]
     # 3 variants x 2 envs x 4 seeds, 1,500 frames each, jobs of 2 seeds
     assert len(units) == 24
     assert ["toy", "mini", "b", "cartpole", "3", "1,500"] in units
     assert out.rstrip().endswith("24 run unit(s) in 12 job(s) at scale 'cpu'; total 36,000 frames")
-    assert "expected wall time on 2 cores: about 0 min (the specs' expected_minutes; 1 experiment(s) state none)" in out
+    assert "estimated total: 0 min; 1 experiment(s) without an estimate." in out
+
+
+def test_plan_without_units_is_one_line_per_experiment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write(tmp_path)
+    assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[2].split() == ["toy/mini", "24", "12", "36,000", "no", "measured", "minutes", "in", "the", "spec"]
+    assert "(list every run unit with --units)" in lines
+    assert not any(line.startswith("toy ") for line in lines)
 
 
 def test_plan_sums_the_expected_minutes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -123,7 +134,22 @@ def test_plan_sums_the_expected_minutes(tmp_path: Path, capsys: pytest.CaptureFi
     other["scales"]["cpu"]["expected_minutes"] = 30
     write(tmp_path, other)
     assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path)]) == 0
-    assert "expected wall time on 2 cores: about 42 min (the specs' expected_minutes)\n" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "estimated total: 42 min.\n" in out  # 12.5 + 30, as measured
+    assert "2-core x86-64 CPU" in out  # the hardware the estimate is for is named
+    # At paper scale the cpu rate is scaled by frames: toy/mini runs 36,000 frames in 12.5 min at cpu scale
+    # (48 frames/s); its paper scale is 18 units x 2e9 = 3.6e10 frames -> 3.6e10 / 48 / 3600 = 208,333.3 h.
+    assert main(["plan", "--scale", "paper", "--specs", str(tmp_path)]) == 0
+    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("toy/mini"))
+    assert row.split()[-2:] == ["208,333.3", "h"]
+
+
+def test_plan_into_head_ends_without_a_traceback() -> None:
+    # 1,818 unit lines at paper scale: far more than a pipe holds, so the writer meets the closed pipe.
+    command = f"{sys.executable} -m rlrepro plan --scale paper --units --specs {REPO / 'specs'} | head -2"
+    done = subprocess.run(["bash", "-c", command], capture_output=True, text=True, timeout=120)
+    assert len(done.stdout.splitlines()) == 2
+    assert "Traceback" not in done.stderr and "BrokenPipeError" not in done.stderr, done.stderr
 
 
 def test_plan_at_smoke_and_paper_scale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -157,9 +183,9 @@ def test_plan_total_of_the_real_specs(monkeypatch: pytest.MonkeyPatch, capsys: p
     monkeypatch.chdir(REPO)
     assert main(["plan", "--scale", "smoke"]) == 0
     summary = capsys.readouterr().out.strip().splitlines()[-1]
-    match = re.fullmatch(r"(\d+) run unit\(s\) in \d+ job\(s\) at scale 'smoke'; total ([\d,]+) frames", summary)
+    match = re.fullmatch(r"([\d,]+) run unit\(s\) in [\d,]+ job\(s\) at scale 'smoke'; total ([\d,]+) frames", summary)
     assert match, summary
-    assert int(match[1]) == expected_units
+    assert int(match[1].replace(",", "")) == expected_units
     assert int(match[2].replace(",", "")) == expected_frames
 
 
@@ -247,3 +273,22 @@ def test_a_read_only_results_folder_is_a_clear_error(
     err = capsys.readouterr().err
     assert code == 5
     assert f"error: permission denied: {results / 'smoke'}" in err and "read-only results folder" in err
+
+
+def test_train_help_describes_every_option_with_a_working_example(capsys: pytest.CaptureFixture[str]) -> None:
+    from rlrepro.cli import build_parser
+    from rlrepro.specs import load_spec
+
+    train = build_parser()._subparsers._group_actions[0].choices["train"]
+    for action in train._actions:
+        assert action.help and action.help.strip(), f"--{action.dest} has no description"
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    text = capsys.readouterr().out
+    assert "example:" in text
+    example = " ".join(text.split("example:")[1].splitlines()[1:3]).replace("\\", " ").split()
+    assert example[:2] == ["rlrepro", "train"], example
+    args = dict(zip(example[2::2], example[3::2]))
+    spec = load_spec(REPO / args["--spec"])  # the example names a spec, variant and env that exist
+    assert args["--variant"] in {v.name for v in spec.variant_list()}
+    assert args["--env"] in {e.id for e in spec.environments}

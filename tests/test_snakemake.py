@@ -71,7 +71,8 @@ def mlflow_runs(pipeline: Pipeline) -> list:
     client = MlflowClient(tracking_uri=pipeline.uri)
     experiment = client.get_experiment_by_name("toytest/toy_e2e")
     assert experiment is not None
-    return client.search_runs([experiment.experiment_id], max_results=1000)
+    runs = client.search_runs([experiment.experiment_id], max_results=1000)
+    return [run for run in runs if "rlrepro.run_key" in run.data.tags]  # the seeds' runs (not the summary run)
 
 
 def test_every_unit_has_a_summary(pipeline: Pipeline):
@@ -85,7 +86,9 @@ def test_every_unit_has_a_summary(pipeline: Pipeline):
 
 def test_tables_are_written_in_every_format(pipeline: Pipeline):
     tables = pipeline.root / "tables" / "toytest"
-    assert sorted(p.name for p in tables.iterdir()) == [f"toy_e2e.{ext}" for ext in ("csv", "json", "md", "png")]
+    names = sorted(p.name for p in tables.iterdir())
+    figures = [f"toy_e2e.{name}.png" for name in ("improvement", "intervals", "profiles")]  # rliable-style figures
+    assert names == sorted([f"toy_e2e.{ext}" for ext in ("csv", "json", "md", "png")] + figures)
     assert (tables / "toy_e2e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = json.loads((tables / "toy_e2e.json").read_text())
     assert {row["variant"] for row in table["rows"]} == set(VARIANTS)
@@ -131,6 +134,19 @@ def test_runs_are_mirrored_in_mlflow_once_per_unit_with_tags_and_steps(pipeline:
         assert [m.value for m in history] == pytest.approx([r["total_loss"] for r in records])
 
 
+def test_the_aggregate_step_publishes_a_summary_run_with_the_seed_runs_as_children(pipeline: Pipeline, mlflow_runs):
+    from mlflow import MlflowClient
+
+    client = MlflowClient(tracking_uri=pipeline.uri)
+    experiment = client.get_experiment_by_name("toytest/toy_e2e")
+    assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
+    summary = client.search_runs([experiment.experiment_id], "tags.`rlrepro.experiment_summary` = 'smoke/toytest/toy_e2e'")
+    assert len(summary) == 1
+    assert {run.data.tags["mlflow.parentRunId"] for run in mlflow_runs} == {summary[0].info.run_id}
+    artifacts = {f.path for f in client.list_artifacts(summary[0].info.run_id)}
+    assert {"toy_e2e.md", "toy_e2e.png", "verdicts.json"} <= artifacts
+
+
 def test_two_training_jobs_ran_side_by_side_without_a_database_error(pipeline: Pipeline, mlflow_runs):
     spans = {}
     for run in mlflow_runs:
@@ -151,6 +167,20 @@ def test_running_snakemake_again_does_nothing(pipeline: Pipeline, subprocess_env
     assert "Nothing to be done" in again.stdout + again.stderr
 
 
+def test_a_new_scale_after_a_smoke_run_plans_its_training_jobs(pipeline: Pipeline, subprocess_env):
+    # One MLflow store (and its marker) serves every scale. Were the scale among the store rule's params, the first
+    # run at another scale would re-run only that rule ("params have changed") and exit 0 having trained nothing.
+    config = ["--config", "scale=cpu", f"specs={pipeline.specs}", f"results={pipeline.base}"]
+    dry = snakemake(pipeline.workdir, "-n", *config, env=subprocess_env, timeout=120)
+    assert dry.returncode == 0, _output(dry)
+    jobs = dict(re.findall(r"^(\w+)\s+(\d+)$", dry.stdout, flags=re.M))
+    trains = sorted(name for name in jobs if name.startswith("train_"))
+    assert len(trains) == len(VARIANTS) * 2, _output(dry)  # cpu scale: both variants on Catch and CartPole
+    assert "mlflow_store" not in jobs, _output(dry)
+    assert {"aggregate", "report"} <= set(jobs), _output(dry)
+    assert not (pipeline.base / "cpu").exists()  # a dry run writes nothing
+
+
 def test_mlflow_sync_afterwards_skips_every_run(pipeline: Pipeline, subprocess_env, mlflow_runs):
     result = subprocess.run(
         [sys.executable, "-m", "rlrepro", "mlflow-sync", "--scale", "smoke", "--results", str(pipeline.base)],
@@ -163,7 +193,7 @@ def test_mlflow_sync_afterwards_skips_every_run(pipeline: Pipeline, subprocess_e
 
     client = MlflowClient(tracking_uri=pipeline.uri)
     experiment = client.get_experiment_by_name("toytest/toy_e2e")
-    after = client.search_runs([experiment.experiment_id], max_results=1000)
+    after = [r for r in client.search_runs([experiment.experiment_id], max_results=1000) if "rlrepro.run_key" in r.data.tags]
     assert sorted(r.info.run_id for r in after) == sorted(r.info.run_id for r in mlflow_runs)  # no duplicates
 
 

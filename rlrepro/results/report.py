@@ -1,4 +1,4 @@
-"""REPORT.md: every experiment and every claim of the selected specs, on one page."""
+"""REPORT.md and report.html: every experiment and every claim of the selected specs, on one page."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from pathlib import Path
 
 from rlrepro.provenance import git_commit
 from rlrepro.results.claims import NOT_JUDGED, OUTCOMES, UNINFORMATIVE, VERDICT_MEANING
+from rlrepro.results.html import write_html_report
+from rlrepro.results.plots import x_axis_label
 from rlrepro.results.tables import search_counts_text
 from rlrepro.specs import Scale
 from rlrepro.workflow import ExperimentPlan, cannot_run, plan, results_root
@@ -17,21 +19,25 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
     """Write ``<results>/<scale>/REPORT.md`` from the experiments' table JSON files."""
     root = results_root(results, scale)
     plans = plan(specs, scale, only)
-    summary_rows, sections = [], []
+    summary_rows, sections, raw_rows, html_sections = [], [], [], []
     for experiment in plans:
         reason = cannot_run(experiment)
         table_json = Path(experiment.table_paths(root)["md"]).with_suffix(".json")
+        html_sections.append((experiment.key, reason))
         if reason or not table_json.exists():
             why = f"not run on this machine: {reason}" if reason else "not run (no table yet)"
+            raw_rows += [(experiment.key, c.id, NOT_JUDGED, why) for c in experiment.spec.claims]
             summary_rows += [_row(experiment, c.id, NOT_JUDGED, why) for c in experiment.spec.claims]
             sections.append(f"### {experiment.key}\n\n{why}\n")
             continue
         data = json.loads(table_json.read_text())
+        raw_rows += [(experiment.key, c["claim"], c["verdict"], c["detail"]) for c in data["claims"]]
         summary_rows += [_row(experiment, c["claim"], c["verdict"], c["detail"]) for c in data["claims"]]
         prov = data["provenance"]
         sections.append(
             f"### {experiment.key}\n\n{experiment.spec.reference.where}. Scale {prov['scale']}, {prov['seeds']} seeds, "
-            f"{prov['frames_per_run']:,} frames per run, spec hash `{prov['spec_hash']}`. "
+            f"{prov['frames_per_run']:,} {x_axis_label(experiment.spec).split()[-1]} per run, "
+            f"spec hash `{prov['spec_hash']}`. "
             f"Table: [tables/{experiment.key}.md](tables/{experiment.key}.md)\n\n"
             + "".join(_search_summary(run) for run in data.get("search", []))
             + f"![curves](tables/{experiment.key}.png)\n"
@@ -72,6 +78,7 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
     path = root / "REPORT.md"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
+    write_html_report(html_sections, raw_rows, scale=scale, root=root)
     return path
 
 

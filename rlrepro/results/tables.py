@@ -13,7 +13,8 @@ from rlrepro.provenance import git_commit
 from rlrepro.results.aggregation import aggregate_mean, stratified_bootstrap_ci, summarize
 from rlrepro.results.claims import Verdict, hns_matrix, judge_claims
 from rlrepro.results.collect import CellResult, collect
-from rlrepro.results.plots import plot_learning_curves
+from rlrepro.results.figures import experiment_figures
+from rlrepro.results.plots import plot_learning_curves, x_axis_label
 from rlrepro.specs import ExperimentSpec, Scale, load_spec, spec_hash
 from rlrepro.workflow import ExperimentPlan, plan_experiment, results_root
 
@@ -32,9 +33,11 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
     provenance = _provenance(plan, scale, cells)
     searches = search_results(plan, root)
     _write_csv(paths["csv"], rows, provenance)
-    paths["md"].write_text(_markdown(plan, rows, verdicts, provenance, paths["png"].name, cells, searches))
     title = f"{plan.key} at scale '{scale}' ({provenance['seeds']} seeds)"
-    plot_learning_curves(cells, paths["png"], title=title, metric=spec.run.curve_metric)
+    plot_learning_curves(cells, paths["png"], title=title, metric=spec.run.curve_metric, x_label=x_axis_label(spec))
+    figures = experiment_figures(spec, cells, paths["png"], title=title)
+    paths["md"].write_text(_markdown(plan, rows, verdicts, provenance, paths["png"].name, cells, searches)
+                           + "".join(f"![{caption}]({path.name})\n\n" for caption, path in figures))
     data = {"provenance": provenance, "rows": rows, "claims": [v.as_dict() for v in verdicts]}
     if searches:
         data["search"] = searches
@@ -124,10 +127,16 @@ def _provenance(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], C
     }
 
 
+#: Units of the metrics a table can show, so every number in a table says what it counts.
+METRIC_UNITS = {"fps": "environment frames per second of wall time, all actors", "best_fitness": "fitness, the sum of "
+                "normalised training returns", "eval_return": "game score (points)", "final_return": "episode return"}
+
+
 def _metric_text(metric: str, fraction: float) -> str:
     if metric == "final_return":
         return f"final_return: mean episode return over the last {fraction:.0%} of frames"
-    return f"{metric}: its mean over the last {fraction:.0%} of frames"
+    unit = f" (unit: {METRIC_UNITS[metric]})" if metric in METRIC_UNITS else ""
+    return f"{metric}{unit}: its mean over the last {fraction:.0%} of frames"
 
 
 def _write_csv(path: Path, rows: list[dict], provenance: dict) -> None:
@@ -178,7 +187,8 @@ def _markdown(
         "",
         f"{spec.reference.title} ({spec.reference.citation}), {spec.reference.where}.",
         "",
-        f"- scale: **{prov['scale']}**, seeds: {prov['seeds']}, frames per run: {prov['frames_per_run']:,}",
+        f"- scale: **{prov['scale']}**, seeds: {prov['seeds']}, {x_axis_label(spec).split()[-1]} per run: "
+        f"{prov['frames_per_run']:,}",
         f"- spec: `{prov['spec']}` (hash `{prov['spec_hash']}`; runs made with spec hash(es) "
         f"{', '.join(f'`{h}`' for h in prov['run_spec_hashes'])}: a run is reused only while its resolved config is unchanged)",
         f"- code: runs at commit(s) {', '.join(f'`{c}`' for c in prov['run_commits'])}; table at `{prov['table_commit']}`",

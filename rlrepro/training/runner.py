@@ -116,6 +116,7 @@ def _train_chunks(
         label=label,
         start_frames=start_chunk * program.frames_per_chunk,
         mode=progress,
+        seeds=len(seeds),
     )
     with contextlib.ExitStack() as stack:  # trackers end FINISHED, or FAILED/KILLED on an exception
         trackers = [stack.enter_context(tracker) for tracker in trackers]

@@ -1,0 +1,195 @@
+"""Plots and rliable-style figures: the statistics by hand, and the figures' content read back from matplotlib."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from rlrepro.results.aggregation import aggregate_mean, stratified_bootstrap_ci
+from rlrepro.results.collect import CellResult
+from rlrepro.results.figures import (
+    claim_pairs,
+    numeric_axis,
+    performance_profile,
+    probability_of_improvement,
+    probability_of_improvement_ci,
+    write_figures,
+)
+from rlrepro.results.plots import count_label, mean_curve_ci, plot_learning_curves, styles, variant_axes
+
+
+def test_probability_of_improvement_by_hand() -> None:
+    # x = {1, 3}, y = {2, 2}: of the 4 pairs, 3 > 2 twice, 1 > 2 never -> 2/4.
+    assert probability_of_improvement([[1.0], [3.0]], [[2.0], [2.0]]) == 0.5
+    # a tie counts one half: P = 0 + 0.5 * 1
+    assert probability_of_improvement([[2.0]], [[2.0]]) == 0.5
+    # two tasks, averaged: task 1: 1 > 0 -> 1; task 2: 5 = 5 -> 0.5; mean 0.75
+    assert probability_of_improvement([[1.0, 5.0]], [[0.0, 5.0]]) == 0.75
+    # x always better: 1, and its bootstrap interval cannot leave 1
+    assert probability_of_improvement_ci([[5.0], [6.0]], [[1.0], [2.0]]) == (1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="same tasks"):
+        probability_of_improvement([[1.0, 2.0]], [[1.0]])
+
+
+def test_performance_profile_by_hand() -> None:
+    # scores {1, 2, 3, 4}: > 0: 4/4; > 2: {3, 4} = 2/4; > 4: none (strictly above)
+    assert performance_profile([[1.0, 2.0], [3.0, 4.0]], [0.0, 2.0, 4.0]).tolist() == [1.0, 0.5, 0.0]
+
+
+@pytest.mark.parametrize(
+    ("value", "text"), [(500, "500"), (12_800, "12.8k"), (100_000, "100k"), (1_000_000, "1M"), (1_500_000, "1.5M"),
+                        (2e9, "2B"), (0, "0"), (0.25, "0.25")],
+)
+def test_ticks_read_as_counts(value: float, text: str) -> None:
+    assert count_label(value) == text
+
+
+def test_band_is_the_tables_interval_at_every_frame() -> None:
+    # The table's interval of a mean over seeds is stratified_bootstrap_ci(values[:, None], aggregate_mean):
+    # the curve's band at each frame must be exactly that interval of the seeds' values there.
+    curves = [[(100, 1.0), (200, 2.0)], [(100, 4.0), (200, 2.0)], [(100, 2.5), (200, 5.0)], [(100, 7.0), (200, 0.0)]]
+    frames, mean, low, high = mean_curve_ci(curves)
+    assert frames.tolist() == [100, 200]
+    for i, frame in enumerate(frames):
+        values = np.array([dict(c)[frame] for c in curves])[:, None]
+        assert (mean[i], low[i], high[i]) == pytest.approx(stratified_bootstrap_ci(values, aggregate_mean))
+
+
+def test_a_grid_gets_colour_for_one_axis_and_line_style_for_the_other() -> None:
+    variants = [f"corr={c}__lag={lag}" for c in ("vtrace", "one_step_is", "epsilon", "none") for lag in (0, 8, 32)]
+    assert variant_axes(variants)[1] == {"corr": "vtrace", "lag": "8"}
+    style = styles(variants)
+    colours = {style[v]["color"] for v in variants}
+    lines = {str(style[v]["linestyle"]) for v in variants}
+    assert len(colours) == 4 and len(lines) == 3  # corr has more values: colour; lag: line style
+    assert len({(style[v]["color"], str(style[v]["linestyle"])) for v in variants}) == 12  # all distinguishable
+    for corr in ("vtrace", "none"):
+        assert len({style[f"corr={corr}__lag={lag}"]["color"] for lag in (0, 8, 32)}) == 1
+    assert numeric_axis(variants) == ("lag", "corr")
+    assert variant_axes(["default"]) is None and numeric_axis(["a", "b"]) is None
+
+
+def _cell(variant: str, env: str, curves: list[list[tuple[int, float]]], finals: list[float]) -> CellResult:
+    return CellResult(variant, env, seeds=list(range(len(finals))), final=finals,
+                      finals=[{"final_return": f} for f in finals], frames=[c[-1][0] if c else 0 for c in curves],
+                      curves=curves)
+
+
+def _axes_of(png_writer) -> list:
+    """Run a plot function with savefig captured: the figure's axes, to read what was drawn."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    captured = []
+    original = plt.close
+
+    def keep(fig=None):
+        captured.append(fig)
+
+    plt.close = keep
+    try:
+        png_writer()
+    finally:
+        plt.close = original
+    fig = captured[-1]
+    axes = [ax for ax in fig.axes if ax.get_visible()]
+    return axes
+
+
+def test_curves_panel_order_markers_empty_panels_and_labels(tmp_path: Path) -> None:
+    cells = {
+        ("a", "pong"): _cell("a", "pong", [[], []], [math.nan, math.nan]),  # no finished episode
+        ("a", "catch"): _cell("a", "catch", [[(100_000, 1.0)], [(100_000, 2.0)]], [1.0, 2.0]),  # one point each
+        ("b", "catch"): _cell("b", "catch", [[(f, f / 1e6) for f in (100_000, 500_000, 1_000_000, 1_500_000)]] * 2,
+                              [1.0, 1.0]),
+    }
+    path = tmp_path / "curves.png"
+    axes = _axes_of(lambda: plot_learning_curves(cells, path, title="t", metric="episode_return"))
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    assert [ax.get_title() for ax in axes] == ["pong", "catch"]  # the table's order (cells' order), not sorted
+    pong, catch = axes
+    assert [t.get_text() for t in pong.texts] == ["no finished episode"] and not pong.lines
+    single = [line for line in catch.lines if line.get_label().startswith("a ")]
+    assert single and single[0].get_marker() == "o"  # a single point is drawn as a marker
+    assert catch.get_xlabel() == "environment frames"
+    catch.figure.canvas.draw()
+    ticks = [t.get_text() for t in catch.get_xticklabels() if t.get_text()]
+    assert any(t.endswith("k") for t in ticks) and any(t.endswith("M") for t in ticks), ticks
+    assert "95% bootstrap CI" in catch.figure._suptitle.get_text()
+
+
+def test_search_curves_count_proposals_with_integer_ticks(tmp_path: Path) -> None:
+    cells = {("s", "cartpole"): _cell("s", "cartpole", [[(1, 0.1), (2, 0.3), (3, 0.3), (4, 0.5)]] * 2, [0.5, 0.5])}
+    axes = _axes_of(lambda: plot_learning_curves(cells, tmp_path / "s.png", title="t", metric="best_fitness",
+                                                 x_label="proposals"))
+    axes[0].figure.canvas.draw()
+    ticks = [t.get_text() for t in axes[0].get_xticklabels() if t.get_text()]
+    assert axes[0].get_xlabel() == "proposals" and all("." not in t for t in ticks), ticks
+
+
+def test_write_figures_draws_rliable_pictures_and_the_lag_summary(tmp_path: Path) -> None:
+    rng = np.random.default_rng(1)
+    cells = {}
+    for corr, base in (("vtrace", 10.0), ("none", 4.0)):
+        for lag in (0, 32):
+            v = f"corr={corr}__lag={lag}"
+            finals = list(base - lag / 16 + rng.normal(0, 0.5, 3))
+            cells[(v, "catch")] = _cell(v, "catch", [[(100, f)] for f in finals], finals)
+    png = tmp_path / "x.png"
+    (tmp_path / "x.efficiency.png").write_bytes(b"stale")  # from an earlier aggregate: must go
+    written = write_figures(png, cells, metric="final_return", title="t",
+                            pairs=[("corr=vtrace__lag=32", "corr=none__lag=32")])
+    names = sorted(p.name for _, p in written)
+    assert names == ["x.improvement.png", "x.intervals.png", "x.profiles.png", "x.summary.png"]
+    assert not (tmp_path / "x.efficiency.png").exists()
+    for _, path in written:
+        assert path.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_claim_pairs_follow_the_ordering_claims() -> None:
+    from types import SimpleNamespace as NS
+
+    spec = NS(claims=[NS(better="a", worse=["b", "c"]), NS(variant="a"), NS(better="a", worse=["b"])])
+    assert claim_pairs(spec) == [("a", "b"), ("a", "c")]
+
+
+def test_the_throughput_table_states_its_unit() -> None:
+    from rlrepro.results.tables import _metric_text
+
+    assert _metric_text("fps", 0.5) == (
+        "fps (unit: environment frames per second of wall time, all actors): its mean over the last 50% of frames"
+    )
+
+
+def test_atari_figures_use_human_normalised_scores_and_draw_sample_efficiency(tmp_path: Path) -> None:
+    from types import SimpleNamespace as NS
+
+    from rlrepro.results.figures import atari_scores
+    from rlrepro.results.normalization import human_normalized_scores
+
+    spec = NS(environments=[NS(kind="atari", id="pong", game="pong"), NS(kind="atari", id="breakout", game="breakout")],
+              claims=[NS(better="deep", worse=["shallow"])])
+    cells = {}
+    for variant, level in (("shallow", 0.0), ("deep", 10.0)):
+        for env in ("pong", "breakout"):
+            finals = [level + s for s in range(3)]
+            curves = [[(100_000, level / 2 + s), (200_000, level + s)] for s in range(3)]
+            cells[(variant, env)] = CellResult(variant, env, seeds=[0, 1, 2], final=finals,
+                                               finals=[{"eval_return": f} for f in finals], frames=[200_000] * 3,
+                                               curves=curves, report_metric="eval_return")
+    hns, curves = atari_scores(spec, cells, "eval_return", "episode_return")
+    # HNS of (variant, game) = 100 * (score - random) / (human - random), from the dqn_zoo_57 table
+    # columns in hns_matrix order (sorted by environment id: breakout, pong)
+    expected = 100.0 * human_normalized_scores(["breakout", "pong"], np.array([[10.0, 10.0], [11.0, 11.0], [12.0, 12.0]]),
+                                               "dqn_zoo_57")
+    assert hns["deep"] == pytest.approx(expected)
+    per_frame, frames = curves
+    assert frames["deep"].tolist() == [100_000, 200_000] and per_frame["deep"][1] == pytest.approx(expected)
+    written = write_figures(tmp_path / "a.png", cells, metric="eval_return", title="t", pairs=[("deep", "shallow")],
+                            hns=hns, hns_curves=curves)
+    assert "a.efficiency.png" in {p.name for _, p in written}
