@@ -132,8 +132,9 @@ def test_a_chunks_fps_never_exceeds_the_learner_only_rate():
 
     The learner-only rate is the benchmark's (``rlrepro.bench.impala_atari.learner_only``: updates on one
     fixed batch, blocked on). The actors act with the initial parameters (policy lag above the run's
-    updates), so acting never waits for the learner and only the chunk's own clock can make it wait. 30%
-    of margin covers the machine's noise; counting dispatched updates gave several times the rate.
+    updates), so acting never waits for the learner and only the chunk's own clock can make it wait. The
+    best learner-only rate of 4 measurements interleaved with the chunks, plus 50%, covers the noise of a
+    shared machine; counting dispatched updates gave 2-3 times the rate (several chunks above 2x).
     """
     from rlrepro.bench.impala_atari import learner_only
 
@@ -142,16 +143,16 @@ def test_a_chunks_fps_never_exceeds_the_learner_only_rate():
     config = impala_config(agent, total_updates=12)
     # One update per chunk: counting dispatched updates then times the acting alone (several times the rate).
     trainer = HostImpalaTrainer(config, env_spec, ActorSpec(mode="sync"), updates_per_chunk=1)
-    _slow_learner(trainer)
-    learner_fps = learner_only(trainer, repeats=4)
+    _slow_learner(trainer, matmuls=120)
     state = trainer.init(jax.random.key_data(jax.random.key(0)))
     state, _ = trainer.run_chunk(state)  # compiles
-    chunk_fps = []
-    for _ in range(4):
+    chunk_fps, learner_fps = [], []
+    for _ in range(4):  # interleaved, so that a change of the machine's load hits both measurements
+        learner_fps.append(learner_only(trainer, repeats=2))
         state, metrics = trainer.run_chunk(state)
         chunk_fps.append(float(metrics.fps[0]))
     trainer.stop()
-    assert max(chunk_fps) <= 1.3 * learner_fps, (chunk_fps, learner_fps)
+    assert max(chunk_fps) <= 1.5 * max(learner_fps), (chunk_fps, learner_fps)
 
 
 def _evaluation_draws(monkeypatch: pytest.MonkeyPatch, run_seed: int) -> tuple[list[int], list[bytes]]:
