@@ -41,19 +41,45 @@ class AgentEntry(NamedTuple):
 
     builder: str  # "module:function", called as builder(agent_spec, env_spec, frames=..., run=...)
     env_kinds: tuple[str, ...]  # environment kinds it trains on; others are reported as not implemented
+    # "module:function", called as config(agent_spec, env_spec, frames=..., run=...): the one place the spec
+    # becomes the run's configuration (the builder uses it); every spec field changes its result or is
+    # rejected by validation (tests/agents/test_spec_fields_reach_configs.py).
+    config: str
 
 
 AGENTS: dict[str, AgentEntry] = {
-    "impala": AgentEntry("rlrepro.agents.impala.trainer:build_impala", ("jax", "atari")),
-    "frodo": AgentEntry("rlrepro.agents.frodo.trainer:build_frodo", ("jax", "atari")),
-    "td_lambda": AgentEntry("rlrepro.agents.td_lambda.trainer:build_td_lambda", ("jax",)),
-    "dqn": AgentEntry("rlrepro.agents.dqn.build:build_dqn", ("gym", "atari")),
-    "loss_search": AgentEntry("rlrepro.search.trainer:build_loss_search", ("gym_suite",)),
-    "vracer": AgentEntry("rlrepro.agents.vracer.build:build_vracer", ("mujoco",)),
-    "ddpg": AgentEntry("rlrepro.agents.ddpg.build:build_ddpg", ("mujoco",)),
-    "naf": AgentEntry("rlrepro.agents.naf.build:build_naf", ("mujoco",)),
-    "impala_sr": AgentEntry("rlrepro.agents.impala_sr.trainer:build_impala_sr", ("jax",)),
+    "impala": AgentEntry(
+        "rlrepro.agents.impala.trainer:build_impala", ("jax", "atari"), "rlrepro.agents.impala.trainer:resolve_impala"
+    ),
+    "frodo": AgentEntry(
+        "rlrepro.agents.frodo.trainer:build_frodo", ("jax", "atari"), "rlrepro.agents.frodo.trainer:resolve_frodo"
+    ),
+    "td_lambda": AgentEntry(
+        "rlrepro.agents.td_lambda.trainer:build_td_lambda", ("jax",), "rlrepro.agents.td_lambda.trainer:resolve_td_lambda"
+    ),
+    "dqn": AgentEntry("rlrepro.agents.dqn.build:build_dqn", ("gym", "atari"), "rlrepro.agents.dqn.build:resolve_dqn"),
+    "loss_search": AgentEntry(
+        "rlrepro.search.trainer:build_loss_search", ("gym_suite",), "rlrepro.search.trainer:resolve_loss_search"
+    ),
+    "vracer": AgentEntry("rlrepro.agents.vracer.build:build_vracer", ("mujoco",), "rlrepro.agents.vracer.build:resolve_vracer"),
+    "ddpg": AgentEntry("rlrepro.agents.ddpg.build:build_ddpg", ("mujoco",), "rlrepro.agents.ddpg.build:resolve_ddpg"),
+    "naf": AgentEntry("rlrepro.agents.naf.build:build_naf", ("mujoco",), "rlrepro.agents.naf.build:resolve_naf"),
+    "impala_sr": AgentEntry(
+        "rlrepro.agents.impala_sr.trainer:build_impala_sr", ("jax",), "rlrepro.agents.impala_sr.trainer:resolve_impala_sr"
+    ),
 }
+
+
+def _load(target: str) -> Callable[..., Any]:
+    module, _, function = target.partition(":")
+    return getattr(importlib.import_module(module), function)
+
+
+def resolve_config(agent: Any, env_spec: Any, *, frames: int, run: RunSpec) -> Any:
+    """The run configuration ``agent.kind``'s builder derives from the spec (see ``AgentEntry.config``)."""
+    if reason := not_implemented(agent.kind, env_spec.kind):
+        raise UnsupportedSetupError(reason)
+    return _load(AGENTS[agent.kind].config)(agent, env_spec, frames=frames, run=run)
 
 
 def not_implemented(agent_kind: str, env_kind: str) -> str | None:
@@ -70,5 +96,4 @@ def build_trainer(agent: Any, env_spec: Any, *, frames: int, run: RunSpec) -> Tr
     """Import and call the builder registered for ``agent.kind``."""
     if reason := not_implemented(agent.kind, env_spec.kind):
         raise UnsupportedSetupError(reason)
-    module, _, function = AGENTS[agent.kind].builder.partition(":")
-    return getattr(importlib.import_module(module), function)(agent, env_spec, frames=frames, run=run)
+    return _load(AGENTS[agent.kind].builder)(agent, env_spec, frames=frames, run=run)

@@ -69,6 +69,8 @@ class AtariEnv:
 
     def __post_init__(self) -> None:
         require_backend(self.spec)
+        if self.spec.max_pool_frames not in (1, 2):  # the spec rejects it; guard against unvalidated specs
+            raise ValueError(f"max_pool_frames {self.spec.max_pool_frames}: ale-py max-pools 2 frames or none")
         from ale_py.vector_env import AtariVectorEnv
 
         self._env = AtariVectorEnv(

@@ -193,3 +193,18 @@ def build_loss_search(agent: Any, env_spec: Any, *, frames: int, run: Any) -> An
         return search.run_chunk(states, per_chunk, holder["seeds"])
 
     return TrainerProgram(init_batch, run_chunk_batch, num_chunks, per_chunk, per_chunk, write_search_report)
+
+
+class LossSearchSetup(NamedTuple):
+    """Everything a loss search takes from its agent spec (``AgentEntry.config`` of ``loss_search``)."""
+
+    evolution: evolution.EvolutionConfig
+    task: EvalTask
+    executor: Any
+    trials_per_chunk: int
+
+
+def resolve_loss_search(agent: Any, env_spec: Any, *, frames: int, run: Any) -> LossSearchSetup:
+    """The search's configuration from its spec (the task at seed 0; each run re-derives it from its seed)."""
+    del frames, run
+    return LossSearchSetup(evolution_config(agent), eval_task(agent, env_spec, 0), agent.executor, agent.trials_per_chunk)

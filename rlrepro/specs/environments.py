@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from rlrepro.specs.common import Name, PositiveCount, SpecModel
 
@@ -80,7 +80,14 @@ class AtariEnvSpec(ScoredEnvSpec):
     id: Name = Field(description="Short name used in folders and tables, e.g. pong.")
     game: str = Field(description="ALE game id in snake_case, e.g. pong, breakout, space_invaders.")
     action_repeat: int = Field(4, ge=1, description="Frames per agent step (Table G.1: 4).")
-    max_pool_frames: int = Field(2, ge=1, le=4, description="Max-pool over the last N repeated frames (Table G.1: 2).")
+    max_pool_frames: int = Field(
+        2,
+        ge=1,
+        description=(
+            "Max-pool over the last N repeated frames (Table G.1: 2): 1 (no pooling) or 2, what ale-py's vector "
+            "environment implements; 3 and 4 are rejected."
+        ),
+    )
     resolution: int = Field(84, ge=8, description="Square observation size after resizing (Table G.1: 84).")
     grayscale: bool = Field(True, description="Grey-scale observations (Table G.1: yes).")
     frame_stack: int = Field(4, ge=1, description="Stacked frames per observation (Table G.1: 4).")
@@ -98,6 +105,16 @@ class AtariEnvSpec(ScoredEnvSpec):
     )
     num_envs: PositiveCount = Field(32, description="Environments stepped in parallel by the actors.")
     evaluation: AtariEvalSpec = Field(default_factory=AtariEvalSpec, description="Evaluation protocol.")
+
+    @field_validator("max_pool_frames")
+    @classmethod
+    def _pool_one_or_two(cls, value: int) -> int:
+        if value > 2:
+            raise ValueError(
+                f"max_pool_frames {value} is not implemented: ale-py's vector environment max-pools the last 2 frames "
+                "of each action repeat or none; use 2 (Table G.1) or 1"
+            )
+        return value
 
     @property
     def frames_per_step(self) -> int:

@@ -46,7 +46,10 @@ class Unroll(NamedTuple):
     """T steps of N environments, time-major numpy arrays, as an actor sends them.
 
     ``observations``, ``prev_actions`` and ``prev_rewards`` have T + 1 entries: entry t is what the
-    agent saw at step t (the previous action and reward, zero at the start of an episode).
+    agent saw at step t. The previous action and raw reward are those of the previous step even across
+    an episode end (zero only before the very first step), as the released code feeds them
+    (``scalable_agent`` ``Agent._torso``/``unroll``: only the core state is reset after ``done``) and as
+    the learner re-feeds them from ``actions``/``rewards``: the actor and the learner see the same inputs.
     ``episode_returns`` lists the raw scores of the games that ended during the unroll.
     """
 
@@ -102,8 +105,8 @@ def play_unroll(
         action = np.asarray(action, np.int32)
         step = env.step(action)
         core = reset_core(core, step.done)
-        prev_action = np.where(step.done, 0, action).astype(np.int32)
-        prev_reward = np.where(step.done, 0.0, step.reward).astype(np.float32)
+        # Not zeroed after a done: the learner feeds a_t, r_t to step t + 1 whatever done_t (see Unroll).
+        prev_action, prev_reward = action, np.asarray(step.reward, np.float32)
         obs = step.observation
         actions.append(action)
         rewards.append(step.reward)
@@ -251,6 +254,25 @@ class LaggedActor:
         pass
 
 
+_EVALUATION_STREAM = 0x65_76_61_6C  # "eval": folded into the run's key, apart from the actors' keys
+
+
+def evaluation_keys(rng: Any, version: int) -> tuple[jax.Array, Callable[[int], int]]:
+    """The evaluation's policy key and emulator seed per round, derived from the run's raw key data ``rng``.
+
+    Different runs (seeds) get different games and action samples; the same run, at the same parameter
+    ``version``, gets the same ones (a resumed run evaluates as the uninterrupted one would).
+    """
+    run_key = jax.random.wrap_key_data(jax.numpy.asarray(rng, jax.numpy.uint32))
+    key = jax.random.fold_in(jax.random.fold_in(run_key, _EVALUATION_STREAM), version)
+    policy_key, env_key = jax.random.split(key)
+
+    def env_seed(round_index: int) -> int:
+        return int(jax.random.randint(jax.random.fold_in(env_key, round_index), (), 0, 2**31 - 1))
+
+    return policy_key, env_seed
+
+
 class HostActorLearner:
     """The acting half of a host actor-learner, shared by the agents that learn from Atari unrolls.
 
@@ -270,6 +292,7 @@ class HostActorLearner:
         self._unroll_length, self._policy_lag = unroll_length, policy_lag
         self._source: Any = None
         self._store: ParameterStore | None = None
+        self._run_rng: np.ndarray | None = None
 
     def _initial_core(self, n: int) -> Any:
         return ()
@@ -285,6 +308,7 @@ class HostActorLearner:
         """Start the actors (first chunk, or after a resume) acting with ``params``; ``rng`` is raw key data."""
         seed = int(np.asarray(rng)[0] % (2**31))
         key = jax.random.wrap_key_data(jax.numpy.asarray(rng, jax.numpy.uint32))
+        self._run_rng = np.asarray(rng)  # the evaluation games derive their seeds and policy key from it
         if self.actor_spec.mode == "sync":
             env = AtariEnv(self.env_spec, num_envs=self.env_spec.num_envs, seed=seed)
             self._source = LaggedActor(
@@ -319,7 +343,14 @@ class HostActorLearner:
         started: float, returns: list[float], lags: list[int], learner_metrics: list[Any],
     ) -> Any:
         """A chunk's ``metrics_type`` as [1] arrays (one seed per job): frames, games, fps, policy lag, the
-        learner metrics' means, and ``eval_return`` after the last update (which also stops the actors)."""
+        learner metrics' means, and ``eval_return`` after the last update (which also stops the actors).
+
+        ``fps`` counts the chunk's updates only once they are done: JAX dispatches the learner's updates
+        asynchronously, so the clock is read after ``params`` and the metrics are ready (otherwise the last
+        dispatched updates would be counted before they ran, and a short chunk could show more frames/s than
+        the learner can do at all).
+        """
+        jax.block_until_ready((params, learner_metrics))
         elapsed = time.monotonic() - started
         final = version >= total_updates
         eval_return = self.evaluate(params, version) if final else math.nan
@@ -341,15 +372,23 @@ class HostActorLearner:
             self._source.stop()
             self._source = None
 
-    def evaluate(self, params: Any, version: int) -> float:
-        """Mean raw score of ``evaluation.episodes`` whole games (no life-loss ends, up to ``noop_max`` no-ops)."""
+    def evaluate(self, params: Any, version: int, rng: Any = None) -> float:
+        """Mean raw score of ``evaluation.episodes`` whole games (no life-loss ends, up to ``noop_max`` no-ops).
+
+        The games' emulator seeds and the policy's sampling key come from ``evaluation_keys(rng, version)``,
+        ``rng`` being the run's raw key data (default: the one the actors were started with): each seed of an
+        experiment plays its own evaluation games, so intervals over seeds include the evaluation noise.
+        """
+        rng = self._run_rng if rng is None else rng
+        if rng is None:
+            raise ValueError("evaluate needs the run's key data: pass rng, or start the actors first")
         spec = self.env_spec.evaluation
         n = min(spec.episodes, 16)
         scores: list[float] = []
-        key = jax.random.key(version)
+        key, env_seeds = evaluation_keys(rng, version)
         round_index = 0
         while len(scores) < spec.episodes:
-            env = AtariEnv(self.env_spec, num_envs=n, seed=10_000 + round_index, training=False, noop_max=spec.noop_max)
+            env = AtariEnv(self.env_spec, num_envs=n, seed=env_seeds(round_index), training=False, noop_max=spec.noop_max)
             obs, finished = env.reset(), np.zeros(n, bool)
             core = self._initial_core(n)
             prev_action, prev_reward = np.zeros(n, np.int32), np.zeros(n, np.float32)
@@ -362,8 +401,8 @@ class HostActorLearner:
                 round_scores[newly] = step.episode_return[newly]
                 finished |= step.game_over
                 core = self._reset_core(core, step.done)
-                prev_action = np.where(step.done, 0, np.asarray(action)).astype(np.int32)
-                prev_reward = np.where(step.done, 0.0, step.reward).astype(np.float32)
+                prev_action = np.asarray(action, np.int32)  # as in training (see Unroll)
+                prev_reward = np.asarray(step.reward, np.float32)
                 obs = step.observation
             env.close()
             scores.extend(round_scores[: spec.episodes - len(scores)].tolist())

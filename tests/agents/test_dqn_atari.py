@@ -175,7 +175,6 @@ def test_the_runner_trains_the_atari_spec_at_smoke_scale(tmp_path: Path):
     ("network", "env", "message"),
     [
         ({"kind": "mlp"}, {}, "cannot read Atari frames"),
-        ({"kind": "impala_shallow", "lstm_size": 256}, {}, "feed-forward"),
         ({"kind": "impala_shallow"}, {"num_envs": 4}, "num_envs: 1"),
     ],
 )
@@ -188,3 +187,25 @@ def test_atari_setups_dqn_cannot_train_say_what_to_change(network, env, message)
     agent = DQNAgentSpec(kind="dqn", loss={"name": "dqn"}, network=network)
     with pytest.raises(UnsupportedSetupError, match=message):
         build_dqn(agent, SHORT_BOXING.model_copy(update=env), frames=4000, run=RunSpec())
+
+
+def test_a_recurrent_q_network_is_rejected_by_the_spec():
+    from pydantic import ValidationError
+
+    from rlrepro.specs.agents.dqn import DQNAgentSpec
+
+    for network in ({"kind": "impala_shallow", "lstm_size": 256}, {"kind": "impala_shallow", "last_action_reward_inputs": True}):
+        with pytest.raises(ValidationError, match="feed-forward"):
+            DQNAgentSpec(kind="dqn", loss={"name": "dqn"}, network=network)
+
+
+def test_evaluation_seeds_derive_from_the_run_seed(monkeypatch):
+    """Each run seed evaluates on its own games (emulator and epsilon seeds), reproducibly."""
+    seen: list[int] = []
+    monkeypatch.setattr(AtariDQN, "evaluate", lambda self, params, *, seed: seen.append(seed) or 0.0)
+    dqn = AtariDQN(TINY, SHORT_BOXING, total_steps=10, steps_per_chunk=10)
+    for key in (3, 3, 4):
+        learner, host = dqn.init(np.asarray(jax.random.key_data(jax.random.key(key))))
+        host.steps = 10  # the final evaluation is due
+        dqn._maybe_evaluate(learner.params, host, start_steps=0)
+    assert seen[0] == seen[1] and seen[0] != seen[2]

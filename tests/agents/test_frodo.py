@@ -206,3 +206,33 @@ def test_init_of_many_seeds_does_not_deadlock():
 
     done = subprocess.run([sys.executable, "-c", _INIT_MANY_SEEDS], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def _catch_program(rows: int, outer_unroll_length: int | None):
+    from rlrepro.agents.frodo.trainer import build_frodo
+    from rlrepro.specs import load_spec
+    from rlrepro.specs.environments import JaxEnvSpec
+    from rlrepro.specs.experiment import RunSpec
+
+    agent = load_spec("specs/frodo/catch.yaml").agent
+    agent = agent.model_validate({**agent.model_dump(), "outer": {"kind": "monte_carlo", "unroll_length": outer_unroll_length}})
+    env = JaxEnvSpec(kind="jax", id="catch", name="catch", kwargs={"rows": rows, "columns": 5})
+    return build_frodo(agent, env, frames=10_000, run=RunSpec(updates_per_chunk=2)), agent
+
+
+@pytest.mark.parametrize("chosen", [5, 9])
+def test_catch_monte_carlo_outer_length_other_than_the_episode_is_rejected(chosen):
+    """On an 8-row grid the episodes last 7 steps: 5 would truncate them, 9 run into the next; both name the field."""
+    from rlrepro.environments.errors import UnsupportedSetupError
+
+    with pytest.raises(UnsupportedSetupError, match=r"agent\.outer\.unroll_length .*rows - 1 = 7"):
+        _catch_program(rows=8, outer_unroll_length=chosen)
+
+
+def test_catch_monte_carlo_outer_length_is_derived_from_the_grid():
+    # (M T + rows - 1) B frames per meta-update: (5 * 3 + 7) * 32, 2 updates per chunk.
+    program, agent = _catch_program(rows=8, outer_unroll_length=None)
+    assert (agent.inner_steps, agent.unroll_length, agent.batch_size) == (5, 3, 32)
+    assert program.frames_per_chunk == (5 * 3 + 7) * 32 * 2
+    program, _ = _catch_program(rows=8, outer_unroll_length=7)
+    assert program.frames_per_chunk == (5 * 3 + 7) * 32 * 2

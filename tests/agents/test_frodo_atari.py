@@ -94,3 +94,31 @@ def test_atari57_smoke_scale_trains_pong_end_to_end(tmp_path: Path):
     assert all(0 < r["meta_grad_norm"] < math.inf and math.isfinite(r["vtrace_g_mse"]) for r in records)
     assert sum(r["episodes"] for r in records) > 0 and math.isfinite(records[-1]["eval_return"])
     assert (run_dir / "summary.json").exists()
+
+
+def test_the_impala_baseline_learns_from_every_batch_it_is_charged_for():
+    """Frames charged per update equal the frames the IMPALA baseline learns from (all M + 1 batches).
+
+    The baseline's parameters after one update must depend on each batch it collected: changing the rewards
+    of any one batch (real Pong unrolls from the actors) changes them.
+    """
+    from rlrepro.agents.frodo.host_trainer import host_meta_update
+
+    agent = FrodoAgentSpec.model_validate({**AGENT, "target": "vtrace", "consistency": {"weight": 0.0}})
+    env_spec = AtariEnvSpec(kind="atari", id="pong", game="pong", num_envs=2, evaluation={"episodes": 1})
+    config = frodo_config(agent, total_updates=10, meta_unroll=1)
+    trainer = HostFrodoTrainer(config, env_spec, ActorSpec(mode="sync"), updates_per_chunk=1, total_updates=10)
+    state = trainer.init(jax.random.key_data(jax.random.key(0)))
+    trainer._start_actors(state.learner.params, state.rng, 0)
+    batches, _, _ = trainer.next_batches()
+    trainer.stop()
+    update = jax.jit(lambda s, b: host_meta_update(s, b, jax.random.key(2), config=config, nets=trainer.nets)[0])
+    reference = update(state.learner, batches).params
+    learned_from = 0
+    for i, batch in enumerate(batches):
+        changed = batches[:i] + (batch._replace(rewards=batch.rewards + 1.0),) + batches[i + 1 :]
+        learned_from += _moved(reference, update(state.learner, changed).params)
+    frames_learned = learned_from * config.unroll_length * config.batch_size * env_spec.action_repeat
+    charged = config.frames_per_meta_update * env_spec.action_repeat
+    assert len(batches) == config.inner_steps + 1
+    assert frames_learned == charged == (2 * 4 + 4) * 2 * 4

@@ -286,3 +286,47 @@ def test_actor_unroll_layout_and_episode_bookkeeping():
     np.testing.assert_array_equal(new_state.episode_return, batch.rewards[5:].sum(0))
     logits, _ = make_network(config, 3).apply(params, batch.observations[0])
     np.testing.assert_allclose(batch.behaviour_logits[0], logits, rtol=1e-6)
+
+
+def test_rmsprop_semantics_follow_the_spec_fields():
+    """eps_in_sqrt and initial_scale reach IMPALA's optimiser (issue 11 item 2); one step on a scalar, g = 2.
+
+    lr 0.1, decay 0.99, eps 0.01, constant schedule. TF1 (eps inside, accumulator from 1):
+    nu = 0.99 * 1 + 0.01 * 2^2 = 1.03, step = 0.1 * 2 / sqrt(1.03 + 0.01) = 0.196116.
+    PyTorch (eps outside, accumulator from 0): nu = 0.04, step = 0.1 * 2 / (sqrt(0.04) + 0.01) = 0.952381.
+    """
+    import jax.numpy as jnp
+    import optax
+
+    from rlrepro.agents.impala.config import ImpalaConfig
+    from rlrepro.agents.impala.learner import make_optimizer
+
+    def step(**rmsprop):
+        config = ImpalaConfig(learning_rate=0.1, rmsprop_epsilon=0.01, max_grad_norm=None, lr_schedule="constant", **rmsprop)
+        optimizer = make_optimizer(config)
+        params = jnp.zeros(())
+        updates, _ = optimizer.update(jnp.asarray(2.0), optimizer.init(params), params)
+        return -float(optax.apply_updates(params, updates))
+
+    assert step() == pytest.approx(0.196116, rel=1e-5)
+    assert step(rmsprop_eps_in_sqrt=False, rmsprop_initial_scale=0.0) == pytest.approx(0.952381, rel=1e-5)
+
+
+@pytest.mark.parametrize(
+    "transform,rewards,expected",
+    [
+        # 5 tanh(r / 5), times 0.3 where r < 0: r = -5 -> 0.3 * 5 * tanh(-1) = -1.142392; r = 10 -> 5 tanh(2) = 4.820138
+        ("soft_asymmetric_code", [-5.0, 0.0, 10.0], [-1.142392, 0.0, 4.820138]),
+        # 0.3 min(tanh r, 0) + 5 max(tanh r, 0): r = -1 -> -0.228477; r = 1 -> 3.807971
+        ("soft_asymmetric_paper", [-1.0, 0.0, 1.0], [-0.228477, 0.0, 3.807971]),
+        ("clip", [-5.0, 0.5, 10.0], [-1.0, 0.5, 1.0]),
+    ],
+)
+def test_reward_transforms_match_the_code_and_fig_d1(transform, rewards, expected):
+    import jax.numpy as jnp
+
+    from rlrepro.agents.impala.config import ImpalaConfig
+    from rlrepro.agents.impala.learner import transform_rewards
+
+    out = transform_rewards(ImpalaConfig(reward_transform=transform), jnp.asarray(rewards))
+    np.testing.assert_allclose(np.asarray(out), expected, rtol=1e-5, atol=1e-6)

@@ -80,3 +80,116 @@ def test_a_truncated_game_never_bootstraps_from_the_next_game():
     errors_changed, _ = corrected_targets(trainer.config, v_changed[:-1], v_changed[1:], np.asarray(batch.rewards), discount, rho)
     np.testing.assert_allclose(np.asarray(errors)[: t + 1, 0], np.asarray(errors_changed)[: t + 1, 0], rtol=1e-6)
     env.close()
+
+
+def test_the_actor_and_the_learner_compute_the_same_logits_across_an_episode_end():
+    """The real actor path (``play_unroll``) and the learner (``apply_to_batch``) agree at every step.
+
+    An LSTM core with last action/reward inputs, two consecutive unrolls of 12 steps over games capped at 10
+    agent steps: both unrolls contain an episode end, and the second starts from the first's last step. The
+    released code (``scalable_agent`` ``Agent._torso``/``unroll``) feeds the real last action and reward after a
+    ``done`` and resets only the core; the actor and the learner must feed the same, or pi != mu at zero lag.
+    """
+    from rlrepro.agents.impala.learner import apply_to_batch
+
+    agent = {**AGENT, "network": {"kind": "impala_shallow", "fc_size": 32, "lstm_size": 16, "last_action_reward_inputs": True}}
+    env_spec = AtariEnvSpec(kind="atari", id="pong", game="pong", num_envs=4, max_episode_frames=40, noop_max=0)
+    config = impala_config(ImpalaAgentSpec.model_validate(agent), total_updates=4)
+    trainer = HostImpalaTrainer(config, env_spec, ActorSpec(mode="sync"), updates_per_chunk=2)
+    params = trainer.init(jax.random.key_data(jax.random.key(0))).learner.params
+    env = AtariEnv(env_spec, num_envs=4, seed=0, num_threads=1)
+    actor = start_actor(env, trainer._initial_core(4), jax.random.key(1))
+    for version in range(2):
+        actor, unroll = play_unroll(env, trainer.policy_step, trainer._reset_core, params, version, actor, 12)
+        assert np.asarray(unroll.dones).any(axis=0).all()  # every stream crosses an episode end
+        logits, _ = apply_to_batch(trainer.network, params, batch_from_unrolls([unroll]))
+        np.testing.assert_allclose(np.asarray(logits[:12]), unroll.behaviour_logits, rtol=1e-5, atol=1e-5)
+    env.close()
+
+
+def _slow_learner(trainer: HostImpalaTrainer, matmuls: int = 60) -> None:
+    """Give ``trainer`` a learner whose every update also runs ``matmuls`` dependent 384 x 384 matmuls.
+
+    Only the workload changes (the updates' results are the real ones): it makes the learner, not the
+    emulators, the slowest part by a wide margin on a shared 2-core machine, so an fps that counts updates
+    JAX has dispatched but not yet run shows up as a rate the learner cannot reach.
+    """
+    import jax.numpy as jnp
+
+    @jax.jit
+    def burn(learner):
+        x = jnp.full((384, 384), 1e-3, jnp.float32) * learner.step.astype(jnp.float32)
+        x = jax.lax.fori_loop(0, matmuls, lambda _, y: jnp.tanh(y @ y + 1e-3), x)
+        zero = (jnp.sum(x) < -1e30).astype(jnp.float32)  # 0, but only known once the loop ran
+        return learner._replace(params=jax.tree.map(lambda p: p + zero.astype(p.dtype), learner.params))
+
+    update = trainer.update
+    trainer.update = lambda learner, batch: (lambda out: (burn(out[0]), out[1]))(update(learner, batch))
+
+
+def test_a_chunks_fps_never_exceeds_the_learner_only_rate():
+    """A chunk's ``fps`` counts an update only once it ran: at most the learner-only rate of this process.
+
+    The learner-only rate is the benchmark's (``rlrepro.bench.impala_atari.learner_only``: updates on one
+    fixed batch, blocked on). The actors act with the initial parameters (policy lag above the run's
+    updates), so acting never waits for the learner and only the chunk's own clock can make it wait. The
+    best learner-only rate of 4 measurements interleaved with the chunks, plus 50%, covers the noise of a
+    shared machine; counting dispatched updates gave 2-3 times the rate (several chunks above 2x).
+    """
+    from rlrepro.bench.impala_atari import learner_only
+
+    agent = ImpalaAgentSpec.model_validate({**AGENT, "policy_lag": 100})
+    env_spec = AtariEnvSpec(kind="atari", id="pong", game="pong", num_envs=4, max_episode_frames=2000)
+    config = impala_config(agent, total_updates=12)
+    # One update per chunk: counting dispatched updates then times the acting alone (several times the rate).
+    trainer = HostImpalaTrainer(config, env_spec, ActorSpec(mode="sync"), updates_per_chunk=1)
+    _slow_learner(trainer, matmuls=120)
+    state = trainer.init(jax.random.key_data(jax.random.key(0)))
+    state, _ = trainer.run_chunk(state)  # compiles
+    chunk_fps, learner_fps = [], []
+    for _ in range(4):  # interleaved, so that a change of the machine's load hits both measurements
+        learner_fps.append(learner_only(trainer, repeats=2))
+        state, metrics = trainer.run_chunk(state)
+        chunk_fps.append(float(metrics.fps[0]))
+    trainer.stop()
+    assert max(chunk_fps) <= 1.5 * max(learner_fps), (chunk_fps, learner_fps)
+
+
+def _evaluation_draws(monkeypatch: pytest.MonkeyPatch, run_seed: int) -> tuple[list[int], list[bytes]]:
+    """Train a run of 2 updates from ``run_seed`` to its final evaluation; record the evaluation games'
+    emulator seeds and the policy keys of the evaluation steps (2 games: batches of 2, training has 4)."""
+    import rlrepro.training.actor_learner as actor_learner
+
+    seeds: list[int] = []
+
+    class RecordingEnv(AtariEnv):
+        def __post_init__(self) -> None:
+            if not self.training:
+                seeds.append(self.seed)
+            super().__post_init__()
+
+    monkeypatch.setattr(actor_learner, "AtariEnv", RecordingEnv)
+    trainer = make_trainer("sync", total_updates=2, lag=0, max_episode_frames=400)
+    keys: list[bytes] = []
+    policy_step = trainer.policy_step
+
+    def recording_step(params, obs, action, reward, core, key):
+        if obs.shape[0] == 2:
+            keys.append(np.asarray(jax.random.key_data(key)).tobytes())
+        return policy_step(params, obs, action, reward, core, key)
+
+    trainer.policy_step = recording_step
+    state = trainer.init(jax.random.key_data(jax.random.key(run_seed)))
+    _, metrics = trainer.run_chunk(state)
+    assert np.isfinite(metrics.eval_return[0])
+    return seeds, keys
+
+
+def test_evaluation_games_and_policy_keys_derive_from_the_run_seed(monkeypatch: pytest.MonkeyPatch):
+    seeds_a, keys_a = _evaluation_draws(monkeypatch, 0)
+    seeds_a2, keys_a2 = _evaluation_draws(monkeypatch, 0)
+    seeds_b, keys_b = _evaluation_draws(monkeypatch, 1)
+    assert seeds_a and keys_a
+    assert (seeds_a, keys_a) == (seeds_a2, keys_a2)  # reproducible within a run seed
+    assert not set(seeds_a) & set(seeds_b)  # other emulator seeds for another run seed
+    assert not set(keys_a) & set(keys_b)  # and other action samples

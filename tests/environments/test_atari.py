@@ -88,3 +88,26 @@ def test_no_dummy_transition_follows_an_end():
         ends = [i + 1 for i, s in enumerate(steps) if s.done[column]]
         assert ends == [50, 100, 150, 200]
     env.close()
+
+
+@pytest.mark.parametrize("frames", [3, 4])
+def test_max_pooling_more_than_two_frames_is_rejected_by_the_spec(tmp_path, frames):
+    """ale-py max-pools the last 2 frames or none: 3 and 4 are errors naming the field, never silently 2."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError, match=f"max_pool_frames {frames} is not implemented"):
+        spec(max_pool_frames=frames)
+    assert spec(max_pool_frames=1).max_pool_frames == 1 and spec().max_pool_frames == 2
+
+
+def test_max_pool_frames_3_in_a_spec_file_names_the_file_and_the_field(tmp_path):
+    from rlrepro.specs import load_spec
+    from rlrepro.specs.loading import SpecError
+
+    text = open("specs/impala/atari57_shallow.yaml").read()
+    assert "kind: atari" in text
+    path = tmp_path / "atari57_shallow.yaml"
+    path.write_text(text.replace("kind: atari,", "kind: atari, max_pool_frames: 3,", 1))
+    with pytest.raises(SpecError) as error:
+        load_spec(path)
+    assert str(path) in str(error.value) and "max_pool_frames" in str(error.value) and "not implemented" in str(error.value)

@@ -11,6 +11,11 @@ from rlrepro.agents.vracer.build import write_random_score
 from rlrepro.environments.errors import UnsupportedSetupError
 
 
+def resolve_ddpg(agent: Any, env_spec: Any, *, frames: int, run: Any) -> DDPGConfig:
+    """The one place a DDPG spec becomes its run's configuration (used by ``build_ddpg``)."""
+    return DDPGConfig.from_spec(agent)
+
+
 def build_ddpg(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """DDPG on one MuJoCo task, every seed of the job in lockstep; chunk = ``run.updates_per_chunk`` env steps."""
     from rlrepro.agents.ddpg.trainer import HostDDPG
@@ -23,7 +28,7 @@ def build_ddpg(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
         raise UnsupportedSetupError(f"DDPG on '{env_spec.kind}' environments is not implemented (use kind: mujoco)")
     total = num_steps(frames, env_spec)
     steps = min(run.updates_per_chunk, total)
-    ddpg = HostDDPG(DDPGConfig.from_spec(agent), env_spec)
+    ddpg = HostDDPG(resolve_ddpg(agent, env_spec, frames=frames, run=run), env_spec)
     return TrainerProgram(
         lambda keys: ddpg.init(seeds_of(keys)), lambda state: ddpg.run(state, steps),
         math.ceil(total / steps), steps, steps * env_spec.frames_per_step,

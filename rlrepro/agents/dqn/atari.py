@@ -57,6 +57,11 @@ class AtariHost:
         self.__dict__.update(state)
 
 
+def evaluation_seed(run_seed: int, index: int) -> int:
+    """The emulator and epsilon seed of a run's ``index``-th evaluation: each run seed plays its own games."""
+    return int(np.random.SeedSequence([run_seed, 0x6576616C, index]).generate_state(1)[0] % (2**31))
+
+
 class AtariDQNState(NamedTuple):
     """One seed's state: the learner (no seed axis) and the host part."""
 
@@ -129,6 +134,7 @@ class AtariDQN:
             if loss is not None:
                 losses.append(loss)
             qs.append(self._act_and_step(learner.params, host, returns))
+        jax.block_until_ready(learner)  # the chunk's updates are dispatched asynchronously: time them done
         fps = (host.steps - start_steps) * self.env_spec.action_repeat / (time.monotonic() - started)
         eval_return, best = self._maybe_evaluate(learner.params, host, start_steps)
         one = lambda x: np.asarray([x])  # noqa: E731  (one seed per job)
@@ -176,7 +182,7 @@ class AtariDQN:
         due = period is not None and host.steps // period > start_steps // period
         if not (final or due):
             return math.nan, math.nan
-        score = self.evaluate(params, seed=10_000 + len(host.evaluations))
+        score = self.evaluate(params, seed=evaluation_seed(host.seed, len(host.evaluations)))
         host.evaluations.append((host.steps, score))
         if final and host.env is not None:
             host.env.close()

@@ -40,6 +40,12 @@ def dqn_config(agent: Any, env_id: str | None = None) -> DQNConfig:
     )
 
 
+def resolve_dqn(agent: Any, env_spec: Any, *, frames: int, run: Any) -> DQNConfig:
+    """The one place a DQN spec becomes its run's configuration on ``env_spec`` (used by ``build_dqn``)."""
+    del frames, run  # DQN's schedules count environment steps, not the run's budget
+    return dqn_config(agent, env_spec.id)
+
+
 def seeds_of(keys: Any) -> list[int]:
     """The run seeds back from the runner's seed keys (raw data of ``jax.random.key(seed)``: [0, seed])."""
     return [int(np.asarray(k).ravel()[-1]) for k in np.asarray(keys)]
@@ -58,7 +64,7 @@ def build_dqn(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
         raise UnsupportedSetupError(f"DQN on '{env_spec.kind}' environments is not implemented (use kind: gym or atari)")
     if agent.network.kind != "mlp":
         raise UnsupportedSetupError(f"agent.network.kind '{agent.network.kind}': gymnasium vector observations need 'mlp'")
-    config = dqn_config(agent, env_spec.id)
+    config = resolve_dqn(agent, env_spec, frames=frames, run=run)
     dqn = HostDQN(config, env_spec)
     total = num_steps(frames, env_spec)
     steps = min(run.updates_per_chunk, total)
@@ -89,7 +95,8 @@ def build_dqn_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     total = num_steps(frames, env_spec)
     steps = min(run.updates_per_chunk, total)
     num_chunks = math.ceil(total / steps)
-    dqn = AtariDQN(dqn_config(agent, env_spec.id), env_spec, total_steps=num_chunks * steps, steps_per_chunk=steps)
+    config = resolve_dqn(agent, env_spec, frames=frames, run=run)
+    dqn = AtariDQN(config, env_spec, total_steps=num_chunks * steps, steps_per_chunk=steps)
 
     def init_batch(keys: Any) -> Any:
         if len(keys) != 1:

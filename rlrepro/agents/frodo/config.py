@@ -23,6 +23,8 @@ class OptimizerConfig:
       decay: second-moment decay.
       epsilon: added to the second moment inside the square root.
       initial_scale: initial second-moment accumulator (TF1: 1, optax default: 0).
+      eps_in_sqrt: epsilon inside the square root (required when differentiated through, as FRODO does: the
+        spec rejects false there; TD(lambda) may use either).
       momentum: momentum (0: none).
       max_grad_norm: global gradient-norm clip (Table 1: 1e4 for both optimisers); None: no clip.
       lr_schedule: "constant", or "linear_to_zero" over ``total_steps``.
@@ -33,6 +35,7 @@ class OptimizerConfig:
     decay: float = 0.9
     epsilon: float = 1e-8
     initial_scale: float = 0.0
+    eps_in_sqrt: bool = True
     momentum: float = 0.0
     max_grad_norm: float | None = None
     lr_schedule: Literal["constant", "linear_to_zero"] = "constant"
@@ -50,7 +53,7 @@ class OptimizerConfig:
             decay=self.decay,
             eps=self.epsilon,
             initial_scale=self.initial_scale,
-            eps_in_sqrt=True,
+            eps_in_sqrt=self.eps_in_sqrt,
             momentum=self.momentum or None,
         )
         if self.max_grad_norm is None:
@@ -153,6 +156,12 @@ class FrodoConfig:
     def frames_per_meta_update(self) -> int:
         """Environment steps of one meta-update: M inner batches plus the validation batch (notes §5 item 9)."""
         return (self.inner_steps * self.unroll_length + self.validation_length) * self.batch_size
+
+    @property
+    def agent_updates_per_meta_update(self) -> int:
+        """Agent (inner) optimiser steps per counted update: M, or M + 1 for the IMPALA baseline, which also
+        learns from the validation batch instead of discarding it."""
+        return self.inner_steps + (0 if self.meta_learning else 1)
 
     @property
     def meta_learning(self) -> bool:

@@ -347,6 +347,9 @@ def meta_objective(
 ) -> tuple[jax.Array, Rollout]:
     """``inner_updates_and_outer_loss`` of listing C.3: M inner steps, then outer + c * sum of consistency losses.
 
+    Without meta-learning (the V-trace IMPALA baseline) the validation batch is one more inner step: M + 1
+    updates on the M + 1 batches collected (``FrodoConfig.agent_updates_per_meta_update``).
+
     Each batch is collected with the current (stop-gradiented) agent parameters. Returns the objective
     and the updated agent, optimiser state and actor carry, with per-step reports ([M] or [M + 1] leaves).
     """
@@ -361,7 +364,13 @@ def meta_objective(
         stats.append(stat)
     carry, traj, outer_stats = collect_outer(keys[-1], jax.lax.stop_gradient(params), carry)
     probes.append(probe(jax.lax.stop_gradient(params), outer_stats))
-    outer = outer_loss(params, clipped_rewards(config, traj), config, nets)
+    traj = clipped_rewards(config, traj)
+    outer = outer_loss(params, traj, config, nets)
+    if not config.meta_learning:
+        # The IMPALA baseline has no eta to validate: it learns from the (M + 1)-th batch too, so it updates on
+        # every batch it collects and is charged for (``outer`` is then that batch's loss before its update).
+        params, opt_state, report = inner_step(params, opt_state, eta, traj, config, nets)
+        reports.append(report)
     inner = jax.tree.map(lambda *xs: jnp.stack(xs), *reports)
     objective = outer + config.consistency_weight * jnp.sum(inner.consistency)
     stack = functools.partial(jax.tree.map, lambda *xs: jnp.stack(xs))

@@ -184,6 +184,7 @@ def optimizer_config(spec: Any, total_steps: int) -> OptimizerConfig:
         decay=spec.decay,
         epsilon=spec.epsilon,
         initial_scale=spec.initial_scale,
+        eps_in_sqrt=spec.eps_in_sqrt,
         momentum=spec.momentum,
         max_grad_norm=spec.max_grad_norm,
         lr_schedule=spec.lr_schedule,
@@ -191,14 +192,45 @@ def optimizer_config(spec: Any, total_steps: int) -> OptimizerConfig:
     )
 
 
-def frodo_config(agent: Any, total_updates: int, meta_unroll: int | None = None) -> FrodoConfig:
+def monte_carlo_episode_length(agent: Any, env: Any, env_id: str) -> int:
+    """The validation batch's length for a Monte Carlo outer loss: exactly one whole episode (Catch §4).
+
+    The outer return sums the rewards of freshly reset episodes up to ``outer.unroll_length`` steps: fewer
+    steps truncate the episodes (a return with no reward in Catch), more run into the next episode. Catch
+    episodes last ``rows - 1`` steps, so the length is derived from the grid when ``outer.unroll_length`` is
+    null and checked against it when set.
+    """
+    from rlrepro.environments.errors import UnsupportedSetupError
+    from rlrepro.environments.jax_envs import Catch
+
+    if not isinstance(env, Catch):
+        raise UnsupportedSetupError(
+            f"agent.outer.kind 'monte_carlo' needs episodes of one fixed length (Catch); '{env_id}' has none"
+        )
+    length, chosen = env.rows - 1, agent.outer.unroll_length
+    if chosen is not None and chosen != length:
+        effect = "truncate" if chosen < length else "run past the end of"
+        raise UnsupportedSetupError(
+            f"agent.outer.unroll_length {chosen} would {effect} the Monte Carlo validation episodes of '{env_id}': "
+            f"Catch with rows {env.rows} ends after rows - 1 = {length} steps; set it to {length} or null (derived)"
+        )
+    return length
+
+
+def frodo_config(
+    agent: Any, total_updates: int, meta_unroll: int | None = None, *, episode_length: int | None = None
+) -> FrodoConfig:
     """The learner config of a ``FrodoAgentSpec``; ``total_updates`` meta-iterations set the lr schedules.
 
-    ``meta_unroll`` only trades compile time for run time (see ``FrodoConfig``).
+    ``meta_unroll`` only trades compile time for run time (see ``FrodoConfig``). ``episode_length``: the
+    validation length of a Monte Carlo outer loss (``monte_carlo_episode_length``), required for it.
     """
+    if agent.outer.kind == "monte_carlo" and episode_length is None:
+        raise ValueError("a Monte Carlo outer loss needs the environment's episode length (monte_carlo_episode_length)")
     if not agent.optimizer.eps_in_sqrt or not agent.meta_optimizer.eps_in_sqrt:
         raise ValueError("FRODO differentiates through RMSProp: eps_in_sqrt must be true (NaN otherwise)")
     net = agent.network
+    agent_steps = agent.inner_steps + (1 if agent.target == "vtrace" else 0)  # the baseline also learns from batch M + 1
     conv = dict(
         conv_channels=tuple(net.channels), conv_kernels=tuple(net.kernel_sizes), conv_strides=tuple(net.strides),
         conv_fc_size=net.fc_size,
@@ -208,7 +240,7 @@ def frodo_config(agent: Any, total_updates: int, meta_unroll: int | None = None)
         network=net.kind,
         hidden_sizes=tuple(net.hidden_sizes) if net.kind == "mlp" else (),
         **conv,
-        optimizer=optimizer_config(agent.optimizer, total_updates * agent.inner_steps),
+        optimizer=optimizer_config(agent.optimizer, total_updates * agent_steps),
         meta_optimizer=optimizer_config(agent.meta_optimizer, total_updates),
         meta_hidden_size=agent.meta_network.hidden_size,
         meta_inputs=tuple(agent.meta_network.inputs),
@@ -223,7 +255,7 @@ def frodo_config(agent: Any, total_updates: int, meta_unroll: int | None = None)
         entropy_cost=agent.entropy_cost,
         reward_clip=agent.reward_clip,
         outer=agent.outer.kind,
-        outer_unroll_length=agent.outer.unroll_length,
+        outer_unroll_length=episode_length if agent.outer.kind == "monte_carlo" else agent.outer.unroll_length,
         vtrace_lambda=agent.outer.trace_lambda,
         rho_bar=agent.outer.rho_bar,
         pg_rho_bar=agent.outer.pg_rho_bar,
@@ -236,10 +268,35 @@ def frodo_config(agent: Any, total_updates: int, meta_unroll: int | None = None)
 
 
 
+class FrodoSetup(NamedTuple):
+    """Everything a FRODO run takes from its agent spec: the learner config, the number of meta-updates (they
+    set the learning-rate schedules) and the actors' organisation (``actor``: Atari only)."""
+
+    config: FrodoConfig
+    total_updates: int
+    actor: Any
+
+
+def resolve_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> FrodoSetup:
+    """The one place a FRODO spec becomes its run's configuration (used by ``build_frodo``)."""
+    from rlrepro.agents.registry import num_chunks_for
+    from rlrepro.environments.jax_envs import make_jax_env
+    from rlrepro.specs.environments import JaxEnvSpec
+
+    episode_length = None
+    if agent.outer.kind == "monte_carlo" and isinstance(env_spec, JaxEnvSpec):
+        episode_length = monte_carlo_episode_length(agent, make_jax_env(env_spec.name, **env_spec.kwargs), env_spec.id)
+    probe_config = frodo_config(agent, total_updates=1, episode_length=episode_length)
+    frames_per_update = probe_config.frames_per_meta_update * env_spec.frames_per_step
+    total_updates = num_chunks_for(frames, frames_per_update, run.updates_per_chunk) * run.updates_per_chunk
+    meta_unroll = None if isinstance(env_spec, JaxEnvSpec) else 1  # g_eta's LSTM as a scan on Atari
+    config = frodo_config(agent, total_updates=total_updates, meta_unroll=meta_unroll, episode_length=episode_length)
+    return FrodoSetup(config, total_updates, agent.actor)
+
+
 def build_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """FRODO on a pure-JAX environment (each chunk of meta-iterations one jitted, vmapped call) or on Atari."""
     from rlrepro.agents.registry import TrainerProgram
-    from rlrepro.agents.registry import num_chunks_for
     from rlrepro.environments.availability import require_backend
     from rlrepro.environments.errors import UnsupportedSetupError
     from rlrepro.environments.jax_envs import make_jax_env
@@ -251,38 +308,31 @@ def build_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     if not isinstance(env_spec, JaxEnvSpec):
         raise UnsupportedSetupError(f"FRODO on '{env_spec.kind}' environments is not implemented")
     env = make_jax_env(env_spec.name, **env_spec.kwargs)
-    probe_config = frodo_config(agent, total_updates=1)
-    frames_per_update = probe_config.frames_per_meta_update * env_spec.frames_per_step
-    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
-    config = frodo_config(agent, total_updates=num_chunks * run.updates_per_chunk)
+    config, total_updates, _ = resolve_frodo(agent, env_spec, frames=frames, run=run)
     if config.network == "frodo_conv":
         raise UnsupportedSetupError("the frodo_conv torso needs image observations (Atari); use mlp or tabular here")
     trainer = make_frodo_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
-    return TrainerProgram(trainer.init_batch, trainer.run_chunk_batch, num_chunks, run.updates_per_chunk,
-                          frames_per_update * run.updates_per_chunk)
+    frames_per_update = config.frames_per_meta_update * env_spec.frames_per_step
+    return TrainerProgram(trainer.init_batch, trainer.run_chunk_batch, total_updates // run.updates_per_chunk,
+                          run.updates_per_chunk, frames_per_update * run.updates_per_chunk)
 
 
 def build_frodo_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """FRODO on Atari: one seed per job; IMPALA's actor threads (or synchronous actor) and the meta-update."""
     from rlrepro.agents.frodo.host_trainer import HostFrodoTrainer
-    from rlrepro.agents.registry import TrainerProgram, num_chunks_for
+    from rlrepro.agents.registry import TrainerProgram
     from rlrepro.environments.errors import UnsupportedSetupError
 
     if agent.network.kind != "frodo_conv":
         raise UnsupportedSetupError(f"agent.network.kind '{agent.network.kind}' cannot read Atari frames: use frodo_conv")
-    probe_config = frodo_config(agent, total_updates=1)
-    frames_per_update = probe_config.frames_per_meta_update * env_spec.frames_per_step
-    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
-    total_updates = num_chunks * run.updates_per_chunk
-    config = frodo_config(agent, total_updates=total_updates, meta_unroll=1)  # g_eta's LSTM as a scan on Atari
-    trainer = HostFrodoTrainer(
-        config, env_spec, agent.actor, updates_per_chunk=run.updates_per_chunk, total_updates=total_updates
-    )
+    config, total_updates, actor = resolve_frodo(agent, env_spec, frames=frames, run=run)
+    trainer = HostFrodoTrainer(config, env_spec, actor, updates_per_chunk=run.updates_per_chunk, total_updates=total_updates)
+    frames_per_update = config.frames_per_meta_update * env_spec.frames_per_step
 
     def init_batch(keys: Any) -> Any:
         if len(keys) != 1:
             raise UnsupportedSetupError("Atari jobs train one seed each: set run.seeds_per_job: 1 in the spec")
         return trainer.init(keys[0])
 
-    return TrainerProgram(init_batch, trainer.run_chunk, num_chunks, run.updates_per_chunk,
+    return TrainerProgram(init_batch, trainer.run_chunk, total_updates // run.updates_per_chunk, run.updates_per_chunk,
                           frames_per_update * run.updates_per_chunk)

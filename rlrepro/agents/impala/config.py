@@ -11,9 +11,11 @@ from typing import Literal
 
 Correction = Literal["vtrace", "one_step_is", "epsilon", "none"]
 LrSchedule = Literal["linear_to_zero", "constant"]
+RewardTransform = Literal["clip", "soft_asymmetric_code", "soft_asymmetric_paper"]
 
 CORRECTIONS: tuple[str, ...] = ("vtrace", "one_step_is", "epsilon", "none")
 LR_SCHEDULES: tuple[str, ...] = ("linear_to_zero", "constant")
+REWARD_TRANSFORMS: tuple[str, ...] = ("clip", "soft_asymmetric_code", "soft_asymmetric_paper")
 CONV_KINDS: tuple[str, ...] = ("impala_shallow", "impala_deep")
 SHALLOW_TORSOS: tuple[str, ...] = ("a3c_2conv", "nature_3conv")
 
@@ -79,6 +81,8 @@ class ImpalaConfig:
       rmsprop_decay: RMSProp second-moment decay. 0.99 (released code; the paper does not state it).
       rmsprop_epsilon: RMSProp epsilon, inside the square root (TF1 semantics). 0.01 (Table G.1).
       rmsprop_momentum: RMSProp momentum. 0.0 (Tables D.3, G.1).
+      rmsprop_eps_in_sqrt: epsilon inside the square root (TF1, notes §1.5) or outside (PyTorch). True.
+      rmsprop_initial_scale: initial second-moment accumulator (TF1: 1.0; PyTorch: 0.0). 1.0.
       max_grad_norm: global gradient-norm clip; None disables it. 40.0 (Table G.1; DMLab: none).
       lr_schedule: "linear_to_zero" anneals the learning rate linearly to 0 over ``total_updates``
         (Table G.1; the code anneals over frames, which is the same since every update consumes T * B
@@ -90,6 +94,9 @@ class ImpalaConfig:
         squared error (notes §4 item 1, §5 item 2).
       reward_clip: rewards are clipped to [-c, c] in the learner before V-trace; None leaves them
         unclipped. 1.0 (Table G.1).
+      reward_transform: "clip" (``reward_clip``; Atari, single-task DMLab), "soft_asymmetric_code" (the
+        released code's DMLab-30 squashing ``5 tanh(r / 5)``, times 0.3 where r < 0) or
+        "soft_asymmetric_paper" (Fig. D.1: ``0.3 min(tanh r, 0) + 5 max(tanh r, 0)``); notes §4 item 2.
       correction: off-policy correction (§5.2.2, Table 2). "vtrace": V-trace targets and
         advantages; "one_step_is": uncorrected n-step value targets, pg advantage multiplied by the
         clipped importance weight ("V-trace without traces"); "epsilon": no correction, with
@@ -114,12 +121,15 @@ class ImpalaConfig:
     rmsprop_decay: float = 0.99
     rmsprop_epsilon: float = 0.01
     rmsprop_momentum: float = 0.0
+    rmsprop_eps_in_sqrt: bool = True
+    rmsprop_initial_scale: float = 1.0
     max_grad_norm: float | None = 40.0
     lr_schedule: LrSchedule = "linear_to_zero"
     total_updates: int = 10_000
     entropy_cost: float = 0.01
     baseline_cost: float = 0.5
     reward_clip: float | None = 1.0
+    reward_transform: RewardTransform = "clip"
     correction: Correction = "vtrace"
     rho_bar: float = 1.0
     c_bar: float = 1.0
@@ -134,6 +144,10 @@ class ImpalaConfig:
         problems = []
         if self.correction not in CORRECTIONS:
             problems.append(f"correction must be one of {CORRECTIONS}, got {self.correction!r}")
+        if self.reward_transform not in REWARD_TRANSFORMS:
+            problems.append(f"reward_transform must be one of {REWARD_TRANSFORMS}, got {self.reward_transform!r}")
+        if self.rmsprop_initial_scale < 0:
+            problems.append(f"rmsprop_initial_scale must be >= 0, got {self.rmsprop_initial_scale}")
         if self.lr_schedule not in LR_SCHEDULES:
             problems.append(f"lr_schedule must be one of {LR_SCHEDULES}, got {self.lr_schedule!r}")
         for name in ("unroll_length", "batch_size", "total_updates"):

@@ -94,13 +94,14 @@ def make_lr_schedule(config: ImpalaConfig) -> optax.Schedule:
 
 
 def make_optimizer(config: ImpalaConfig) -> optax.GradientTransformation:
-    """TF1 RMSProp (eps inside the square root, accumulator initialised to 1; notes §1.5), after optional clipping."""
+    """RMSProp after optional clipping; TF1 semantics by default (eps inside the square root, accumulator
+    initialised to 1; notes §1.5), as ``rmsprop_eps_in_sqrt`` and ``rmsprop_initial_scale`` say."""
     rmsprop = optax.rmsprop(
         make_lr_schedule(config),
         decay=config.rmsprop_decay,
         eps=config.rmsprop_epsilon,
-        initial_scale=1.0,
-        eps_in_sqrt=True,
+        initial_scale=config.rmsprop_initial_scale,
+        eps_in_sqrt=config.rmsprop_eps_in_sqrt,
         momentum=config.rmsprop_momentum or None,
     )
     if config.max_grad_norm is None:
@@ -149,6 +150,24 @@ def corrected_targets(
     return out.errors, pg_advantage
 
 
+def transform_rewards(config: ImpalaConfig, r_t: jax.Array) -> jax.Array:
+    """The learner's reward transform before V-trace (notes §4 item 2).
+
+    clip: ``clip(r, -c, c)`` (Table G.1, c = ``reward_clip``; None: raw). soft_asymmetric_code (released
+    code, DMLab-30): ``5 tanh(r / 5)``, times 0.3 where r < 0. soft_asymmetric_paper (Fig. D.1):
+    ``0.3 min(tanh r, 0) + 5 max(tanh r, 0)``.
+    """
+    if config.reward_transform == "soft_asymmetric_code":
+        squeezed = jnp.tanh(r_t / 5.0)
+        return jnp.where(r_t < 0, 0.3 * squeezed, squeezed) * 5.0
+    if config.reward_transform == "soft_asymmetric_paper":
+        squashed = jnp.tanh(r_t)
+        return 0.3 * jnp.minimum(squashed, 0.0) + 5.0 * jnp.maximum(squashed, 0.0)
+    if config.reward_clip is None:
+        return r_t
+    return jnp.clip(r_t, -config.reward_clip, config.reward_clip)
+
+
 def apply_to_batch(network: ActorCritic, params: Params, batch: Batch) -> tuple[jax.Array, jax.Array]:
     """Re-run ``network`` on the T + 1 observations of ``batch`` (notes §1.4).
 
@@ -185,9 +204,7 @@ def loss_fn(
     """
     logits, values = apply_to_batch(network, params, batch)
     logits_tm1, v_tm1, v_t = logits[:-1], values[:-1], values[1:]
-    rewards = batch.rewards.astype(jnp.float32)
-    if config.reward_clip is not None:
-        rewards = jnp.clip(rewards, -config.reward_clip, config.reward_clip)
+    rewards = transform_rewards(config, batch.rewards.astype(jnp.float32))
     discount_t = config.discount * (1.0 - batch.dones.astype(jnp.float32))
 
     stream_log_prob = _per_stream(log_prob)

@@ -2,25 +2,35 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
 
 from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
 from rlrepro.agents.registry import TrainerProgram, num_chunks_for
 from rlrepro.environments.availability import require_backend
 from rlrepro.environments.errors import UnsupportedSetupError
 from rlrepro.specs import ImpalaAgentSpec
+from rlrepro.specs.agents.impala import ActorSpec
 from rlrepro.specs.environments import AtariEnvSpec, JaxEnvSpec
 from rlrepro.specs.experiment import RunSpec
 
 
-def impala_config(agent: ImpalaAgentSpec, total_updates: int) -> Any:
-    """The IMPALA learner config from its spec."""
-    from rlrepro.agents.impala.config import ImpalaConfig
+class ImpalaSetup(NamedTuple):
+    """Everything an IMPALA run takes from its agent spec: the learner config and the actors' organisation
+    (``actor`` acts on host environments only; pure-JAX tasks act synchronously inside the jitted loop)."""
 
-    if agent.loss.reward_transform != "clip":
-        raise UnsupportedSetupError(
-            f"agent.loss.reward_transform '{agent.loss.reward_transform}' is only used on DMLab-30; use 'clip'"
-        )
+    config: ImpalaConfig
+    actor: ActorSpec
+
+
+def resolve_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: RunSpec) -> ImpalaSetup:
+    """The one place an IMPALA spec becomes its run's configuration (used by ``build_impala``)."""
+    frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
+    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
+    return ImpalaSetup(impala_config(agent, total_updates=num_chunks * run.updates_per_chunk), agent.actor)
+
+
+def impala_config(agent: ImpalaAgentSpec, total_updates: int) -> ImpalaConfig:
+    """The IMPALA learner config from its spec (every field of ``optimizer``, ``loss`` and ``network``)."""
     opt, loss = agent.optimizer, agent.loss
     return ImpalaConfig(
         discount=loss.discount,
@@ -30,12 +40,15 @@ def impala_config(agent: ImpalaAgentSpec, total_updates: int) -> Any:
         rmsprop_decay=opt.decay,
         rmsprop_epsilon=opt.epsilon,
         rmsprop_momentum=opt.momentum,
+        rmsprop_eps_in_sqrt=opt.eps_in_sqrt,
+        rmsprop_initial_scale=opt.initial_scale,
         max_grad_norm=opt.max_grad_norm,
         lr_schedule=opt.lr_schedule,
         total_updates=total_updates,
         entropy_cost=loss.entropy_cost,
         baseline_cost=loss.baseline_cost,
         reward_clip=loss.reward_clip,
+        reward_transform=loss.reward_transform,
         correction=loss.correction,
         rho_bar=loss.rho_bar,
         c_bar=loss.c_bar,
@@ -64,7 +77,7 @@ def build_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: Run
 
     frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
     num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
-    config = impala_config(agent, total_updates=num_chunks * run.updates_per_chunk)
+    config = resolve_impala(agent, env_spec, frames=frames, run=run).config
     env = make_jax_env(env_spec.name, **env_spec.kwargs)
     trainer = make_jax_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
     return TrainerProgram(
@@ -86,8 +99,8 @@ def build_impala_atari(agent: ImpalaAgentSpec, env_spec: AtariEnvSpec, *, frames
 
     frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
     num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
-    config = impala_config(agent, total_updates=num_chunks * run.updates_per_chunk)
-    trainer = HostImpalaTrainer(config, env_spec, agent.actor, updates_per_chunk=run.updates_per_chunk)
+    setup = resolve_impala(agent, env_spec, frames=frames, run=run)
+    trainer = HostImpalaTrainer(setup.config, env_spec, setup.actor, updates_per_chunk=run.updates_per_chunk)
 
     def init_batch(keys: Any) -> Any:
         if len(keys) != 1:

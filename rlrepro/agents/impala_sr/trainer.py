@@ -72,6 +72,13 @@ def impala_sr_config(agent: ImpalaSRAgentSpec, total_updates: int) -> ImpalaSRCo
     )
 
 
+def resolve_impala_sr(agent: ImpalaSRAgentSpec, env_spec: Any, *, frames: int, run: RunSpec) -> ImpalaSRConfig:
+    """The one place an IMPALA+SR spec becomes its run's configuration (used by ``build_impala_sr``)."""
+    frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
+    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
+    return impala_sr_config(agent, total_updates=num_chunks * run.updates_per_chunk)
+
+
 def build_impala_sr(agent: ImpalaSRAgentSpec, env_spec: Any, *, frames: int, run: RunSpec) -> TrainerProgram:
     """IMPALA+SR on a pure-JAX environment: one jitted, seed-vmapped call per chunk."""
     require_backend(env_spec)
@@ -89,7 +96,7 @@ def build_impala_sr(agent: ImpalaSRAgentSpec, env_spec: Any, *, frames: int, run
         )
     frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
     num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
-    config = impala_sr_config(agent, total_updates=num_chunks * run.updates_per_chunk)
+    config = resolve_impala_sr(agent, env_spec, frames=frames, run=run)
     trainer = make_sr_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
     return TrainerProgram(
         init_batch=trainer.init_batch,

@@ -11,6 +11,11 @@ from rlrepro.agents.vracer.build import write_random_score
 from rlrepro.environments.errors import UnsupportedSetupError
 
 
+def resolve_naf(agent: Any, env_spec: Any, *, frames: int, run: Any) -> NAFConfig:
+    """The one place a NAF spec becomes its run's configuration (used by ``build_naf``)."""
+    return NAFConfig.from_spec(agent)
+
+
 def build_naf(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """NAF on one MuJoCo task, every seed of the job in lockstep; chunk = ``run.updates_per_chunk`` env steps."""
     from rlrepro.agents.naf.trainer import HostNAF
@@ -23,7 +28,7 @@ def build_naf(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
         raise UnsupportedSetupError(f"NAF on '{env_spec.kind}' environments is not implemented (use kind: mujoco)")
     total = num_steps(frames, env_spec)
     steps = min(run.updates_per_chunk, total)
-    naf = HostNAF(NAFConfig.from_spec(agent), env_spec)
+    naf = HostNAF(resolve_naf(agent, env_spec, frames=frames, run=run), env_spec)
     return TrainerProgram(
         lambda keys: naf.init(seeds_of(keys)), lambda state: naf.run(state, steps),
         math.ceil(total / steps), steps, steps * env_spec.frames_per_step,

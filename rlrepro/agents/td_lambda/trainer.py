@@ -83,6 +83,22 @@ def make_td_lambda_trainer(env: Any, config: TdLambdaConfig, *, updates_per_chun
     return TdTrainer(jax.jit(jax.vmap(init_fn)), jax.jit(jax.vmap(chunk_fn)))
 
 
+def resolve_td_lambda(agent: Any, env_spec: Any, *, frames: int, run: Any) -> TdLambdaConfig:
+    """The one place a TD(lambda) spec becomes its run's configuration (used by ``build_td_lambda``)."""
+    frames_per_update = agent.unroll_length * agent.trajectories_per_update * env_spec.frames_per_step
+    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
+    total_steps = num_chunks * run.updates_per_chunk * agent.trajectories_per_update
+    return TdLambdaConfig(
+        trace_lambda=agent.trace_lambda,
+        optimizer=optimizer_config(agent.optimizer, total_steps),
+        unroll_length=agent.unroll_length,
+        discount=agent.discount,
+        network=agent.network.kind,
+        hidden_sizes=tuple(getattr(agent.network, "hidden_sizes", (64, 64))),
+        trajectories_per_update=agent.trajectories_per_update,
+    )
+
+
 def build_td_lambda(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """TD(lambda) on a pure-JAX prediction environment (one with ``true_values``, e.g. the random walk)."""
     from rlrepro.agents.registry import TrainerProgram
@@ -99,18 +115,7 @@ def build_td_lambda(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
         raise UnsupportedSetupError(f"td_lambda needs a prediction environment with true values; '{env_spec.name}' has none")
     frames_per_update = agent.unroll_length * agent.trajectories_per_update * env_spec.frames_per_step
     num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
-    total_steps = num_chunks * run.updates_per_chunk * agent.trajectories_per_update
-    config = TdLambdaConfig(
-        trace_lambda=agent.trace_lambda,
-        optimizer=optimizer_config(agent.optimizer, total_steps),
-        unroll_length=agent.unroll_length,
-        discount=agent.discount,
-        network=agent.network.kind,
-        hidden_sizes=tuple(getattr(agent.network, "hidden_sizes", (64, 64))),
-        trajectories_per_update=agent.trajectories_per_update,
-    )
-    if config.network not in ("tabular", "mlp"):
-        raise UnsupportedSetupError(f"td_lambda supports tabular and mlp value networks, not '{config.network}'")
+    config = resolve_td_lambda(agent, env_spec, frames=frames, run=run)
     trainer = make_td_lambda_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
     return TrainerProgram(trainer.init_batch, trainer.run_chunk_batch, num_chunks, run.updates_per_chunk,
                           frames_per_update * run.updates_per_chunk)

@@ -12,6 +12,11 @@ from rlrepro.agents.vracer.config import VRacerConfig
 from rlrepro.environments.errors import UnsupportedSetupError
 
 
+def resolve_vracer(agent: Any, env_spec: Any, *, frames: int, run: Any) -> VRacerConfig:
+    """The one place a V-RACER spec becomes its run's configuration (used by ``build_vracer``)."""
+    return VRacerConfig.from_spec(agent)
+
+
 def build_vracer(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """V-RACER on one MuJoCo task, every seed of the job in lockstep; chunk = ``run.updates_per_chunk`` env steps."""
     from rlrepro.agents.registry import TrainerProgram
@@ -21,7 +26,7 @@ def build_vracer(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     require_backend(env_spec)
     if env_spec.kind != "mujoco":
         raise UnsupportedSetupError(f"V-RACER on '{env_spec.kind}' environments is not implemented (use kind: mujoco)")
-    config = VRacerConfig.from_spec(agent)
+    config = resolve_vracer(agent, env_spec, frames=frames, run=run)
     total = num_steps(frames, env_spec)
     steps = min(run.updates_per_chunk, total)
     vracer = HostVRacer(config, env_spec)

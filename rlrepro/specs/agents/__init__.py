@@ -29,9 +29,28 @@ AGENT_KINDS: tuple[str, ...] = (
     "impala", "frodo", "td_lambda", "dqn", "loss_search", "impala_sr", "vracer", "ddpg", "naf",
 )
 
+# Fields an agent kind cannot honour at any value but one: the spec model rejects other values (naming the
+# field), so nothing is silently ignored. Every other field changes the agent's resolved configuration
+# (tests/agents/test_spec_fields_reach_configs.py walks them all).
+FIXED_FIELDS: dict[str, dict[str, str]] = {
+    "frodo": {
+        "optimizer.eps_in_sqrt": "true: FRODO differentiates through RMSProp",
+        "meta_optimizer.eps_in_sqrt": "true: FRODO differentiates through RMSProp",
+    },
+    "dqn": {
+        "network.lstm_size": "null on the conv Q-network: DQN is feed-forward",
+        "network.last_action_reward_inputs": "false on the conv Q-network: DQN is feed-forward",
+    },
+    "loss_search": {
+        "inner.network.lstm_size": "null on the conv Q-network: DQN is feed-forward",
+        "inner.network.last_action_reward_inputs": "false on the conv Q-network: DQN is feed-forward",
+    },
+}
+
 __all__ = [
     "AGENT_KINDS",
     "AgentSpec",
+    "FIXED_FIELDS",
     "ConvNetworkSpec",
     "DDPGAgentSpec",
     "DQNAgentSpec",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rlrepro.specs.agents.common import MLPNetworkSpec, NetworkSpec
 from rlrepro.specs.common import PositiveCount, SpecModel
@@ -90,6 +90,17 @@ class DQNAgentSpec(SpecModel):
         None,
         description="Atari: agent steps between evaluation rounds (App. B: 1e6); null: one evaluation after the last chunk.",
     )
+
+
+    @model_validator(mode="after")
+    def _feed_forward_q_network(self) -> "DQNAgentSpec":
+        network = self.network
+        if network.kind != "mlp" and (network.lstm_size is not None or network.last_action_reward_inputs):
+            raise ValueError(
+                "network: DQN's Q-network is feed-forward on frames: lstm_size must be null and "
+                "last_action_reward_inputs false"
+            )
+        return self
 
 
 class ExecutorSpec(SpecModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal, Union
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rlrepro.specs.agents.common import MLPNetworkSpec, RMSPropSpec
 from rlrepro.specs.agents.impala import ActorSpec
@@ -127,3 +127,13 @@ class FrodoAgentSpec(SpecModel):
             "Unused on pure-JAX tasks, which act inside the jitted meta-update."
         ),
     )
+
+    @model_validator(mode="after")
+    def _differentiable_optimisers(self) -> "FrodoAgentSpec":
+        for name in ("optimizer", "meta_optimizer"):
+            if not getattr(self, name).eps_in_sqrt:
+                raise ValueError(
+                    f"{name}.eps_in_sqrt: FRODO differentiates through RMSProp, which needs eps inside the square "
+                    "root (NaN gradients otherwise): it must be true"
+                )
+        return self
