@@ -855,8 +855,10 @@ def sync_all(
 # --------------------------------------------------------------------------------------------------
 # presentation: what a person browsing the MLflow UI sees
 
-#: MLflow 3 opens an experiment in its GenAI view (traces, latency, an assistant) unless the experiment says it
-#: holds model training; the UI reads this tag (values of its ExperimentKind: "custom_model_development", ...).
+#: The experiment's kind as MLflow 3's UI reads it (its ExperimentKind values: "custom_model_development", ...): the
+#: kind selector shows "model training" and the runs page reads "Training runs". It does not by itself change a
+#: browser in the UI's GenAI mode (the default), which opens experiments on a traces overview: README's link adds
+#: ``workflowType=machine_learning`` for that.
 EXPERIMENT_KIND_TAG = "mlflow.experimentKind"
 EXPERIMENT_KIND = "custom_model_development"
 #: The experiment's (and a run's) description, shown as Markdown by the UI.
