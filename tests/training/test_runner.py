@@ -268,7 +268,7 @@ def _start(command: list[str], log: Path, env: dict[str, str]) -> subprocess.Pop
         return subprocess.Popen(command, stdout=handle, stderr=subprocess.STDOUT, env=env, cwd=log.parent)
 
 
-def _wait_for_lines(path: Path, count: int, process: subprocess.Popen, timeout: float = 120.0) -> None:
+def _wait_for_lines(path: Path, count: int, process: subprocess.Popen, timeout: float = 600.0) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if path.exists() and len(path.read_text().splitlines()) >= count:
