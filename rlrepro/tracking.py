@@ -29,6 +29,7 @@ import math
 import os
 import random
 import re
+import signal
 import sqlite3
 import sys
 import tempfile
@@ -64,7 +65,7 @@ SUMMARY_TAG = "rlrepro.summary_sha256"
 #: On the KILLED mirror of an interrupted run: sha256 of the metrics.jsonl it mirrors.
 METRICS_TAG = "rlrepro.metrics_sha256"
 #: Seconds an interrupted trainer spends marking its mirrors KILLED before it exits anyway.
-KILL_MARK_TIMEOUT_S = 3.0
+KILL_MARK_TIMEOUT_S = 5.0
 
 SPEC_FILE = "spec.resolved.json"
 METRICS_FILE = "metrics.jsonl"
@@ -345,6 +346,30 @@ def _is_unreachable(exc: BaseException) -> bool:
     return False
 
 
+def _uninterrupted(fn: Callable[[], T]) -> T:
+    """``fn()`` with Ctrl-C and SIGTERM held until it returns (main thread only; one MLflow call is short).
+
+    An interrupt that lands inside an MLflow call can leave this process's sqlite connection in an open write
+    transaction: the store then stays locked for the other jobs and for this job's own KILLED marking.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return fn()
+    received: list[int] = []
+    previous = {}
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        handler = signal.getsignal(signum)
+        if handler is None or handler == signal.SIG_IGN:
+            continue
+        previous[signum] = signal.signal(signum, lambda number, frame: received.append(number))
+    try:
+        return fn()
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+        if received:
+            signal.raise_signal(received[0])  # delivered now, to the handler that was in place
+
+
 def _retry(
     fn: Callable[[], T],
     *,
@@ -577,7 +602,7 @@ class RunTracker:
 
     # -- plumbing
     def _call(self, fn: Callable[[], T]) -> T:
-        return _retry(fn, tries=self.retries)
+        return _retry(lambda: _uninterrupted(fn), tries=self.retries)
 
     def _disable(self, exc: BaseException) -> None:
         if self.strict:

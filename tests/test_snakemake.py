@@ -286,7 +286,8 @@ def test_ctrl_c_with_two_jobs_exits_in_seconds_with_runs_killed_and_the_next_syn
     # Its own process group, which receives the SIGINT as a terminal's Ctrl-C reaches every process in it.
     with open(tmp_path / "snakemake.log", "w") as log:
         process = subprocess.Popen(command, cwd=workdir, env=subprocess_env, stdout=log, stderr=subprocess.STDOUT,
-                                   start_new_session=True)  # fmt: skip
+                                   start_new_session=True,
+                                   preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))  # fmt: skip
     runs = base / "smoke" / "runs" / "toytest" / "toy_ctrlc"
     try:
         deadline = time.monotonic() + 600

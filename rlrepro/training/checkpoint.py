@@ -56,8 +56,11 @@ def save(path: Path, state: Any, meta: dict[str, Any]) -> None:
         handle.write(payload)
         handle.flush()
         os.fsync(handle.fileno())
-    if path.exists():  # a crash between the two renames leaves only .prev, which load_latest then uses
-        os.replace(path, previous_path(path))
+    if path.exists():  # keep it back as .prev through a hard link: ``path`` itself is never missing
+        link = path.with_name(path.name + ".prev.tmp")
+        link.unlink(missing_ok=True)
+        os.link(path, link)
+        os.replace(link, previous_path(path))
     os.replace(tmp, path)
 
 

@@ -158,11 +158,11 @@ def test_an_empty_or_truncated_checkpoint_is_reported_and_the_previous_one_used(
     assert str(path) in capsys.readouterr().err
 
 
-def test_only_the_kept_back_checkpoint_left_by_a_crash_between_the_renames_is_used(tmp_path: Path):
+def test_only_the_kept_back_checkpoint_is_used_when_the_newest_is_missing(tmp_path: Path):
     path = tmp_path / "c.ckpt"
     checkpoint.save(path, _state(1), {"chunk": 1})
     checkpoint.save(path, _state(2), {"chunk": 2})
-    path.unlink()  # what a crash after 'c.ckpt -> c.ckpt.prev' and before 'c.ckpt.tmp -> c.ckpt' leaves
+    path.unlink()  # e.g. deleted by hand
     found = checkpoint.load_latest(path)
     assert found is not None and found.meta == {"chunk": 1}
 
