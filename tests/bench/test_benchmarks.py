@@ -11,6 +11,7 @@ TINY = {
     "frodo": (["--kind", "atari", "--inner-steps", "1", "--batch-size", "2", "--unroll-length", "2", "--repeats", "1"], "ratio"),
     "evolving-rl": (["--updates", "10"], "ratio"),
     "planning": (["--repeats", "1"], "snakemake -n"),
+    "impala-sr": (["--batch-size", "4", "--unroll", "5", "--big-capacity", "20", "--repeats", "1", "--rounds", "1"], "ratio"),
 }
 
 
