@@ -63,6 +63,7 @@ class Chain:
     reward_timing: Literal["outcome_exit", "outcome_entry"] = "outcome_exit"
     outcome_discount: float = 0.0
     reward: float = 1.0
+    deterministic_start: bool = dataclasses.field(default=True, init=False, repr=False)  # always the centre
 
     def __post_init__(self) -> None:
         problems = []
