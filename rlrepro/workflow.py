@@ -144,7 +144,7 @@ def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Sca
     return _hash(
         {
             "agent": resolve_agent(spec, variant, scale).model_dump(mode="json"),
-            "env": env.model_dump(mode="json"),
+            "env": _without_reference_scores(env.model_dump(mode="json")),
             "frames": spec.scale(scale).frames,
             "run": spec.run.model_dump(mode="json", exclude={"seeds_per_job", "whole_machine"}),  # how jobs are laid out, not what they compute
         }
@@ -196,6 +196,17 @@ def cannot_run(experiment: ExperimentPlan) -> str | None:
         if env.id in needed and (reason := env_missing(env) or not_implemented(experiment.spec.agent.kind, env.kind)):
             return reason
     return None
+
+
+def _without_reference_scores(env: object) -> object:
+    """An environment's dump without the fields only the verdicts read (random_score, and return_range where
+    training does not use it: every kind but gym), so adding them does not retrain finished runs."""
+    if isinstance(env, list):
+        return [_without_reference_scores(item) for item in env]
+    if not isinstance(env, dict):
+        return env
+    drop = {"random_score"} | ({"return_range"} if env.get("kind") != "gym" or env.get("return_range") is None else set())
+    return {k: _without_reference_scores(v) for k, v in env.items() if k not in drop}
 
 
 def _hash(data: object) -> str:

@@ -212,11 +212,11 @@ def _what_would_decide(claim: OrderingClaim, comparisons: list[_Comparison]) -> 
         if sd > 0 and target > 0:
             needs.append((stats.seeds_to_detect(sd, target, equivalence=claim.relation == "matches"), c, what, sd))
     if any(c.at_bound for c in comparisons):
-        floor_note = "runs that leave the floor/ceiling (more frames) would decide the comparisons stuck there"
+        floor_note = "Runs that leave the floor/ceiling (more frames) would decide the comparisons stuck there"
     else:
         floor_note = ""
     if not needs:
-        wrong = "the observed differences point the other way: more seeds would more likely contradict it"
+        wrong = "The observed differences point the other way: more seeds would more likely contradict it"
         return "; ".join(x for x in (floor_note, wrong if not floor_note else "") if x)
     n, c, what, sd = max(needs, key=lambda x: x[0])
     text = (

@@ -110,3 +110,16 @@ def test_atari_thresholds_use_the_shipped_random_table() -> None:
 
 def test_non_return_metrics_are_not_compared_with_random_scores() -> None:
     assert validate_spec(spec_with(threshold(op="<=", value=0.3, metric="value_error"), environments=SCORED))
+
+
+def test_reference_scores_do_not_change_a_runs_config_hash() -> None:
+    from rlrepro.workflow import config_hash
+
+    plain = validate_spec(spec_with())
+    scored = validate_spec(spec_with(environments=SCORED))
+    assert config_hash(plain, "a", "catch", "cpu") == config_hash(scored, "a", "catch", "cpu")
+    gym = [{"kind": "gym", "id": "catch", "name": "CartPole-v0"}, {"kind": "gym", "id": "cartpole", "name": "CartPole-v0"}]
+    with_range = [{**g, "return_range": [0.0, 200.0]} for g in gym]
+    # a gym environment's return_range does change its numbers (normalized_return): it stays in the hash
+    assert config_hash(validate_spec(spec_with(environments=gym)), "a", "catch", "cpu") != config_hash(
+        validate_spec(spec_with(environments=with_range)), "a", "catch", "cpu")
