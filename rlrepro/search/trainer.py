@@ -92,9 +92,9 @@ def dqn_hurdle_score(agent: Any, env_spec: Any, seed: int) -> float:
 class _Search:
     """Runs proposals for a batch of search seeds through one executor."""
 
-    def __init__(self, agent: Any, env_spec: Any):
-        self.agent, self.env_spec = agent, env_spec
-        self.config = evolution_config(agent)
+    def __init__(self, agent: Any, env_spec: Any, setup: "LossSearchSetup"):
+        self.agent, self.env_spec, self.setup = agent, env_spec, setup
+        self.config = setup.evolution
         self.executor = None
 
     def _executor(self):
@@ -132,7 +132,7 @@ class _Search:
         return [evolution.SearchState(rng=np.random.default_rng([seed, 20_21])) for seed in seeds_of(keys)]
 
     def run_chunk(self, states: list[evolution.SearchState], trials: int, seeds: list[int]):
-        per_round = self.agent.proposals_per_round or self.agent.executor.workers
+        per_round = self.setup.proposals_per_round
         for state, seed in zip(states, seeds):
             evaluate = self._evaluate(eval_task(self.agent, self.env_spec, seed))
             evolution.run_proposals(state, self.config, trials, per_round, evaluate)
@@ -180,7 +180,7 @@ def build_loss_search(agent: Any, env_spec: Any, *, frames: int, run: Any) -> An
     if env_spec.kind != "gym_suite":
         raise UnsupportedSetupError(f"a loss search needs a 'gym_suite' environment (hurdle first), got '{env_spec.kind}'")
     require_backend(env_spec)
-    search = _Search(agent, env_spec)
+    search = _Search(agent, env_spec, resolve_loss_search(agent, env_spec, frames=frames, run=run))
     per_chunk = min(agent.trials_per_chunk, frames)
     num_chunks = math.ceil(frames / per_chunk)
     holder: dict[str, list[int]] = {}
@@ -202,9 +202,13 @@ class LossSearchSetup(NamedTuple):
     task: EvalTask
     executor: Any
     trials_per_chunk: int
+    proposals_per_round: int  # children proposed from one population before any joins it
 
 
 def resolve_loss_search(agent: Any, env_spec: Any, *, frames: int, run: Any) -> LossSearchSetup:
     """The search's configuration from its spec (the task at seed 0; each run re-derives it from its seed)."""
     del frames, run
-    return LossSearchSetup(evolution_config(agent), eval_task(agent, env_spec, 0), agent.executor, agent.trials_per_chunk)
+    per_round = agent.proposals_per_round or agent.executor.workers
+    return LossSearchSetup(
+        evolution_config(agent), eval_task(agent, env_spec, 0), agent.executor, agent.trials_per_chunk, per_round
+    )
