@@ -66,9 +66,10 @@ def test_an_unroll_has_t_plus_one_observations_and_carries_over():
     np.testing.assert_array_equal(first.observations[:, 0, 0], [0, 1, 2, 0, 1])  # same-step reset after 3 steps
     np.testing.assert_array_equal(first.dones[:, 0], [False, False, True, False])
     assert first.episode_returns == (3.0, 3.0)
-    # previous action/reward are zero at the start of an episode
-    np.testing.assert_array_equal(first.prev_actions[:, 0], [0, 1, 1, 0, 1])
-    np.testing.assert_array_equal(first.prev_rewards[:, 0], [0, 1, 1, 0, 1])
+    # previous action/reward: zero before the very first step only; after a done they are the last step's
+    # (released code and our learner; the core state alone is reset)
+    np.testing.assert_array_equal(first.prev_actions[:, 0], [0, 1, 1, 1, 1])
+    np.testing.assert_array_equal(first.prev_rewards[:, 0], [0, 1, 1, 1, 1])
     _, second = play_unroll(env, policy_step, no_core, 1, 8, state, unroll_length=4)
     np.testing.assert_array_equal(second.observations[0], first.observations[-1])  # first = last of the previous
 
