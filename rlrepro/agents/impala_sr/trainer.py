@@ -9,7 +9,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from rlrepro.agents.impala.config import ImpalaConfig
+from rlrepro.agents.impala.trainer import impala_config
 from rlrepro.agents.impala_sr.config import ImpalaSRConfig, SRConfig
 from rlrepro.agents.registry import TrainerProgram, num_chunks_for
 from rlrepro.environments.availability import require_backend
@@ -26,29 +26,7 @@ def impala_sr_config(agent: ImpalaSRAgentSpec, total_updates: int) -> ImpalaSRCo
         raise UnsupportedSetupError(f"agent.loss.reward_transform '{loss.reward_transform}': impala_sr supports 'clip'")
     if opt.kind != "rmsprop":
         raise UnsupportedSetupError(f"agent.optimizer.kind '{opt.kind}': impala_sr supports rmsprop")
-    impala = ImpalaConfig(
-        discount=loss.discount,
-        unroll_length=agent.unroll_length,
-        batch_size=agent.batch_size,
-        learning_rate=opt.learning_rate,
-        rmsprop_decay=opt.decay,
-        rmsprop_epsilon=opt.epsilon,
-        rmsprop_momentum=opt.momentum,
-        max_grad_norm=opt.max_grad_norm,
-        lr_schedule=opt.lr_schedule,
-        total_updates=total_updates,
-        entropy_cost=loss.entropy_cost,
-        baseline_cost=loss.baseline_cost,
-        reward_clip=loss.reward_clip,
-        correction=loss.correction,
-        rho_bar=loss.rho_bar,
-        c_bar=loss.c_bar,
-        pg_rho_bar=loss.pg_rho_bar,
-        lambda_=loss.trace_lambda,
-        epsilon_correction=loss.epsilon_correction,
-        policy_lag=agent.policy_lag,
-        hidden_sizes=tuple(agent.network.hidden_sizes),
-    )
+    impala = impala_config(agent, total_updates)  # IMPALA's own derivation: the fields are the same
     sr_config = SRConfig(
         enabled=sr.enabled,
         alpha=sr.alpha,
