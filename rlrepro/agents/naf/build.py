@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from rlrepro.agents.dqn.build import seeds_of
 from rlrepro.agents.naf.config import NAFConfig
-from rlrepro.agents.vracer.build import write_random_score
-from rlrepro.environments.errors import UnsupportedSetupError
+from rlrepro.agents.vracer.build import host_program, require_mujoco
 
 
 def resolve_naf(agent: Any, env_spec: Any, *, frames: int, run: Any) -> NAFConfig:
@@ -19,18 +16,6 @@ def resolve_naf(agent: Any, env_spec: Any, *, frames: int, run: Any) -> NAFConfi
 def build_naf(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """NAF on one MuJoCo task, every seed of the job in lockstep; chunk = ``run.updates_per_chunk`` env steps."""
     from rlrepro.agents.naf.trainer import HostNAF
-    from rlrepro.agents.registry import TrainerProgram
-    from rlrepro.agents.vracer.trainer import num_steps
-    from rlrepro.environments.availability import require_backend
 
-    require_backend(env_spec)
-    if env_spec.kind != "mujoco":
-        raise UnsupportedSetupError(f"NAF on '{env_spec.kind}' environments is not implemented (use kind: mujoco)")
-    total = num_steps(frames, env_spec)
-    steps = min(run.updates_per_chunk, total)
-    naf = HostNAF(resolve_naf(agent, env_spec, frames=frames, run=run), env_spec)
-    return TrainerProgram(
-        lambda keys: naf.init(seeds_of(keys)), lambda state: naf.run(state, steps),
-        math.ceil(total / steps), steps, steps * env_spec.frames_per_step,
-        write_artifacts=lambda state, run_dirs: write_random_score(env_spec, run_dirs),
-    )
+    require_mujoco(env_spec, "NAF")
+    return host_program(HostNAF(resolve_naf(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)

@@ -19,19 +19,31 @@ def resolve_vracer(agent: Any, env_spec: Any, *, frames: int, run: Any) -> VRace
 
 def build_vracer(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """V-RACER on one MuJoCo task, every seed of the job in lockstep; chunk = ``run.updates_per_chunk`` env steps."""
-    from rlrepro.agents.registry import TrainerProgram
-    from rlrepro.agents.vracer.trainer import HostVRacer, num_steps
+    from rlrepro.agents.vracer.trainer import HostVRacer
+
+    require_mujoco(env_spec, "V-RACER")
+    return host_program(HostVRacer(resolve_vracer(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)
+
+
+def require_mujoco(env_spec: Any, agent_name: str) -> None:
+    """The ReF-ER agents train on MuJoCo tasks only: the backend must be there and the kind must be mujoco."""
     from rlrepro.environments.availability import require_backend
 
     require_backend(env_spec)
     if env_spec.kind != "mujoco":
-        raise UnsupportedSetupError(f"V-RACER on '{env_spec.kind}' environments is not implemented (use kind: mujoco)")
-    config = resolve_vracer(agent, env_spec, frames=frames, run=run)
+        raise UnsupportedSetupError(f"{agent_name} on '{env_spec.kind}' environments is not implemented (use kind: mujoco)")
+
+
+def host_program(host: Any, env_spec: Any, frames: int, run: Any) -> Any:
+    """The runner's ``TrainerProgram`` of a ReF-ER host loop (V-RACER, DDPG, NAF): every seed in lockstep, a chunk
+    of ``run.updates_per_chunk`` environment steps, R_random written beside every run."""
+    from rlrepro.agents.registry import TrainerProgram
+    from rlrepro.agents.vracer.trainer import num_steps
+
     total = num_steps(frames, env_spec)
     steps = min(run.updates_per_chunk, total)
-    vracer = HostVRacer(config, env_spec)
     return TrainerProgram(
-        lambda keys: vracer.init(seeds_of(keys)), lambda state: vracer.run(state, steps),
+        lambda keys: host.init(seeds_of(keys)), lambda state: host.run(state, steps),
         math.ceil(total / steps), steps, steps * env_spec.frames_per_step,
         write_artifacts=lambda state, run_dirs: write_random_score(env_spec, run_dirs),
     )
