@@ -146,7 +146,8 @@ def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Sca
             "agent": resolve_agent(spec, variant, scale).model_dump(mode="json"),
             "env": _without_reference_scores(env.model_dump(mode="json")),
             "frames": spec.scale(scale).frames,
-            "run": spec.run.model_dump(mode="json", exclude={"seeds_per_job", "whole_machine"}),  # how jobs are laid out, not what they compute
+            # how jobs are laid out and what is drawn, not what they compute
+            "run": spec.run.model_dump(mode="json", exclude={"seeds_per_job", "whole_machine", "diagnostic_curves"}),
         }
     )
 

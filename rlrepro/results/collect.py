@@ -22,6 +22,8 @@ class CellResult:
     finals: list[dict[str, float]] = field(default_factory=list)  # summary.json 'final', one per seed
     frames: list[int] = field(default_factory=list)
     curves: list[list[tuple[int, float]]] = field(default_factory=list)
+    diagnostics: dict[str, list[list[tuple[int, float]]]] = field(default_factory=dict)  # run.diagnostic_curves
+    logged_keys: set[str] = field(default_factory=set)  # every metrics.jsonl key of the cell's runs
     commits: set[str] = field(default_factory=set)
     spec_hashes: set[str] = field(default_factory=set)
     report_metric: str = "final_return"
@@ -39,7 +41,7 @@ class MissingRunsError(RuntimeError):
 
 def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResult]:
     """Summaries and curves of every run unit of ``plan`` under the scale root ``root``."""
-    report, curve = plan.spec.run.report_metric, plan.spec.run.curve_metric
+    report, curve, diagnostics = plan.spec.run.report_metric, plan.spec.run.curve_metric, plan.spec.run.diagnostic_curves
     cells: dict[tuple[str, str], CellResult] = {}
     missing = []
     for job in plan.jobs:
@@ -57,16 +59,20 @@ def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResul
             cell.frames.append(summary["frames"])
             cell.commits.add(summary["run"]["git_commit"])
             cell.spec_hashes.add(summary["run"]["spec_hash"])
-            cell.curves.append(_curve(run_dir / "metrics.jsonl", curve))
+            records = read_metrics(run_dir / "metrics.jsonl")
+            cell.logged_keys.update(key for record in records for key in record)
+            cell.curves.append(_curve(records, curve))
+            for metric in diagnostics:
+                cell.diagnostics.setdefault(metric, []).append(_curve(records, metric))
     if missing:
         listed = "\n  ".join(missing[:10]) + (f"\n  ... and {len(missing) - 10} more" if len(missing) > 10 else "")
         raise MissingRunsError(f"{plan.key}: {len(missing)} run(s) not finished (no summary.json):\n  {listed}")
     return cells
 
 
-def _curve(path: Path, metric: str) -> list[tuple[int, float]]:
+def _curve(records: list[dict], metric: str) -> list[tuple[int, float]]:
     points = []
-    for record in read_metrics(path):
+    for record in records:
         value = record.get(metric, math.nan)
         if math.isfinite(value):
             points.append((record["frames"], value))

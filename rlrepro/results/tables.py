@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ from rlrepro.results.claims import Verdict, hns_matrix, judge_claims
 from rlrepro.results.collect import CellResult, collect
 from rlrepro.results.figures import experiment_figures
 from rlrepro.results.plots import plot_learning_curves, x_axis_label
-from rlrepro.specs import ExperimentSpec, Scale, load_spec, spec_hash
+from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, spec_hash
 from rlrepro.workflow import ExperimentPlan, plan_experiment, results_root
 
 
@@ -36,6 +37,7 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
     title = f"{plan.key} at scale '{scale}' ({provenance['seeds']} seeds)"
     plot_learning_curves(cells, paths["png"], title=title, metric=spec.run.curve_metric, x_label=x_axis_label(spec))
     figures = experiment_figures(spec, cells, paths["png"], title=title)
+    figures += diagnostic_figures(spec_path, spec, cells, paths["png"], title=title)
     paths["md"].write_text(_markdown(plan, rows, verdicts, provenance, paths["png"].name, cells, searches)
                            + "".join(f"![{caption}]({path.name})\n\n" for caption, path in figures))
     data = {"provenance": provenance, "rows": rows, "claims": [v.as_dict() for v in verdicts]}
@@ -43,6 +45,31 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
         data["search"] = searches
     paths["json"].write_text(json.dumps(data, indent=2) + "\n")
     return paths
+
+
+def diagnostic_figures(
+    spec_path: Path, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], curves_png: Path, *, title: str
+) -> list[tuple[str, Path]]:
+    """One curves figure per ``run.diagnostic_curves`` key, beside the learning curves (``<experiment>.<key>.png``).
+
+    A key that no run of the experiment logged is an error naming the spec and the keys the runs do log: a typo
+    would otherwise draw an empty figure. A logged key with no finite value yet (e.g. before the first update)
+    draws a panel that says so.
+    """
+    figures = []
+    for metric in spec.run.diagnostic_curves:
+        logged = sorted({key for cell in cells.values() for key in cell.logged_keys})
+        if logged and metric not in logged:
+            raise SpecError(str(spec_path), [
+                f"run.diagnostic_curves: no run logged '{metric}'; expected one of the runs' metrics.jsonl keys: "
+                + ", ".join(logged)
+            ])
+        path = curves_png.with_name(f"{curves_png.stem}.{metric}.png")
+        diagnostic = {key: replace(cell, curves=cell.diagnostics.get(metric, [])) for key, cell in cells.items()}
+        plot_learning_curves(diagnostic, path, title=f"{title}: {metric.replace('_', ' ')}", metric=metric,
+                             x_label=x_axis_label(spec))
+        figures.append((f"{metric.replace('_', ' ')} over {x_axis_label(spec)}", path))
+    return figures
 
 
 def search_results(plan: ExperimentPlan, root: Path, top: int = 5) -> list[dict]:

@@ -102,6 +102,11 @@ class RunSpec(SpecModel):
         "final_return", description="The per-run value shown in the experiment's table (a key of summary.json 'final')."
     )
     curve_metric: str = Field("episode_return", description="The metrics.jsonl key plotted as learning curves.")
+    diagnostic_curves: list[str] = Field(
+        default_factory=list,
+        description="Further metrics.jsonl keys drawn over frames beside the learning curves, one figure each "
+        "(e.g. ReF-ER's far_fraction, kl and beta: the paper's Figs. 2 and 5). Plotting only: not in the config hash.",
+    )
     seeds_per_job: PositiveCount | None = Field(
         None, description="Seeds trained together (vmapped) in one job; default: all seeds of a variant in one job."
     )

@@ -373,3 +373,41 @@ def test_eval_atari_gets_a_human_normalised_table_of_its_report_metric():
     assert "## Human-normalised scores" in lines
     row = next(line for line in lines if line.startswith("| dqnreg |"))
     assert row.startswith("| dqnreg | 2 | 50.0 [50.0, 50.0]")
+
+
+# --- diagnostic curves (run.diagnostic_curves) ------------------------------------------------------------
+
+
+def test_diagnostic_curves_are_drawn_beside_the_learning_curves(tmp_path: Path) -> None:
+    data = _toy()
+    data["run"]["diagnostic_curves"] = ["loss"]
+    toy = write_spec(tmp_path / "specs", data)
+    fabricate_all(toy, tmp_path / "results")
+    paths = aggregate_experiment(toy, scale="cpu", results=tmp_path / "results")
+    figure = paths["png"].with_name("mini.loss.png")
+    assert figure.read_bytes().startswith(PNG_MAGIC)
+    assert "(mini.loss.png)" in paths["md"].read_text(encoding="utf-8")
+    cells = collect(plan_experiment(toy, load_spec(toy), "cpu"), results_root(tmp_path / "results", "cpu"))
+    # every fabricated chunk logs loss 0.1: one point per chunk per seed
+    assert all(curve == [(50, 0.1), (100, 0.1), (150, 0.1), (200, 0.1)]
+               for cell in cells.values() for curve in cell.diagnostics["loss"])
+
+
+def test_a_diagnostic_key_no_run_logged_is_an_error_naming_spec_field_and_keys(tmp_path: Path, capsys) -> None:
+    data = _toy()
+    data["run"]["diagnostic_curves"] = ["far_fraction"]
+    toy = write_spec(tmp_path / "specs", data)
+    fabricate_all(toy, tmp_path / "results")
+    assert main(["aggregate", "--spec", str(toy), "--scale", "cpu", "--results", str(tmp_path / "results")]) == 2
+    err = capsys.readouterr().err
+    assert str(toy) in err and "run.diagnostic_curves" in err and "'far_fraction'" in err
+    assert "episode_return, episodes, frames, loss, updates, wall_time" in err
+
+
+def test_diagnostic_curves_do_not_change_the_config_hash(tmp_path: Path) -> None:
+    """Drawing another figure must not retrain finished runs."""
+    plain = load_spec(write_spec(tmp_path / "a", _toy()))
+    data = _toy()
+    data["run"]["diagnostic_curves"] = ["loss"]
+    drawn = load_spec(write_spec(tmp_path / "b", data))
+    assert config_hash(plain, "a", "catch", "cpu") == config_hash(drawn, "a", "catch", "cpu")
