@@ -6,7 +6,7 @@ With F = 1 (one gradient step per environment step, Alg. 1) the host loop is ser
 steps every seed's environment, then makes one jitted call (update of every seed + next actions). So the parts
 allow 1 / (t_env + t_learner) steps/s, the learner timed with the same fixed batch and blocked after every call
 (the loop needs each call's actions on the host). The end-to-end loop adds the replay work on the host (batch
-gathering and transfer, V/rho write-back, far-fraction count, Q^ret refresh every 1000 steps). The three are timed in interleaved rounds
+gathering and transfer, V/rho write-back and the n_far count, Q^ret refresh every 1000 steps). The three are timed in interleaved rounds
 (medians), so that a change of the machine's load hits all alike; the ratio end-to-end / allowed is the
 figure of merit (goal >= 0.8).
 """
@@ -20,10 +20,12 @@ import time
 import jax
 import numpy as np
 
+from rlrepro.agents.refer.replay import EpisodeReplay
 from rlrepro.agents.refer.rules import ReferConfig
 from rlrepro.agents.vracer import learner as vlearner
 from rlrepro.agents.vracer.config import VRacerConfig
 from rlrepro.agents.vracer.trainer import HostVRacer
+from rlrepro.bench.timing import compare_calls
 from rlrepro.environments.mujoco import MujocoHostEnv
 from rlrepro.specs.environments import MujocoEnvSpec
 
@@ -93,6 +95,31 @@ def bench(env: str, seeds: int, steps: int, rounds: int, batch_size: int, n_star
     }
 
 
+def bench_memory(capacity: int, batch_size: int, repeats: int, rounds: int) -> dict[str, float]:
+    """Seconds per step of the far-fraction bookkeeping of one seed's full memory of ``capacity`` steps: a recount
+    of every stored ratio (what the loop did before n_far was kept) beside the O(B) update of the count after a
+    write-back of B sampled ratios (what it does now), side by side."""
+    replay = EpisodeReplay(capacity, 1000, 1, 1, 0.995, 0)
+    for _ in range(capacity // 1000 + 1):
+        for _ in range(1000):
+            replay.add(np.zeros(1), np.zeros(1), 1.0, np.zeros(1), np.ones(1), 0.0)
+        replay.end_episode(np.zeros(1), False, 0.0)
+    rng = np.random.default_rng(0)
+    replay.set_log_rho(replay.stored(), rng.normal(0.0, 0.5, replay.committed).astype(np.float32), 2.0)
+    index, log_rho = replay.sample(batch_size).index, rng.normal(0.0, 0.5, batch_size).astype(np.float32)
+
+    def recount(_):
+        replay.recount_far(2.0)
+        return replay.far_fraction()
+
+    def incremental(_):
+        replay.set_log_rho(index, log_rho, 2.0)
+        return replay.far_fraction()
+
+    timings = compare_calls({"recount": (recount, None), "incremental": (incremental, None)}, repeats, rounds)
+    return {name: timing.seconds_per_call for name, timing in timings.items()} | {"stored": replay.committed}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rlrepro.bench refer", description=__doc__)
     parser.add_argument("--env", default="InvertedPendulum-v5", help="gymnasium MuJoCo id")
@@ -101,7 +128,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds (medians)")
     parser.add_argument("--batch-size", type=int, default=256, help="B (App. A: 256)")
     parser.add_argument("--n-start", type=int, default=2000, help="warm-up steps before the first update")
+    parser.add_argument("--memory", type=int, default=0, metavar="N",
+                        help="instead: time the far-fraction bookkeeping of one full memory of N steps (paper: 262144)")
     args = parser.parse_args(argv)
+    if args.memory:
+        m = bench_memory(args.memory, args.batch_size, repeats=20, rounds=args.rounds)
+        print(f"far-fraction bookkeeping per step, one seed, {m['stored']:,} stored steps, B = {args.batch_size} "
+              f"({args.rounds} interleaved rounds, medians)")
+        print(f"  recount of the whole memory  {m['recount'] * 1e3:8.3f} ms")
+        print(f"  incremental n_far (O(B))     {m['incremental'] * 1e3:8.3f} ms   "
+              f"ratio recount / incremental = {m['recount'] / m['incremental']:.0f}")
+        return 0
     r = bench(args.env, args.seeds, args.steps, args.rounds, args.batch_size, args.n_start)
     s = args.seeds
     print(f"V-RACER + ReF-ER on {args.env}, {s} seeds in lockstep, B = {args.batch_size}, "

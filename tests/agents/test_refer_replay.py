@@ -69,17 +69,53 @@ def test_committed_episode_gets_rho_one_returns_and_write_back_corrects_the_prev
     # rho = 1: Q^ret_2 = 4 + 0.5*8 = 8; Q^ret_1 = 2 + 0.5*8 = 6; Q^ret_0 = 1 + 0.5*6 = 4
     np.testing.assert_allclose(replay.q_ret[:3], [4.0, 6.0, 8.0])
     # step 2 sampled: new V = 12, rho = 0.5 -> Q^ret_1 = r_2 + gamma (V_2 + rho_bar (Q^ret_2 - V_2)) = 2 + 0.5 (12 + 0.5 (8 - 12)) = 7
-    replay.write_back(np.array([2]), np.array([12.0]), np.log(np.array([0.5])))
+    replay.write_back(np.array([2]), np.array([12.0]), np.log(np.array([0.5])), 4.0)
     np.testing.assert_allclose(replay.q_ret[:3], [4.0, 7.0, 8.0])
-    replay.write_back(np.array([0]), np.array([1.0]), np.array([0.0]))  # an episode's first step corrects nothing before it
+    replay.write_back(np.array([0]), np.array([1.0]), np.array([0.0]), 4.0)  # an episode's first step corrects nothing before it
     np.testing.assert_allclose(replay.q_ret[:3], [4.0, 7.0, 8.0])
 
 
 def test_far_fraction_counts_stored_ratios_outside_the_band():
     replay = EpisodeReplay(capacity=10, max_episode_steps=4, obs_dim=2, action_dim=1, discount=0.9, seed=0)
     _fill(replay, [4], [True], np.random.default_rng(0))
-    replay.log_rho[replay.stored()] = np.log([1.0, 2.0, 0.4, 1.9])  # c_max = 2: 2.0 and 0.4 are far (strict)
-    assert replay.far_fraction(2.0) == pytest.approx(0.5)
+    # c_max = 2: rho 2.0 and 0.4 are far (near iff 1/2 < rho < 2, strict), 1.0 and 1.9 near
+    replay.set_log_rho(replay.stored(), np.log([1.0, 2.0, 0.4, 1.9]).astype(np.float32), 2.0)
+    assert replay.far_fraction() == pytest.approx(0.5)
+    replay.recount_far(1.8)  # a smaller c_max: 1.9 is far too
+    assert replay.far_fraction() == pytest.approx(0.75)
+
+
+def test_incremental_far_count_equals_a_full_recount():
+    """Notes §6: the n_far kept O(B) per step through refreshes (with repeated indices), commits and FIFO evictions
+    equals a recount of the whole memory at the same c_max."""
+    rng = np.random.default_rng(3)
+    replay = EpisodeReplay(capacity=60, max_episode_steps=12, obs_dim=2, action_dim=1, discount=0.9, seed=0)
+    c_max, checked = 1.5, 0
+    for _ in range(40):
+        for _ in range(int(rng.integers(1, 13))):
+            replay.add(np.zeros(2), np.zeros(1), 1.0, np.zeros(1), np.ones(1), 0.0)
+        replay.end_episode(np.zeros(2), bool(rng.integers(2)), 0.0)
+        for _ in range(3):
+            index = replay.sample(16).index  # uniform with replacement: repeats happen
+            replay.write_back(index, np.zeros(16, np.float32), rng.normal(0.0, 0.5, 16).astype(np.float32), c_max)
+            recount = np.count_nonzero(np.abs(replay.log_rho[replay.stored()]) >= np.log(c_max))
+            assert replay.n_far == recount
+            checked += recount > 0
+    assert replay.committed <= 60 and checked > 50  # evictions happened and the count was not trivially 0
+
+
+def test_a_memory_pickled_before_the_far_count_recounts_at_its_next_refresh():
+    import pickle
+
+    replay = EpisodeReplay(capacity=10, max_episode_steps=4, obs_dim=2, action_dim=1, discount=0.9, seed=0)
+    _fill(replay, [4], [True], np.random.default_rng(0))
+    replay.log_rho[replay.stored()] = np.log([1.0, 2.0, 0.4, 1.9])
+    old = dict(replay.__dict__)
+    del old["far"], old["n_far"]
+    restored = EpisodeReplay.__new__(EpisodeReplay)
+    restored.__setstate__(pickle.loads(pickle.dumps(old)))
+    restored.set_log_rho(restored.stored()[:1], np.zeros(1, np.float32), 2.0)
+    assert restored.far_fraction() == pytest.approx(0.5)
 
 
 def test_reward_scale_is_the_root_mean_square_and_state_statistics_eqs_14_15():

@@ -26,3 +26,9 @@ def test_benchmark_runs_and_prints_its_figures(name: str, capsys: pytest.Capture
     arguments, expected = TINY[name]
     assert main([name, *arguments]) == 0
     assert expected in capsys.readouterr().out
+
+
+def test_refer_memory_bookkeeping_benchmark_runs(capsys: pytest.CaptureFixture[str]):
+    assert main(["refer", "--memory", "3000", "--rounds", "1", "--batch-size", "8"]) == 0
+    out = capsys.readouterr().out
+    assert "3,000 stored steps" in out and "ratio recount / incremental" in out

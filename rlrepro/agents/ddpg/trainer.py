@@ -87,10 +87,11 @@ class HostDDPG(HostVRacer):
             for i, replay in enumerate(host.replays):
                 host.obs_mean[i], host.obs_inv_std[i] = state_statistics(replay.observations())
             obs = self._standardise(host, host.obs)
+        c_max, _ = step_schedules(c.rules, t, 1.0)
         if (t - c.n_start) % c.refresh_period == 0:
             for replay in host.replays:
                 replay.update_reward_scale()
-        c_max, _ = step_schedules(c.rules, t, 1.0)
+                replay.recount_far(c_max)
         lr_scale = 1.0 / (1.0 + c.rules.a * t) if c.anneal_learning_rate else 1.0
         samples = [replay.sample(c.batch_size) for replay in host.replays]
         moves = [replay.transitions(s.index) for replay, s in zip(host.replays, samples)]
@@ -106,8 +107,8 @@ class HostDDPG(HostVRacer):
         log_rho = np.asarray(out.log_rho)
         far = np.empty(len(host.replays), np.float32)
         for i, (replay, s) in enumerate(zip(host.replays, samples)):
-            replay.log_rho[s.index] = log_rho[i]
-            far[i] = replay.far_fraction(c_max)
+            replay.set_log_rho(s.index, log_rho[i], c_max)
+            far[i] = replay.far_fraction()
         eta = c.policy_learning_rate * lr_scale
         host.beta = next_beta(c.rules, host.beta, far, eta)
         return learner, keys, self._explore(host, np.asarray(mean)), (out.critic_loss, out.kl, out.near, far, host.beta.copy(), c_max, eta)

@@ -3,7 +3,10 @@
 Time steps are written as they happen into a ring buffer; an episode becomes sampleable when it ends
 (``end_episode``), and whole episodes are removed oldest first while more than ``capacity`` steps are stored.
 Each step keeps the behaviour statistics (mean, std), the last V and log rho computed for it (refreshed when it
-is sampled) and its Retrace target Q^ret (in scaled-reward units). Rewards are stored raw; the learner sees them
+is sampled) and its Retrace target Q^ret (in scaled-reward units). The far-policy count n_far is kept up to date
+as ratios are refreshed and episodes enter and leave (O(B) per step, not O(N): at N = 2^18 a recount per step
+cost more than the update), each step classified with the c_max of its last refresh; ``recount_far`` reclassifies
+the whole memory with the current c_max (the trainers call it with every full Q^ret refresh). Rewards are stored raw; the learner sees them
 divided by sqrt(mean r^2) + eps (eq. 16), so stored Q^ret are recomputed whenever the scale changes.
 """
 
@@ -43,6 +46,8 @@ class EpisodeReplay:
         self.v = np.zeros(n, np.float32)
         self.log_rho = np.zeros(n, np.float32)  # rho = 1 when stored: the behaviour is the policy of the moment
         self.q_ret = np.zeros(n, np.float32)
+        self.far = np.zeros(n, bool)  # far-policy at its last rho refresh: |log rho| >= log c_max (c_max of then)
+        self.n_far: int | None = 0  # far steps among the committed ones
         self.first = np.zeros(n, bool)
         self.last = np.zeros(n, bool)
         self.v_boot = np.zeros(n, np.float32)  # at an episode's last step: V(s_T) if truncated, 0 if terminal
@@ -55,6 +60,12 @@ class EpisodeReplay:
         self.reward_scale = 1.0
         self.rng = np.random.default_rng(seed)
 
+    def __setstate__(self, state: dict) -> None:
+        """Unpickle (checkpoints); a memory pickled before n_far was kept is recounted at its next refresh."""
+        if "far" not in state:
+            state = {**state, "far": np.zeros(len(state["log_rho"]), bool), "n_far": None}
+        self.__dict__.update(state)
+
     # --- writing -------------------------------------------------------------------------------------------------
     def add(self, obs: np.ndarray, action: np.ndarray, reward: float, mu_mean: np.ndarray, mu_std: np.ndarray, v: float) -> None:
         """One step of the running episode: s_t, a_t, r_{t+1}, mu_t = (mean, std) and V(s_t) at acting time."""
@@ -62,7 +73,7 @@ class EpisodeReplay:
             raise ValueError(f"episode longer than max_episode_steps ({self.size - self.capacity - 1})")
         i = (self.head + self.committed + self.running) % self.size
         self.obs[i], self.action[i], self.reward[i] = obs, action, reward
-        self.mu_mean[i], self.mu_std[i], self.v[i], self.log_rho[i] = mu_mean, mu_std, v, 0.0
+        self.mu_mean[i], self.mu_std[i], self.v[i], self.log_rho[i], self.far[i] = mu_mean, mu_std, v, 0.0, False
         self.first[i], self.last[i], self.v_boot[i] = self.running == 0, False, 0.0
         self.running += 1
 
@@ -80,9 +91,11 @@ class EpisodeReplay:
             self.reward[idx] * self.reward_scale, self.v[idx], np.ones(len(idx)), self.v_boot[end], self.discount
         )
         self.committed += self.running
+        self.n_far += int(np.count_nonzero(self.far[idx]))
         self.running = 0
         while self.committed > self.capacity:  # FIFO removal of whole episodes (Alg. 1)
-            _, length, _, _ = self.episodes.popleft()
+            start, length, _, _ = self.episodes.popleft()
+            self.n_far -= int(np.count_nonzero(self.far[(start + np.arange(length)) % self.size]))
             self.head = (self.head + length) % self.size
             self.committed -= length
 
@@ -105,17 +118,33 @@ class EpisodeReplay:
         discount = np.where(last & self.terminal[index], 0.0, self.discount).astype(np.float32)
         return (self.reward[index] * self.reward_scale).astype(np.float32), discount, next_obs
 
-    def far_fraction(self, c_max: float) -> float:
+    def far_fraction(self) -> float:
         """n_far / N from the last rho computed for every stored step (stale for unsampled ones, as the paper)."""
-        if self.committed == 0:
-            return 0.0
-        return float(np.count_nonzero(np.abs(self.log_rho[self.stored()]) >= np.log(c_max))) / self.committed
+        return self.n_far / self.committed if self.committed else 0.0
+
+    def recount_far(self, c_max: float) -> None:
+        """Reclassify every stored step with the current c_max (its stored rho) and recount n_far exactly."""
+        idx = self.stored()
+        self.far[idx] = np.abs(self.log_rho[idx]) >= np.log(c_max)
+        self.n_far = int(np.count_nonzero(self.far[idx]))
 
     # --- refreshing ------------------------------------------------------------------------------------------------
-    def write_back(self, index: np.ndarray, v: np.ndarray, log_rho: np.ndarray) -> None:
+    def set_log_rho(self, index: np.ndarray, log_rho: np.ndarray, c_max: float) -> None:
+        """Store the current log rho of sampled steps (``index`` may repeat a step) and keep n_far counted: near iff
+        1/c_max < rho < c_max (strict, §3)."""
+        if self.n_far is None:  # restored from a checkpoint written before n_far was kept
+            self.recount_far(c_max)
+        unique = np.unique(index)
+        self.n_far -= int(np.count_nonzero(self.far[unique]))
+        self.log_rho[index] = log_rho
+        self.far[unique] = np.abs(self.log_rho[unique]) >= np.log(c_max)
+        self.n_far += int(np.count_nonzero(self.far[unique]))
+
+    def write_back(self, index: np.ndarray, v: np.ndarray, log_rho: np.ndarray, c_max: float) -> None:
         """Store the current V and log rho of sampled steps, and correct the Q^ret of the step before each
         (smarties@2019: Q^ret[t-1] = r_t + gamma V_t + gamma min(1, rho_t) (Q^ret[t] - V_t))."""
-        self.v[index], self.log_rho[index] = v, log_rho
+        self.v[index] = v
+        self.set_log_rho(index, log_rho, c_max)
         inner = index[~self.first[index]]
         prev = (inner - 1) % self.size
         rho_bar = np.minimum(1.0, np.exp(self.log_rho[inner]))

@@ -126,6 +126,7 @@ class HostVRacer:
     def _learn_and_act(self, host: HostState, learner, keys):
         c, t = self.config, host.steps
         obs = self._standardise(host, host.obs)
+        c_max, eta = step_schedules(c.rules, t, c.learning_rate)
         if t < c.n_start:
             pending, keys = self._act(learner.params, obs, keys)
             return learner, keys, pending, None
@@ -133,10 +134,9 @@ class HostVRacer:
             for i, replay in enumerate(host.replays):
                 host.obs_mean[i], host.obs_inv_std[i] = state_statistics(replay.observations())
             obs = self._standardise(host, host.obs)
-            self._refresh_memory(host)
+            self._refresh_memory(host, c_max)
         elif (t - c.n_start) % c.refresh_period == 0:
-            self._refresh_memory(host)
-        c_max, eta = step_schedules(c.rules, t, c.learning_rate)
+            self._refresh_memory(host, c_max)
         samples = [replay.sample(c.batch_size) for replay in host.replays]
         batch = vlearner.Batch(
             obs=np.stack([(s.obs - host.obs_mean[i]) * host.obs_inv_std[i] for i, s in enumerate(samples)]),
@@ -149,15 +149,17 @@ class HostVRacer:
         v, log_rho = np.asarray(out.v), np.asarray(out.log_rho)
         far = np.empty(len(host.replays), np.float32)
         for i, (replay, s) in enumerate(zip(host.replays, samples)):
-            replay.write_back(s.index, v[i], log_rho[i])
-            far[i] = replay.far_fraction(c_max)
+            replay.write_back(s.index, v[i], log_rho[i], c_max)
+            far[i] = replay.far_fraction()
         host.beta = next_beta(c.rules, host.beta, far, eta)
         return learner, keys, pending, (out.loss, out.kl, out.near, far, host.beta.copy(), c_max, eta)
 
-    def _refresh_memory(self, host: HostState) -> None:
-        """Reward scale (eq. 16) and Q^ret of every stored step from the stored V and rho (eq. 8)."""
+    def _refresh_memory(self, host: HostState, c_max: float) -> None:
+        """Reward scale (eq. 16), Q^ret of every stored step from the stored V and rho (eq. 8), and n_far recounted
+        with the current c_max."""
         for replay in host.replays:
             replay.update_reward_scale()
+            replay.recount_far(c_max)
         inputs = [np.stack(x) for x in zip(*(replay.refresh_inputs() for replay in host.replays))]
         q_ret = np.asarray(self._refresh(*inputs))
         for replay, q in zip(host.replays, q_ret):
