@@ -28,6 +28,34 @@ class ReferConfig:
         return cls(**rules.model_dump())
 
 
+@dataclasses.dataclass(frozen=True)
+class ReplayAgentConfig:
+    """What V-RACER, DDPG and NAF share: the rules, the memory (App. A: N = 2^18, refreshed every 1000 steps), the
+    MLP widths, Adam's epsilon and gamma. Each agent's config adds its own fields; frozen (a jit static argument)."""
+
+    rules: ReferConfig = ReferConfig()
+    capacity: int = 262_144
+    n_start: int = 262_144
+    refresh_period: int = 1000
+    hidden_sizes: tuple[int, ...] = (128, 128)
+    adam_eps: float = 1e-8
+    discount: float = 0.995
+
+    @classmethod
+    def from_spec(cls, agent):
+        """The one place a V-RACER, DDPG or NAF agent spec becomes its config: every other spec field maps to the
+        config field of the same name (a spec field the config lacks is a TypeError, never dropped)."""
+        data = agent.model_dump(exclude={"kind", "rules", "replay", "hidden_sizes"})
+        return cls(
+            rules=ReferConfig.from_spec(agent.rules),
+            capacity=agent.replay.capacity,
+            n_start=agent.replay.n_start,
+            refresh_period=agent.replay.refresh_period,
+            hidden_sizes=tuple(agent.hidden_sizes),
+            **data,
+        )
+
+
 def initial_beta(config: ReferConfig, num_seeds: int) -> np.ndarray:
     """beta0 under rule 2; 1 otherwise (rule 1 alone and plain ER never scale the gradient)."""
     return np.full(num_seeds, config.beta0 if uses_rule2(config.variant) else 1.0, np.float32)
