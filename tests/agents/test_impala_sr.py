@@ -211,3 +211,18 @@ def test_profile_table_and_plot(tmp_path) -> None:
     assert table[16].split()[:4] == ["15", "0.500", "0.500", "1"] and table[16].endswith("<- trigger")
     plot_profile(profiles, meta, tmp_path / "p.png")
     assert (tmp_path / "p.png").stat().st_size > 1000
+
+
+def test_an_lstm_with_several_seeds_in_one_cpu_job_is_refused_naming_the_fix() -> None:
+    """It would hang (XLA CPU runtime, jax 0.10.2); one seed per job runs."""
+    from pathlib import Path
+
+    from rlrepro.agents.impala_sr.trainer import build_impala_sr
+    from rlrepro.environments.errors import UnsupportedSetupError
+    from rlrepro.specs import load_spec
+
+    spec = load_spec(Path(__file__).parents[2] / "specs/synthetic_returns/chain.yaml")
+    agent = spec.agent.model_copy(update={"network": spec.agent.network.model_copy(update={"lstm_size": 8})})
+    program = build_impala_sr(agent, spec.environments[0], frames=1_000, run=spec.run)
+    with pytest.raises(UnsupportedSetupError, match=r"lstm_size 8 with 2 seeds .* run.seeds_per_job: 1"):
+        program.init_batch(jax.random.split(jax.random.key(0), 2))
