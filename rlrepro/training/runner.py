@@ -123,8 +123,12 @@ def _train_chunks(
         started = time.monotonic()
         for chunk in range(start_chunk, program.num_chunks):
             state, metrics = program.run_chunk_batch(state)
+            # JAX dispatches asynchronously: the chunk is done only once its metrics (and state) are, so the
+            # clock is read after waiting for them (before, the last dispatched work of a chunk was timed later).
+            metrics = jax.device_get(jax.block_until_ready(metrics))
+            jax.block_until_ready(state)
             wall_time = wall_offset + time.monotonic() - started
-            records = _records(jax.device_get(metrics), chunk + 1, program, wall_time, len(seeds))
+            records = _records(metrics, chunk + 1, program, wall_time, len(seeds))
             for run_dir, record in zip(run_dirs, records):
                 _append_jsonl(run_dir / "metrics.jsonl", record)
             meta = {"config_hash": digest, "seeds": list(seeds), "chunk": chunk + 1, "wall_time": wall_time}
