@@ -514,3 +514,22 @@ def test_a_chunks_wall_time_includes_the_work_jax_dispatched_asynchronously(tmp_
     _train_chunks(program, state, 0, 0.0, [run_dir], tmp_path / "c.ckpt", "h", (0,), "t", "lines", [], 0.5)
     records = read_metrics(run_dir / "metrics.jsonl")
     assert records[0]["wall_time"] >= 0.5 * min(blocked), (records, blocked)
+
+
+def test_a_run_of_a_budget_between_chunks_states_the_frames_it_trained_and_its_budget(tmp_path: Path, make_toy_spec):
+    """Issue 17: a smoke budget of 250 frames with chunks of unroll 5 x batch 4 x 5 updates = 100 frames trains
+    ceil(250 / 100) = 3 whole chunks = 300 frames: the plan, the metrics, summary.json and the MLflow params (the
+    resolved config) all say 300, with the budget of 250 beside it."""
+    from rlrepro.tracking import flatten_config
+    from rlrepro.workflow import chunk_plan
+
+    spec = make_toy_spec(tmp_path / "specs", experiment="toy_budget", smoke_frames=250, smoke_seeds=1,
+                         smoke_environments=["catch"])
+    [run_dir] = _train(spec, tmp_path / "results", seeds=(0,))
+    planned = chunk_plan(load_spec(spec), "vtrace", "catch", "smoke")
+    assert (planned.frames, planned.num_chunks) == (300, 3)
+    assert [r["frames"] for r in read_metrics(run_dir / "metrics.jsonl")] == [100, 200, 300]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["frames"], summary["frames_budget"], summary["frames_unit"]) == (300, 250, "frames")
+    params = flatten_config(json.loads((run_dir / "spec.resolved.json").read_text())["config"])
+    assert (params["frames"], params["frames_budget"]) == ("300", "250")
