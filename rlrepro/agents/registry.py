@@ -84,9 +84,9 @@ def frodo_chunks(agent: Any, env_spec: Any, *, frames: int, run: RunSpec) -> Chu
     """FRODO: one meta-update consumes M inner batches and the validation batch (FrodoConfig.frames_per_meta_update,
     which ``resolve_frodo`` checks against this)."""
     validation = agent.outer.unroll_length or agent.unroll_length
-    if agent.outer.kind == "monte_carlo" and agent.outer.unroll_length is None:
+    if agent.outer.kind == "monte_carlo" and agent.outer.unroll_length is None and env_spec.kind == "jax":
         # Derived from the environment (Catch's rows), which only its JAX module knows: a spec that leaves it null
-        # costs planning that import.
+        # costs planning that import (elsewhere ``frodo_config`` refuses a Monte Carlo outer loss).
         from rlrepro.agents.frodo.trainer import monte_carlo_episode_length
         from rlrepro.environments.jax_envs import make_jax_env
 
