@@ -67,8 +67,8 @@ def judge_claims(
     for claim in spec.claims:
         if scale not in claim.judged_at:
             detail = (
-                f"the claim is judged at scale(s) {', '.join(claim.judged_at)}; at '{scale}' the runs "
-                f"({frame_count(spec, scale).text()}, {spec.scale(scale).seeds} seeds) are too small to tell"
+                f"the claim is judged at scale(s) {', '.join(claim.judged_at)}; at '{scale}' {spec.scale(scale).seeds} "
+                f"seeds of {frame_count(spec, scale).text()} are too small to tell"
             )
             verdicts.append(Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence))
         elif isinstance(claim, OrderingClaim) and claim.holds_on == "aggregate":
