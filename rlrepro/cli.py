@@ -75,7 +75,7 @@ def _plan_summary(plans, scale: str) -> list[str]:
     """One line per experiment: runs, jobs, frames, estimated time on the reference machine."""
     from rlrepro.workflow import cannot_run
 
-    header = ("experiment", "runs", "jobs", "frames", "estimated time*")
+    header = ("experiment", "runs", "jobs", "frames trained (budget)", "estimated time*")
     rows, total_hours, unknown = [], 0.0, 0
     for experiment in plans:
         frames = _frames(experiment)
@@ -94,8 +94,7 @@ def _plan_summary(plans, scale: str) -> list[str]:
             total_hours += hours
             cost = _hours(hours)
         runs = sum(len(job.units) for job in experiment.jobs)
-        counted = " proposals" if experiment.spec.agent.kind == "loss_search" else ""  # a search counts programs
-        rows.append((experiment.key, f"{runs:,}", f"{len(experiment.jobs):,}", f"{frames:,}{counted}", cost))
+        rows.append((experiment.key, f"{runs:,}", f"{len(experiment.jobs):,}", _frames_cell(experiment, scale), cost))
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     lines = ["  ".join(c.ljust(w) if i in (0, 4) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
              for row in [header, *rows]]
@@ -107,27 +106,60 @@ def _plan_summary(plans, scale: str) -> list[str]:
     return lines
 
 
+def _trained_by_unit(plans: list, scale: str) -> dict:
+    """Each run unit -> (what it trains, what that counts): whole chunks (``workflow.chunk_plan``), in frames or,
+    for a loss search, proposals; the budget for a unit that cannot train here."""
+    from rlrepro.workflow import chunk_plan
+
+    trained = {}
+    for experiment in plans:
+        for job in experiment.jobs:
+            chunks = chunk_plan(experiment.spec, job.variant, job.env, scale)
+            for unit in job.units:
+                trained[unit] = (chunks.frames, chunks.unit) if chunks is not None else (unit.frames, "frames")
+    return trained
+
+
+def _frames_cell(experiment, scale: str) -> str:
+    """The plan's frames column: what the experiment's runs train, its budget beside it where they differ."""
+    trained = _trained_by_unit([experiment], scale)
+    total, budget = sum(count for count, _ in trained.values()), _frames(experiment)
+    unit = " proposals" if any(kind == "proposals" for _, kind in trained.values()) else ""  # a search counts programs
+    return f"{total:,}{unit}" + (f" ({budget:,})" if total != budget else "")
+
+
+def _total_text(units: list, trained: dict) -> str:
+    """The plan's last line: what is trained in total by unit (frames, proposals), the budget where it differs."""
+    parts = []
+    for kind in sorted({kind for _, kind in trained.values()}):  # frames, then proposals
+        mine = [u for u in units if trained[u][1] == kind]
+        total, budget = sum(trained[u][0] for u in mine), sum(u.frames for u in mine)
+        parts.append(f"{total:,} {kind} trained" + (f" (budget {budget:,}: training runs whole chunks)" if total != budget else ""))
+    return "total " + ("; ".join(parts) or "0 frames")
+
+
 def cmd_plan(args: argparse.Namespace) -> int:
     from rlrepro.workflow import plan
 
     plans = plan(args.specs, args.scale, args.only)
     units = [unit for experiment in plans for job in experiment.jobs for unit in job.units]
-    if args.json:
-        print(json.dumps([dataclasses.asdict(unit) for unit in units]))
+    trained = _trained_by_unit(plans, args.scale)
+    if args.json:  # "frames" is the budget, "frames_trained" whole chunks of it, counted in "counts"
+        print(json.dumps([{**dataclasses.asdict(u), "frames_trained": trained[u][0], "counts": trained[u][1]} for u in units]))
         return 0
     print("\n".join(_plan_summary(plans, args.scale)))
     jobs = sum(len(p.jobs) for p in plans)
     if args.units:
-        rows = [(u.paper, u.experiment, u.variant, u.env, str(u.seed), f"{u.frames:,}") for u in units]
-        header = ("paper", "experiment", "variant", "env", "seed", "frames")
+        rows = [(u.paper, u.experiment, u.variant, u.env, str(u.seed), f"{trained[u][0]:,}", f"{u.frames:,}")
+                for u in units]
+        header = ("paper", "experiment", "variant", "env", "seed", "trained", "budget")
         widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
         print()
         for row in [header, *rows]:
             print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
     else:
         print("(list every run unit with --units)")
-    total = sum(u.frames for u in units)
-    print(f"\n{len(units):,} run unit(s) in {jobs:,} job(s) at scale '{args.scale}'; total {total:,} frames")
+    print(f"\n{len(units):,} run unit(s) in {jobs:,} job(s) at scale '{args.scale}'; {_total_text(units, trained)}")
     _print_power(plans, args)
     return 0
 

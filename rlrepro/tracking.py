@@ -973,6 +973,8 @@ def publish_experiment(
     verdicts = data.get("claims", [])
     note = [f"Summary of `{name}` at scale `{scale}`: the table, figures and claim verdicts are this run's artifacts.",
             "", *[f"- **{v['claim']}**: {v['verdict']}" for v in verdicts]]
+    if frames := (data.get("provenance") or {}).get("frames_text"):  # what each run trained, its budget beside it
+        note[1:1] = ["", f"Runs: {frames}."]
     run_tags = [RunTag(k, _truncate(str(v), MAX_TAG_VAL_LENGTH)) for k, v in tags.items()]
     run_tags += [RunTag(_safe_key(f"verdict.{v['claim']}"), v["verdict"]) for v in verdicts]
     run_tags.append(RunTag(NOTE_TAG, _truncate("\n".join(note), MAX_TAG_VAL_LENGTH)))

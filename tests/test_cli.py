@@ -105,14 +105,17 @@ def test_plan_lists_units_and_the_total(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path), "--units"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split() == ["experiment", "runs", "jobs", "frames", "estimated", "time*"]  # the summary first
+    assert lines[0].split() == ["experiment", "runs", "jobs", "frames", "trained", "(budget)", "estimated", "time*"]
     header = lines.index(next(line for line in lines if line.split()[:2] == ["paper", "experiment"]))
-    assert lines[header].split() == ["paper", "experiment", "variant", "env", "seed", "frames"]
+    assert lines[header].split() == ["paper", "experiment", "variant", "env", "seed", "trained", "budget"]
     units = [line.split() for line in lines[header + 1:] if line.startswith("toy ")]
     # 3 variants x 2 envs x 4 seeds, 1,500 frames each, jobs of 2 seeds
     assert len(units) == 24
-    assert ["toy", "mini", "b", "cartpole", "3", "1,500"] in units
-    assert out.rstrip().endswith("24 run unit(s) in 12 job(s) at scale 'cpu'; total 36,000 frames")
+    # a chunk is unroll 5 x batch 4 x 50 updates = 1,000 frames: a budget of 1,500 trains 2 whole chunks, 2,000
+    assert ["toy", "mini", "b", "cartpole", "3", "2,000", "1,500"] in units
+    assert out.rstrip().endswith(
+        "24 run unit(s) in 12 job(s) at scale 'cpu'; total 48,000 frames trained (budget 36,000: training runs whole chunks)"
+    )
     assert "estimated total: 0 min; 1 experiment(s) without an estimate." in out
 
 
@@ -120,7 +123,8 @@ def test_plan_without_units_is_one_line_per_experiment(tmp_path: Path, capsys: p
     write(tmp_path)
     assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[2].split() == ["toy/mini", "24", "12", "36,000", "no", "measured", "minutes", "in", "the", "spec"]
+    # 24 runs of 2 whole chunks of 1,000 frames (budget 1,500 each)
+    assert lines[2].split() == ["toy/mini", "24", "12", "48,000", "(36,000)", "no", "measured", "minutes", "in", "the", "spec"]
     assert "(list every run unit with --units)" in lines
     assert not any(line.startswith("toy ") for line in lines)
 
@@ -155,10 +159,12 @@ def test_plan_into_head_ends_without_a_traceback() -> None:
 def test_plan_at_smoke_and_paper_scale(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(tmp_path)
     assert main(["plan", "--scale", "smoke", "--specs", str(tmp_path)]) == 0
-    assert "2 run unit(s) in 2 job(s) at scale 'smoke'; total 200 frames" in capsys.readouterr().out
+    # a budget of 100 frames trains one whole chunk of 1,000
+    assert ("2 run unit(s) in 2 job(s) at scale 'smoke'; total 2,000 frames trained (budget 200: training runs whole "
+            "chunks)\n") in capsys.readouterr().out
     assert main(["plan", "--scale", "paper", "--specs", str(tmp_path)]) == 0
     # 3 x 2 x 3 = 18 units of 2e9 frames (beyond int32), jobs of seeds (0, 1) and (2,)
-    assert "18 run unit(s) in 12 job(s) at scale 'paper'; total 36,000,000,000 frames" in capsys.readouterr().out
+    assert "18 run unit(s) in 12 job(s) at scale 'paper'; total 36,000,000,000 frames trained\n" in capsys.readouterr().out
 
 
 def test_plan_only_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -183,10 +189,11 @@ def test_plan_total_of_the_real_specs(monkeypatch: pytest.MonkeyPatch, capsys: p
     monkeypatch.chdir(REPO)
     assert main(["plan", "--scale", "smoke"]) == 0
     summary = capsys.readouterr().out.strip().splitlines()[-1]
-    match = re.fullmatch(r"([\d,]+) run unit\(s\) in [\d,]+ job\(s\) at scale 'smoke'; total ([\d,]+) frames", summary)
+    match = re.search(r"([\d,]+) run unit\(s\) in [\d,]+ job\(s\) at scale 'smoke'; total [\d,]+ frames trained "
+                      r"\(budget ([\d,]+): training runs whole chunks\); ([\d,]+) proposals trained", summary)
     assert match, summary
     assert int(match[1].replace(",", "")) == expected_units
-    assert int(match[2].replace(",", "")) == expected_frames
+    assert int(match[2].replace(",", "")) + int(match[3].replace(",", "")) == expected_frames  # searches: budget = proposals
 
 
 def test_plan_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -194,7 +201,7 @@ def test_plan_json(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert len(rows) == 24
-    assert set(rows[0]) == {"paper", "experiment", "variant", "env", "seed", "frames"}
+    assert set(rows[0]) == {"paper", "experiment", "variant", "env", "seed", "frames", "frames_trained", "counts"}
     assert {(r["variant"], r["env"]) for r in rows} == {(v, e) for v in "abc" for e in ("catch", "cartpole")}
 
 
@@ -292,3 +299,17 @@ def test_train_help_describes_every_option_with_a_working_example(capsys: pytest
     spec = load_spec(REPO / args["--spec"])  # the example names a spec, variant and env that exist
     assert args["--variant"] in {v.name for v in spec.variant_list()}
     assert args["--env"] in {e.id for e in spec.environments}
+
+
+def test_plan_states_the_frames_the_toy_trains_at_smoke_scale_beside_its_budget(capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 17: the IMPALA toy's smoke budget is 12,800 frames; a chunk is unroll 20 x batch 8 (the smoke override)
+    x 25 updates = 4,000 frames, so a run trains ceil(12,800 / 4,000) = 4 whole chunks = 16,000 frames."""
+    spec = REPO / "specs" / "impala" / "offpolicy_correction_toy.yaml"
+    assert main(["plan", "--scale", "smoke", "--specs", str(spec), "--json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert {(r["frames_trained"], r["frames"], r["counts"]) for r in rows} == {(16_000, 12_800, "frames")}
+    assert main(["plan", "--scale", "smoke", "--specs", str(spec)]) == 0
+    out = capsys.readouterr().out
+    runs = len(rows)
+    assert f"{16_000 * runs:,} ({12_800 * runs:,})" in out
+    assert out.rstrip().endswith(f"total {16_000 * runs:,} frames trained (budget {12_800 * runs:,}: training runs whole chunks)")

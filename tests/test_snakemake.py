@@ -56,7 +56,8 @@ class Pipeline:
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory, make_toy_spec, subprocess_env) -> Pipeline:
     specs = tmp_path_factory.mktemp("hidden_specs")  # not under the repository
-    make_toy_spec(specs, experiment="toy_e2e", smoke_environments=["catch"])
+    # A budget of 350 frames in chunks of 100 (unroll 5 x batch 4 x 5 updates): each run trains 4 whole chunks, 400.
+    make_toy_spec(specs, experiment="toy_e2e", smoke_environments=["catch"], smoke_frames=350)
     workdir = tmp_path_factory.mktemp("workdir")
     p = Pipeline(workdir, specs, None)  # type: ignore[arg-type]
     p.result = snakemake(workdir, "-c2", *p.config, env=subprocess_env)
@@ -80,7 +81,7 @@ def test_every_unit_has_a_summary(pipeline: Pipeline):
         for seed in SEEDS:
             summary = json.loads((pipeline.run_dir(variant, seed) / "summary.json").read_text())
             assert summary["run"]["variant"] == variant and summary["run"]["seed"] == seed
-            assert summary["frames"] == 400
+            assert (summary["frames"], summary["frames_budget"]) == (400, 350)  # whole chunks, the budget beside
     assert not (pipeline.root / "runs" / "toytest" / "toy_e2e" / "vtrace" / "cartpole").exists()  # not at smoke
 
 
@@ -98,6 +99,14 @@ def test_tables_are_written_in_every_format(pipeline: Pipeline):
     assert "scale: **smoke**" in md and all(f"**{claim}**" in md for claim in CLAIMS)
     csv_lines = (tables / "toy_e2e.csv").read_text().splitlines()
     assert any(line.startswith("vtrace,") or ",vtrace," in line for line in csv_lines)
+    # what was trained, with the budget beside it (issue 17): the table, its CSV and the report agree
+    trained = "400 frames per run (budget 350; training runs whole chunks)"
+    assert f"seeds: 2, {trained}\n" in md
+    assert {(r["frames"], r["frames_budget"]) for r in table["rows"]} == {(400, 350)}
+    header = csv_lines[0].split(",")
+    assert {(line.split(",")[header.index("frames")], line.split(",")[header.index("frames_budget")])
+            for line in csv_lines[1:]} == {("400", "350")}
+    assert trained in (pipeline.root / "REPORT.md").read_text() and trained in (pipeline.root / "report.html").read_text()
 
 
 def test_the_report_gives_every_claim_one_verdict_line(pipeline: Pipeline):
@@ -127,6 +136,7 @@ def test_runs_are_mirrored_in_mlflow_once_per_unit_with_tags_and_steps(pipeline:
         assert (tags["paper"], tags["experiment"], tags["env"], tags["scale"]) == expected
         assert run.info.status == "FINISHED"
         assert tags["rlrepro.summary_sha256"] == hashlib.sha256((run_dir / "summary.json").read_bytes()).hexdigest()
+        assert (run.data.params["frames"], run.data.params["frames_budget"]) == ("400", "350")  # trained, budget
 
         records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         history = sorted(client.get_metric_history(run.info.run_id, "total_loss"), key=lambda m: m.step)

@@ -328,3 +328,16 @@ def test_whole_machine_marks_the_jobs_and_leaves_the_config_hash_alone(tmp_path:
 def test_the_throughput_experiment_runs_each_job_alone() -> None:
     [throughput] = plan([REPO / "specs" / "impala" / "throughput.yaml"], "cpu")
     assert throughput.jobs and all(job.whole_machine for job in throughput.jobs)
+
+
+def test_frame_count_states_what_runs_train_and_what_a_search_counts() -> None:
+    """Issue 17: the text tables, claims and the report use. The IMPALA toy at smoke: chunks of unroll 20 x batch 8 x
+    25 updates = 4,000 frames, so its 12,800-frame budget trains 4 whole chunks. A loss search counts proposals
+    (smoke: 4, in chunks of 2, so no rounding) and says what one trains (the smoke env_steps, 600 on CartPole)."""
+    from rlrepro.workflow import frame_count
+
+    toy = frame_count(load_spec(REPO / "specs" / "impala" / "offpolicy_correction_toy.yaml"), "smoke")
+    assert (toy.low, toy.high, toy.budget, toy.unit) == (16_000, 16_000, 12_800, "frames")
+    assert toy.text() == "16,000 frames per run (budget 12,800; training runs whole chunks)"
+    search = frame_count(load_spec(REPO / "specs" / "evolving_rl" / "search_scratch_cartpole.yaml"), "smoke")
+    assert search.text() == "4 proposals per run (each trains DQN for up to 600 environment steps on 1 environment(s))"

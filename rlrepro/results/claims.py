@@ -25,6 +25,7 @@ from rlrepro.results.collect import CellResult
 from rlrepro.results.normalization import human_normalized_scores
 from rlrepro.specs import AggregateClaim, ExperimentSpec, OrderingClaim, ThresholdClaim
 from rlrepro.specs.experiment import RETURN_METRICS
+from rlrepro.workflow import frame_count
 
 # The verdict strings: every renderer (tables, REPORT.md, JSON, plots, HTML) takes them from here.
 REPRODUCED = "reproduced"
@@ -66,8 +67,8 @@ def judge_claims(
     for claim in spec.claims:
         if scale not in claim.judged_at:
             detail = (
-                f"the claim is judged at scale(s) {', '.join(claim.judged_at)}; at '{scale}' the budget "
-                f"({spec.scale(scale).frames:,} frames, {spec.scale(scale).seeds} seeds) is too small to tell"
+                f"the claim is judged at scale(s) {', '.join(claim.judged_at)}; at '{scale}' {spec.scale(scale).seeds} "
+                f"seeds of {frame_count(spec, scale).text()} are too small to tell"
             )
             verdicts.append(Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence))
         elif isinstance(claim, OrderingClaim) and claim.holds_on == "aggregate":

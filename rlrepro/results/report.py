@@ -36,7 +36,7 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
         prov = data["provenance"]
         sections.append(
             f"### {experiment.key}\n\n{experiment.spec.reference.where}. Scale {prov['scale']}, {prov['seeds']} seeds, "
-            f"{prov['frames_per_run']:,} {x_axis_label(experiment.spec).split()[-1]} per run, "
+            f"{_frames_text(prov, experiment.spec)}, "
             f"spec hash `{prov['spec_hash']}`. "
             f"Table: [tables/{experiment.key}.md](tables/{experiment.key}.md)\n\n"
             + "".join(_search_summary(run) for run in data.get("search", []))
@@ -104,3 +104,8 @@ def _not_judged_lines(rows: list[tuple[str, str, str, str]]) -> list[str]:
 
 def _row(experiment: ExperimentPlan, claim: str, verdict: str, detail: str) -> tuple[str, str, str, str]:
     return experiment.key, claim, verdict, detail.replace("|", "\\|").replace("\n", " ")
+
+
+def _frames_text(prov: dict, spec) -> str:
+    """What the runs trained, with the budget beside it (``frames_text``; tables of older runs have only the count)."""
+    return prov.get("frames_text") or f"{prov['frames_per_run']:,} {x_axis_label(spec).split()[-1]} per run"

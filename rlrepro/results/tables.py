@@ -17,7 +17,7 @@ from rlrepro.results.collect import CellResult, collect
 from rlrepro.results.figures import experiment_figures
 from rlrepro.results.plots import plot_learning_curves, x_axis_label
 from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, spec_hash
-from rlrepro.workflow import ExperimentPlan, plan_experiment, results_root
+from rlrepro.workflow import ExperimentPlan, frame_count, plan_experiment, results_root
 
 
 def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dict[str, Path]:
@@ -30,7 +30,7 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
     paths = {ext: Path(p) for ext, p in plan.table_paths(root).items()}
     paths["json"] = paths["md"].with_suffix(".json")
     paths["md"].parent.mkdir(parents=True, exist_ok=True)
-    rows = _rows(cells, spec.paper_values)
+    rows = _rows(cells, spec.paper_values, spec.scale(scale).frames)
     provenance = _provenance(plan, scale, cells)
     searches = search_results(plan, root)
     _write_csv(paths["csv"], rows, provenance)
@@ -114,7 +114,8 @@ def search_counts_text(stats: dict[str, float]) -> str:
     )
 
 
-def _rows(cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict[str, float]]) -> list[dict]:
+def _rows(cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict[str, float]], budget: int) -> list[dict]:
+    """One row per cell; ``frames`` is what its runs trained (whole chunks), ``frames_budget`` the scale's budget."""
     rows = []
     for (variant, env), cell in cells.items():
         finite = [v for v in cell.final if math.isfinite(v)]
@@ -128,6 +129,7 @@ def _rows(cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict
                 "env": env,
                 "seeds": len(cell.seeds),
                 "frames": max(cell.frames),
+                "frames_budget": budget,
                 "final_return_mean": point,
                 "ci95_low": low,
                 "ci95_high": high,
@@ -138,6 +140,14 @@ def _rows(cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict
     return rows
 
 
+def _frames_text(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], CellResult]) -> str:
+    """"16,000 frames per run (budget 12,800; training runs whole chunks)": what the summaries say was trained, what
+    is counted (a loss search: proposals, and what one costs) and the budget beside it where they differ."""
+    planned = frame_count(plan.spec, scale, list(cells))
+    trained = [f for c in cells.values() for f in c.frames]
+    return replace(planned, low=min(trained), high=max(trained)).text()
+
+
 def _provenance(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], CellResult]) -> dict:
     commits = sorted(set().union(*(c.commits for c in cells.values())))
     return {
@@ -146,7 +156,9 @@ def _provenance(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], C
         "spec_hash": spec_hash(plan.spec),
         "scale": scale,
         "seeds": max(len(c.seeds) for c in cells.values()),
-        "frames_per_run": max(max(c.frames) for c in cells.values()),
+        "frames_per_run": max(max(c.frames) for c in cells.values()),  # trained (whole chunks), from the summaries
+        "frames_budget": plan.spec.scale(scale).frames,
+        "frames_text": _frames_text(plan, scale, cells),
         "run_commits": commits,
         "run_spec_hashes": sorted(set().union(*(c.spec_hashes for c in cells.values()))),
         "table_commit": git_commit(),
@@ -214,8 +226,7 @@ def _markdown(
         "",
         f"{spec.reference.title} ({spec.reference.citation}), {spec.reference.where}.",
         "",
-        f"- scale: **{prov['scale']}**, seeds: {prov['seeds']}, {x_axis_label(spec).split()[-1]} per run: "
-        f"{prov['frames_per_run']:,}",
+        f"- scale: **{prov['scale']}**, seeds: {prov['seeds']}, {prov['frames_text']}",
         f"- spec: `{prov['spec']}` (hash `{prov['spec_hash']}`; runs made with spec hash(es) "
         f"{', '.join(f'`{h}`' for h in prov['run_spec_hashes'])}: a run is reused only while its resolved config is unchanged)",
         f"- code: runs at commit(s) {', '.join(f'`{c}`' for c in prov['run_commits'])}; table at `{prov['table_commit']}`",

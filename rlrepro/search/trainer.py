@@ -12,7 +12,6 @@ programs, as equations, go to ``search.md`` and ``search.json`` in each run fold
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -174,15 +173,14 @@ def write_search_report(states: list[evolution.SearchState], run_dirs: list[Path
 
 def build_loss_search(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """The search over ``frames`` proposals (programs), ``agent.trials_per_chunk`` per chunk."""
-    from rlrepro.agents.registry import TrainerProgram
+    from rlrepro.agents.registry import TrainerProgram, loss_search_chunks
     from rlrepro.environments.availability import require_backend
 
     if env_spec.kind != "gym_suite":
         raise UnsupportedSetupError(f"a loss search needs a 'gym_suite' environment (hurdle first), got '{env_spec.kind}'")
     require_backend(env_spec)
     search = _Search(agent, env_spec, resolve_loss_search(agent, env_spec, frames=frames, run=run))
-    per_chunk = min(agent.trials_per_chunk, frames)
-    num_chunks = math.ceil(frames / per_chunk)
+    chunks = loss_search_chunks(agent, env_spec, frames=frames, run=run)
     holder: dict[str, list[int]] = {}
 
     def init_batch(keys: Any) -> list[evolution.SearchState]:
@@ -190,9 +188,10 @@ def build_loss_search(agent: Any, env_spec: Any, *, frames: int, run: Any) -> An
         return search.init(keys)
 
     def run_chunk_batch(states: list[evolution.SearchState]):
-        return search.run_chunk(states, per_chunk, holder["seeds"])
+        return search.run_chunk(states, chunks.updates_per_chunk, holder["seeds"])
 
-    return TrainerProgram(init_batch, run_chunk_batch, num_chunks, per_chunk, per_chunk, write_search_report)
+    return TrainerProgram(init_batch, run_chunk_batch, chunks.num_chunks, chunks.updates_per_chunk,
+                          chunks.frames_per_chunk, write_search_report)
 
 
 class LossSearchSetup(NamedTuple):

@@ -22,7 +22,7 @@ from typing import Any
 import jax
 import numpy as np
 
-from rlrepro.agents.registry import TrainerProgram, build_trainer
+from rlrepro.agents.registry import ChunkPlan, TrainerProgram, build_trainer, chunk_plan
 from rlrepro.environments.availability import require_backend
 from rlrepro.metrics_file import read_metrics
 from rlrepro.provenance import git_commit
@@ -69,7 +69,8 @@ def train_job(
             owned.enter_context(own_run_dir(run_dir))
         for unit, run_dir in zip(units, run_dirs):
             _write_resolved(
-                run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_spec.model_dump(mode="json")
+                run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_spec.model_dump(mode="json"),
+                chunk_plan(agent, env_spec, frames=size.frames, run=spec.run),
             )
         state = program.init_batch(jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds]))
         state, start_chunk, wall_offset = _resume(ckpt, state, digest, seeds, run_dirs, program)
@@ -123,8 +124,12 @@ def _train_chunks(
         started = time.monotonic()
         for chunk in range(start_chunk, program.num_chunks):
             state, metrics = program.run_chunk_batch(state)
+            # JAX dispatches asynchronously: the chunk is done only once its metrics (and state) are, so the
+            # clock is read after waiting for them (before, the last dispatched work of a chunk was timed later).
+            metrics = jax.device_get(jax.block_until_ready(metrics))
+            jax.block_until_ready(state)
             wall_time = wall_offset + time.monotonic() - started
-            records = _records(jax.device_get(metrics), chunk + 1, program, wall_time, len(seeds))
+            records = _records(metrics, chunk + 1, program, wall_time, len(seeds))
             for run_dir, record in zip(run_dirs, records):
                 _append_jsonl(run_dir / "metrics.jsonl", record)
             meta = {"config_hash": digest, "seeds": list(seeds), "chunk": chunk + 1, "wall_time": wall_time}
@@ -157,9 +162,13 @@ def _pick(names: list[str], name: str, what: str, spec_path: Path) -> int:
 
 
 def _write_resolved(
-    run_dir: Path, unit: RunUnit, spec: ExperimentSpec, scale: str, digest: str, agent: dict, env: dict
+    run_dir: Path, unit: RunUnit, spec: ExperimentSpec, scale: str, digest: str, agent: dict, env: dict,
+    chunks: ChunkPlan,
 ) -> None:
+    """spec.resolved.json: the run's identity and configuration (MLflow's params are its ``config``). ``frames`` is
+    what the run trains (whole chunks, the builder's ``ChunkPlan``), ``frames_budget`` the scale's budget."""
     run_dir.mkdir(parents=True, exist_ok=True)
+    frames = {"frames": chunks.frames, "frames_budget": unit.frames, "frames_unit": chunks.unit}
     info = {
         "run": {
             "paper": unit.paper,
@@ -168,13 +177,13 @@ def _write_resolved(
             "env": unit.env,
             "seed": unit.seed,
             "scale": scale,
-            "frames": unit.frames,
+            **frames,
             "spec_hash": spec_hash(spec),
             "config_hash": digest,
             "git_commit": git_commit(),
             "run_key": f"{scale}/{unit.relpath}",
         },
-        "config": {"agent": agent, "env": env, "frames": unit.frames, "run": spec.run.model_dump(mode="json")},
+        "config": {"agent": agent, "env": env, **frames, "run": spec.run.model_dump(mode="json")},
         "spec": spec.model_dump(mode="json"),
     }
     _write_json_atomic(run_dir / "spec.resolved.json", info)
@@ -245,7 +254,9 @@ def _write_summary(run_dir: Path, *, final_fraction: float) -> None:
     final["run_return"], final["run_episodes"] = final_return(records, last["frames"], 1.0)
     summary = {
         "run": run,
-        "frames": last["frames"],
+        "frames": last["frames"],  # trained: whole chunks
+        "frames_budget": run.get("frames_budget", run.get("frames")),
+        "frames_unit": run.get("frames_unit", "frames"),
         "updates": last["updates"],
         "wall_time": last["wall_time"],
         "final": {**final, **final_values(records, final_fraction)},

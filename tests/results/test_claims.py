@@ -222,7 +222,8 @@ def test_claim_not_judged_at_this_scale_says_why() -> None:
     [verdict] = judge_claims(spec, "smoke", cells({("a", "catch"): HIGH, ("b", "catch"): LOW}))
     assert verdict.verdict == NOT_JUDGED == "not judged"
     assert "judged at scale(s) cpu, paper" in verdict.detail
-    assert "'smoke'" in verdict.detail and "100 frames, 2 seeds" in verdict.detail
+    # What the runs train is one whole chunk: unroll 5 x batch 4 x 50 updates = 1,000 frames, beside the budget of 100.
+    assert "at 'smoke' 2 seeds of 1,000 frames per run (budget 100; training runs whole chunks) are too small" in verdict.detail
 
 
 def test_missing_variant_is_not_judged() -> None:
@@ -312,7 +313,7 @@ def test_threshold_on_a_cell_that_was_not_run_is_not_judged() -> None:
 def test_threshold_not_judged_at_this_scale() -> None:
     [verdict] = judge_claims(make_spec(threshold(">=", 1.0, 0.0)), "paper", cells({("a", "catch"): HIGH}))
     assert verdict.verdict == NOT_JUDGED
-    assert "1,000 frames, 4 seeds" in verdict.detail
+    assert "4 seeds of 1,000 frames per run are too small" in verdict.detail  # the paper budget is one whole chunk
 
 
 def test_every_claim_gets_a_verdict_in_order_with_its_power() -> None:

@@ -84,6 +84,8 @@ def fabricate_run(root: Path, spec: ExperimentSpec, unit: RunUnit, final: float,
     summary = {
         "run": run,
         "frames": records[-1]["frames"],
+        "frames_budget": unit.frames,
+        "frames_unit": "frames",
         "updates": records[-1]["updates"],
         "wall_time": records[-1]["wall_time"],
         "final": {"final_return": final, "final_episodes": 4, "final_fraction": spec.run.final_fraction,
@@ -136,6 +138,23 @@ def test_fabricated_summary_matches_what_the_runner_writes(tmp_path: Path) -> No
     assert written["frames"] == fabricated["frames"] == 200
     # the last quarter of 200 frames is the chunk at frame 200: final_return = its episode return
     assert written["final"]["final_return"] == fabricated["final"]["final_return"] == FINALS["a"][0]
+
+
+def test_tables_csv_and_report_state_the_frames_trained_with_the_budget_beside_it(tmp_path: Path) -> None:
+    """A cpu budget of 150 frames trains one whole chunk: unroll 5 x batch 4 x 10 updates = 200 frames (issue 17)."""
+    data = _toy()
+    data["scales"]["cpu"]["frames"] = 150
+    toy = write_spec(tmp_path / "specs", data)
+    results = tmp_path / "results"
+    fabricate_all(toy, results)  # summaries as the runner writes them: 200 frames trained, budget 150
+    paths = aggregate_experiment(toy, scale="cpu", results=results)
+    md = paths["md"].read_text(encoding="utf-8")
+    assert "- scale: **cpu**, seeds: 3, 200 frames per run (budget 150; training runs whole chunks)\n" in md
+    with open(paths["csv"], newline="", encoding="utf-8") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {(r["frames"], r["frames_budget"]) for r in rows} == {("200", "150")}
+    report = write_report([tmp_path / "specs"], scale="cpu", results=results).read_text(encoding="utf-8")
+    assert "200 frames per run (budget 150; training runs whole chunks)" in report
 
 
 # --- collect -----------------------------------------------------------------------------------------------
@@ -196,7 +215,7 @@ def test_markdown_has_provenance(aggregated: dict[str, Any]) -> None:
     toy = aggregated["toy"]
     assert md.startswith("# toy/mini\n")
     assert "A Toy Paper (Someone et al., 2024), Table 2." in md
-    assert "- scale: **cpu**, seeds: 3, frames per run: 200" in md
+    assert "- scale: **cpu**, seeds: 3, 200 frames per run\n" in md  # budget 200 = one whole chunk: no budget note
     assert f"(hash `{spec_hash(load_spec(toy))}`" in md
     assert f"- code: runs at commit(s) `{RUN_COMMIT}`; table at `{git_commit()}`" in md
     assert "over the last 25% of frames" in md

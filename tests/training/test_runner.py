@@ -16,6 +16,7 @@ import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -469,3 +470,66 @@ def test_a_second_trainer_process_fails_at_once_and_the_first_one_ends_with_orde
     assert f"error: {run_dir} is being trained by pid {first.pid}" in second.stderr and "Traceback" not in second.stderr
     records = read_metrics(run_dir / "metrics.jsonl")
     assert [r["frames"] for r in records] == [frames_per_chunk * (i + 1) for i in range(chunks)]
+
+
+# --------------------------------------------------------------------------------------------------
+# a chunk's wall time
+
+
+def test_a_chunks_wall_time_includes_the_work_jax_dispatched_asynchronously(tmp_path: Path):
+    """``wall_time`` is read once the chunk's results are ready (issue 17; issue 11 item 13 for the Atari fps).
+
+    The program's chunk is one jitted call of dependent matmuls: JAX returns from it at once and computes in the
+    background. Its blocked duration is measured alone (best of 3); the first chunk's wall time must be at least
+    half of it. Reading the clock before ``device_get`` timed the dispatch only (milliseconds, far below half).
+    """
+    import jax
+    import jax.numpy as jnp
+
+    from rlrepro.agents.registry import TrainerProgram
+    from rlrepro.training.runner import _train_chunks
+
+    class Metrics(NamedTuple):
+        frames: jax.Array
+        episodes: jax.Array
+        mean_return: jax.Array
+
+    @jax.jit
+    def chunk(x):
+        y = jax.lax.fori_loop(0, 400, lambda _, y: jnp.tanh(y @ y * 1e-3 + 1e-3), x)
+        one = jnp.ones((1,), jnp.float32) + 0 * jnp.sum(y)  # ready only once the loop ran
+        return y, Metrics(one * 10, one.astype(jnp.int32), one)
+
+    state = jnp.full((384, 384), 1e-2, jnp.float32)
+    jax.block_until_ready(chunk(state))  # compiled
+    blocked = []
+    for _ in range(3):
+        started = time.monotonic()
+        jax.block_until_ready(chunk(state))
+        blocked.append(time.monotonic() - started)
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "spec.resolved.json").write_text(json.dumps({"run": {"frames": 20}}))
+    program = TrainerProgram(lambda keys: state, chunk, num_chunks=2, updates_per_chunk=1, frames_per_chunk=10)
+    _train_chunks(program, state, 0, 0.0, [run_dir], tmp_path / "c.ckpt", "h", (0,), "t", "lines", [], 0.5)
+    records = read_metrics(run_dir / "metrics.jsonl")
+    assert records[0]["wall_time"] >= 0.5 * min(blocked), (records, blocked)
+
+
+def test_a_run_of_a_budget_between_chunks_states_the_frames_it_trained_and_its_budget(tmp_path: Path, make_toy_spec):
+    """Issue 17: a smoke budget of 250 frames with chunks of unroll 5 x batch 4 x 5 updates = 100 frames trains
+    ceil(250 / 100) = 3 whole chunks = 300 frames: the plan, the metrics, summary.json and the MLflow params (the
+    resolved config) all say 300, with the budget of 250 beside it."""
+    from rlrepro.tracking import flatten_config
+    from rlrepro.workflow import chunk_plan
+
+    spec = make_toy_spec(tmp_path / "specs", experiment="toy_budget", smoke_frames=250, smoke_seeds=1,
+                         smoke_environments=["catch"])
+    [run_dir] = _train(spec, tmp_path / "results", seeds=(0,))
+    planned = chunk_plan(load_spec(spec), "vtrace", "catch", "smoke")
+    assert (planned.frames, planned.num_chunks) == (300, 3)
+    assert [r["frames"] for r in read_metrics(run_dir / "metrics.jsonl")] == [100, 200, 300]
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["frames"], summary["frames_budget"], summary["frames_unit"]) == (300, 250, "frames")
+    params = flatten_config(json.loads((run_dir / "spec.resolved.json").read_text())["config"])
+    assert (params["frames"], params["frames_budget"]) == ("300", "250")

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
@@ -54,7 +53,7 @@ def seeds_of(keys: Any) -> list[int]:
 def build_dqn(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """DQN on a gymnasium environment (every seed of the job stepped in lockstep) or on Atari (one seed per job);
     chunk = ``run.updates_per_chunk`` environment steps."""
-    from rlrepro.agents.registry import TrainerProgram
+    from rlrepro.agents.registry import TrainerProgram, host_step_chunks
     from rlrepro.environments.availability import require_backend
 
     require_backend(env_spec)
@@ -66,23 +65,22 @@ def build_dqn(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
         raise UnsupportedSetupError(f"agent.network.kind '{agent.network.kind}': gymnasium vector observations need 'mlp'")
     config = resolve_dqn(agent, env_spec, frames=frames, run=run)
     dqn = HostDQN(config, env_spec)
+    chunks = host_step_chunks(agent, env_spec, frames=frames, run=run)
     total = num_steps(frames, env_spec)
-    steps = min(run.updates_per_chunk, total)
-    num_chunks = math.ceil(total / steps)
 
     def init_batch(keys: Any) -> DQNState:
         return dqn.init(seeds_of(keys), total)
 
     def run_chunk_batch(state: DQNState):
-        return dqn.run(state, steps)
+        return dqn.run(state, chunks.updates_per_chunk)
 
-    return TrainerProgram(init_batch, run_chunk_batch, num_chunks, steps, steps * env_spec.frames_per_step)
+    return TrainerProgram(init_batch, run_chunk_batch, chunks.num_chunks, chunks.updates_per_chunk, chunks.frames_per_chunk)
 
 
 def build_dqn_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """DQN on one Atari game, one seed per job (``run.seeds_per_job: 1``)."""
     from rlrepro.agents.dqn.atari import AtariDQN
-    from rlrepro.agents.registry import TrainerProgram
+    from rlrepro.agents.registry import TrainerProgram, host_step_chunks
 
     if agent.network.kind == "mlp":
         raise UnsupportedSetupError("agent.network.kind 'mlp' cannot read Atari frames: use impala_shallow (the DQN net)")
@@ -92,15 +90,14 @@ def build_dqn_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
         )
     if env_spec.num_envs != 1:
         raise UnsupportedSetupError(f"DQN on Atari plays one game per seed: set the environment's num_envs: 1, not {env_spec.num_envs}")
-    total = num_steps(frames, env_spec)
-    steps = min(run.updates_per_chunk, total)
-    num_chunks = math.ceil(total / steps)
+    chunks = host_step_chunks(agent, env_spec, frames=frames, run=run)
     config = resolve_dqn(agent, env_spec, frames=frames, run=run)
-    dqn = AtariDQN(config, env_spec, total_steps=num_chunks * steps, steps_per_chunk=steps)
+    dqn = AtariDQN(config, env_spec, total_steps=chunks.num_chunks * chunks.updates_per_chunk,
+                   steps_per_chunk=chunks.updates_per_chunk)
 
     def init_batch(keys: Any) -> Any:
         if len(keys) != 1:
             raise UnsupportedSetupError("Atari jobs train one seed each: set run.seeds_per_job: 1 in the spec")
         return dqn.init(keys[0])
 
-    return TrainerProgram(init_batch, dqn.run_chunk, num_chunks, steps, steps * env_spec.frames_per_step)
+    return TrainerProgram(init_batch, dqn.run_chunk, chunks.num_chunks, chunks.updates_per_chunk, chunks.frames_per_chunk)

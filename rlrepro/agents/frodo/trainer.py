@@ -279,18 +279,21 @@ class FrodoSetup(NamedTuple):
 
 def resolve_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> FrodoSetup:
     """The one place a FRODO spec becomes its run's configuration (used by ``build_frodo``)."""
-    from rlrepro.agents.registry import num_chunks_for
+    from rlrepro.agents.registry import frodo_chunks
     from rlrepro.environments.jax_envs import make_jax_env
     from rlrepro.specs.environments import JaxEnvSpec
 
     episode_length = None
     if agent.outer.kind == "monte_carlo" and isinstance(env_spec, JaxEnvSpec):
         episode_length = monte_carlo_episode_length(agent, make_jax_env(env_spec.name, **env_spec.kwargs), env_spec.id)
-    probe_config = frodo_config(agent, total_updates=1, episode_length=episode_length)
-    frames_per_update = probe_config.frames_per_meta_update * env_spec.frames_per_step
-    total_updates = num_chunks_for(frames, frames_per_update, run.updates_per_chunk) * run.updates_per_chunk
+    chunks = frodo_chunks(agent, env_spec, frames=frames, run=run)
+    total_updates = chunks.num_chunks * chunks.updates_per_chunk
     meta_unroll = None if isinstance(env_spec, JaxEnvSpec) else 1  # g_eta's LSTM as a scan on Atari
     config = frodo_config(agent, total_updates=total_updates, meta_unroll=meta_unroll, episode_length=episode_length)
+    if config.frames_per_meta_update * env_spec.frames_per_step * chunks.updates_per_chunk != chunks.frames_per_chunk:
+        # The planned frames (frodo_chunks, JAX-free) and what a meta-update consumes must never drift apart.
+        raise AssertionError(f"frodo_chunks plans {chunks.frames_per_chunk} frames per chunk; the config consumes "
+                             f"{config.frames_per_meta_update * env_spec.frames_per_step * chunks.updates_per_chunk}")
     return FrodoSetup(config, total_updates, agent.actor)
 
 
@@ -312,9 +315,7 @@ def build_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     if config.network == "frodo_conv":
         raise UnsupportedSetupError("the frodo_conv torso needs image observations (Atari); use mlp or tabular here")
     trainer = make_frodo_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
-    frames_per_update = config.frames_per_meta_update * env_spec.frames_per_step
-    return TrainerProgram(trainer.init_batch, trainer.run_chunk_batch, total_updates // run.updates_per_chunk,
-                          run.updates_per_chunk, frames_per_update * run.updates_per_chunk)
+    return _program(trainer.init_batch, trainer.run_chunk_batch, agent, env_spec, frames=frames, run=run)
 
 
 def build_frodo_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
@@ -327,12 +328,18 @@ def build_frodo_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> An
         raise UnsupportedSetupError(f"agent.network.kind '{agent.network.kind}' cannot read Atari frames: use frodo_conv")
     config, total_updates, actor = resolve_frodo(agent, env_spec, frames=frames, run=run)
     trainer = HostFrodoTrainer(config, env_spec, actor, updates_per_chunk=run.updates_per_chunk, total_updates=total_updates)
-    frames_per_update = config.frames_per_meta_update * env_spec.frames_per_step
 
     def init_batch(keys: Any) -> Any:
         if len(keys) != 1:
             raise UnsupportedSetupError("Atari jobs train one seed each: set run.seeds_per_job: 1 in the spec")
         return trainer.init(keys[0])
 
-    return TrainerProgram(init_batch, trainer.run_chunk, total_updates // run.updates_per_chunk, run.updates_per_chunk,
-                          frames_per_update * run.updates_per_chunk)
+    return _program(init_batch, trainer.run_chunk, agent, env_spec, frames=frames, run=run)
+
+
+def _program(init_batch: Any, run_chunk_batch: Any, agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
+    """The runner's program, sized by ``frodo_chunks`` (what ``resolve_frodo`` set the schedules for)."""
+    from rlrepro.agents.registry import TrainerProgram, frodo_chunks
+
+    chunks = frodo_chunks(agent, env_spec, frames=frames, run=run)
+    return TrainerProgram(init_batch, run_chunk_batch, chunks.num_chunks, chunks.updates_per_chunk, chunks.frames_per_chunk)

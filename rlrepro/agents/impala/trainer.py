@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
-from rlrepro.agents.registry import TrainerProgram, num_chunks_for
+from rlrepro.agents.registry import TrainerProgram, impala_chunks
 from rlrepro.environments.availability import require_backend
 from rlrepro.environments.errors import UnsupportedSetupError
 from rlrepro.specs import ImpalaAgentSpec
@@ -24,9 +24,8 @@ class ImpalaSetup(NamedTuple):
 
 def resolve_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: RunSpec) -> ImpalaSetup:
     """The one place an IMPALA spec becomes its run's configuration (used by ``build_impala``)."""
-    frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
-    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
-    return ImpalaSetup(impala_config(agent, total_updates=num_chunks * run.updates_per_chunk), agent.actor)
+    chunks = impala_chunks(agent, env_spec, frames=frames, run=run)
+    return ImpalaSetup(impala_config(agent, total_updates=chunks.num_chunks * chunks.updates_per_chunk), agent.actor)
 
 
 def impala_config(agent: ImpalaAgentSpec, total_updates: int) -> ImpalaConfig:
@@ -75,17 +74,16 @@ def build_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: Run
     from rlrepro.environments.jax_envs import make_jax_env
     from rlrepro.training.jax_loop import make_jax_trainer
 
-    frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
-    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
+    chunks = impala_chunks(agent, env_spec, frames=frames, run=run)
     config = resolve_impala(agent, env_spec, frames=frames, run=run).config
     env = make_jax_env(env_spec.name, **env_spec.kwargs)
     trainer = make_jax_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
     return TrainerProgram(
         init_batch=trainer.init_batch,
         run_chunk_batch=trainer.run_chunk_batch,
-        num_chunks=num_chunks,
-        updates_per_chunk=run.updates_per_chunk,
-        frames_per_chunk=frames_per_update * run.updates_per_chunk,
+        num_chunks=chunks.num_chunks,
+        updates_per_chunk=chunks.updates_per_chunk,
+        frames_per_chunk=chunks.frames_per_chunk,
     )
 
 
@@ -97,8 +95,7 @@ def build_impala_atari(agent: ImpalaAgentSpec, env_spec: AtariEnvSpec, *, frames
         raise UnsupportedSetupError("agent.network.kind 'mlp' cannot read Atari frames: use impala_shallow or impala_deep")
     from rlrepro.agents.impala.host_trainer import HostImpalaTrainer
 
-    frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
-    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
+    chunks = impala_chunks(agent, env_spec, frames=frames, run=run)
     setup = resolve_impala(agent, env_spec, frames=frames, run=run)
     trainer = HostImpalaTrainer(setup.config, env_spec, setup.actor, updates_per_chunk=run.updates_per_chunk)
 
@@ -110,7 +107,7 @@ def build_impala_atari(agent: ImpalaAgentSpec, env_spec: AtariEnvSpec, *, frames
     return TrainerProgram(
         init_batch=init_batch,
         run_chunk_batch=trainer.run_chunk,
-        num_chunks=num_chunks,
-        updates_per_chunk=run.updates_per_chunk,
-        frames_per_chunk=frames_per_update * run.updates_per_chunk,
+        num_chunks=chunks.num_chunks,
+        updates_per_chunk=chunks.updates_per_chunk,
+        frames_per_chunk=chunks.frames_per_chunk,
     )

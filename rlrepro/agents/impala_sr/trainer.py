@@ -12,7 +12,7 @@ import numpy as np
 
 from rlrepro.agents.impala.trainer import impala_config
 from rlrepro.agents.impala_sr.config import ImpalaSRConfig, SRConfig
-from rlrepro.agents.registry import TrainerProgram, num_chunks_for
+from rlrepro.agents.registry import TrainerProgram, impala_chunks
 from rlrepro.environments.availability import require_backend
 from rlrepro.environments.errors import UnsupportedSetupError
 from rlrepro.specs.agents.impala_sr import ImpalaSRAgentSpec
@@ -53,9 +53,8 @@ def impala_sr_config(agent: ImpalaSRAgentSpec, total_updates: int) -> ImpalaSRCo
 
 def resolve_impala_sr(agent: ImpalaSRAgentSpec, env_spec: Any, *, frames: int, run: RunSpec) -> ImpalaSRConfig:
     """The one place an IMPALA+SR spec becomes its run's configuration (used by ``build_impala_sr``)."""
-    frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
-    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
-    return impala_sr_config(agent, total_updates=num_chunks * run.updates_per_chunk)
+    chunks = impala_chunks(agent, env_spec, frames=frames, run=run)
+    return impala_sr_config(agent, total_updates=chunks.num_chunks * chunks.updates_per_chunk)
 
 
 def build_impala_sr(agent: ImpalaSRAgentSpec, env_spec: Any, *, frames: int, run: RunSpec) -> TrainerProgram:
@@ -73,16 +72,15 @@ def build_impala_sr(agent: ImpalaSRAgentSpec, env_spec: Any, *, frames: int, run
             f"note: agent.sr.memory_capacity {agent.sr.memory_capacity} < episode length {episode_length}: "
             "the memory wraps and forgets the episode's first states", flush=True
         )
-    frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
-    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
+    chunks = impala_chunks(agent, env_spec, frames=frames, run=run)
     config = resolve_impala_sr(agent, env_spec, frames=frames, run=run)
     trainer = make_sr_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
     return TrainerProgram(
         init_batch=functools.partial(_init_batch, trainer.init_batch, config),
         run_chunk_batch=trainer.run_chunk_batch,
-        num_chunks=num_chunks,
-        updates_per_chunk=run.updates_per_chunk,
-        frames_per_chunk=frames_per_update * run.updates_per_chunk,
+        num_chunks=chunks.num_chunks,
+        updates_per_chunk=chunks.updates_per_chunk,
+        frames_per_chunk=chunks.frames_per_chunk,
         write_artifacts=_profile_writer(env, config) if has_chain_probe(env) else None,
     )
 

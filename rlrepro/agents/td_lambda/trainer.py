@@ -17,7 +17,7 @@ import jax.numpy as jnp
 
 from rlrepro.agents.frodo.actor import make_prediction_collect
 from rlrepro.agents.frodo.trainer import changepoint_error, optimizer_config
-from rlrepro.agents.registry import num_chunks_for
+from rlrepro.agents.registry import td_lambda_chunks
 from rlrepro.agents.impala.actor import ActorState, init_actor
 from rlrepro.agents.td_lambda.learner import TdLambdaConfig, TdLambdaState, init, update
 
@@ -85,9 +85,8 @@ def make_td_lambda_trainer(env: Any, config: TdLambdaConfig, *, updates_per_chun
 
 def resolve_td_lambda(agent: Any, env_spec: Any, *, frames: int, run: Any) -> TdLambdaConfig:
     """The one place a TD(lambda) spec becomes its run's configuration (used by ``build_td_lambda``)."""
-    frames_per_update = agent.unroll_length * agent.trajectories_per_update * env_spec.frames_per_step
-    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
-    total_steps = num_chunks * run.updates_per_chunk * agent.trajectories_per_update
+    chunks = td_lambda_chunks(agent, env_spec, frames=frames, run=run)
+    total_steps = chunks.num_chunks * chunks.updates_per_chunk * agent.trajectories_per_update
     return TdLambdaConfig(
         trace_lambda=agent.trace_lambda,
         optimizer=optimizer_config(agent.optimizer, total_steps),
@@ -113,9 +112,8 @@ def build_td_lambda(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     env = make_jax_env(env_spec.name, **env_spec.kwargs)
     if not hasattr(env, "true_values"):
         raise UnsupportedSetupError(f"td_lambda needs a prediction environment with true values; '{env_spec.name}' has none")
-    frames_per_update = agent.unroll_length * agent.trajectories_per_update * env_spec.frames_per_step
-    num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
+    chunks = td_lambda_chunks(agent, env_spec, frames=frames, run=run)
     config = resolve_td_lambda(agent, env_spec, frames=frames, run=run)
-    trainer = make_td_lambda_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
-    return TrainerProgram(trainer.init_batch, trainer.run_chunk_batch, num_chunks, run.updates_per_chunk,
-                          frames_per_update * run.updates_per_chunk)
+    trainer = make_td_lambda_trainer(env, config, updates_per_chunk=chunks.updates_per_chunk)
+    return TrainerProgram(trainer.init_batch, trainer.run_chunk_batch, chunks.num_chunks, chunks.updates_per_chunk,
+                          chunks.frames_per_chunk)

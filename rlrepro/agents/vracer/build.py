@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import math
 from pathlib import Path
 from typing import Any
 
@@ -37,14 +36,12 @@ def require_mujoco(env_spec: Any, agent_name: str) -> None:
 def host_program(host: Any, env_spec: Any, frames: int, run: Any) -> Any:
     """The runner's ``TrainerProgram`` of a ReF-ER host loop (V-RACER, DDPG, NAF): every seed in lockstep, a chunk
     of ``run.updates_per_chunk`` environment steps, R_random written beside every run."""
-    from rlrepro.agents.registry import TrainerProgram
-    from rlrepro.agents.vracer.trainer import num_steps
+    from rlrepro.agents.registry import TrainerProgram, step_chunks
 
-    total = num_steps(frames, env_spec)
-    steps = min(run.updates_per_chunk, total)
+    chunks = step_chunks(frames, env_spec, run)
     return TrainerProgram(
-        lambda keys: host.init(seeds_of(keys)), lambda state: host.run(state, steps),
-        math.ceil(total / steps), steps, steps * env_spec.frames_per_step,
+        lambda keys: host.init(seeds_of(keys)), lambda state: host.run(state, chunks.updates_per_chunk),
+        chunks.num_chunks, chunks.updates_per_chunk, chunks.frames_per_chunk,
         write_artifacts=lambda state, run_dirs: write_random_score(env_spec, run_dirs),
     )
 

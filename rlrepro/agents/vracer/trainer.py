@@ -11,7 +11,6 @@ memory when they end: terminated ones bootstrap from 0, truncated ones from V(s_
 from __future__ import annotations
 
 import functools
-import math
 from typing import Any, NamedTuple
 
 import jax
@@ -211,7 +210,3 @@ class HostVRacer:
             c_max=c_max, learning_rate=eta,
             reward_scale=np.array([r.reward_scale for r in host.replays]),
         )
-
-
-def num_steps(frames: int, env_spec: Any) -> int:
-    return max(1, math.ceil(frames / env_spec.frames_per_step))
