@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rlrepro.recovery import release_stale_locks
 from rlrepro.specs import SCALES
-from rlrepro.tracking import default_tracking_uri
+from rlrepro.tracking import default_tracking_uri, warn_shared_sqlite
 from rlrepro.workflow import cannot_run, named_explicitly, plan, results_root
 
 # After a killed Snakemake: its lock files are removed when no Snakemake process works here (incomplete jobs
@@ -35,6 +35,8 @@ ENV = "envs/rlrepro.yaml"  # documents the software; no conda here: rules run in
 # matches no spec is an error listing the known names.
 PLANS = [p for p in plan(SPECS, SCALE, ONLY) if cannot_run(p) is None or named_explicitly(p, ONLY)]
 PLAN_BY_KEY = {p.key: p for p in PLANS}
+
+onstart: warn_shared_sqlite(workflow.executor_plugin, BASE)  # cluster executor + sqlite on the shared filesystem
 
 
 rule all:

@@ -217,13 +217,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_mlflow_sync(args: argparse.Namespace) -> int:
-    from rlrepro.tracking import StoreUnreachableError, default_tracking_uri, sync_all
+    from rlrepro.tracking import StoreUnreachableError, default_tracking_uri, project_namespace, sync_all
 
     root = _results_root(args)
     uri = args.uri or default_tracking_uri(args.results)
     only = f"{args.scale}/{args.only.strip('/')}" if args.only else None  # run keys start with the scale
     try:
-        counts = sync_all(root / "runs", uri=uri, only=only, wait_s=args.wait)
+        counts = sync_all(root / "runs", uri=uri, only=only, wait_s=args.wait, project=project_namespace(args.results))
     except ValueError as error:  # --only matches nothing
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -237,7 +237,7 @@ def cmd_mlflow_sync(args: argparse.Namespace) -> int:
 
 def cmd_mlflow_publish(args: argparse.Namespace) -> int:
     from rlrepro.specs import load_spec
-    from rlrepro.tracking import default_tracking_uri, publish_experiment
+    from rlrepro.tracking import default_tracking_uri, project_namespace, publish_experiment
     from rlrepro.workflow import plan_experiment
 
     spec = load_spec(args.spec)
@@ -249,7 +249,7 @@ def cmd_mlflow_publish(args: argparse.Namespace) -> int:
     run_id = publish_experiment(
         uri=args.uri or default_tracking_uri(args.results), scale=args.scale, paper=spec.paper,
         experiment=spec.experiment, spec=spec.model_dump(mode="json"), spec_path=str(args.spec),
-        table_json=md.with_suffix(".json"), files=files,
+        table_json=md.with_suffix(".json"), files=files, project=project_namespace(args.results),
     )
     print(f"summary run {run_id}: {len(files)} file(s) and the verdicts of {spec.paper}/{spec.experiment} ({args.scale})")
     return 0

@@ -116,7 +116,10 @@ def test_runs_are_mirrored_in_mlflow_once_per_unit_with_tags_and_steps(pipeline:
 
     client = MlflowClient(tracking_uri=pipeline.uri)
     keys = sorted(run.data.tags["rlrepro.run_key"] for run in mlflow_runs)
-    assert keys == sorted(f"smoke/toytest/toy_e2e/{v}/catch/seed{s}" for v in VARIANTS for s in SEEDS)
+    # Keys carry the results root's identity (made once in <results>/.project), so two checkouts never collide.
+    project = (pipeline.base / ".project").read_text().strip()
+    assert keys == sorted(f"{project}/smoke/toytest/toy_e2e/{v}/catch/seed{s}" for v in VARIANTS for s in SEEDS)
+    assert {run.data.tags["rlrepro.project"] for run in mlflow_runs} == {project}
     for run in mlflow_runs:
         tags = run.data.tags
         run_dir = pipeline.run_dir(tags["variant"], int(tags["seed"]))

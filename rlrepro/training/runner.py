@@ -261,9 +261,9 @@ def _write_json_atomic(path: Path, data: dict) -> None:
 
 
 def _trackers(run_dirs: list[Path], results: Path) -> list[Any]:
-    from rlrepro.tracking import default_tracking_uri, trackers_for
+    from rlrepro.tracking import default_tracking_uri, project_namespace, trackers_for
 
-    return trackers_for(run_dirs, uri=default_tracking_uri(results))
+    return trackers_for(run_dirs, uri=default_tracking_uri(results), project=project_namespace(results))
 
 
 def _nanmean(values: list[float]) -> float:
