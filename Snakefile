@@ -3,21 +3,24 @@
 #   snakemake -c2 --config scale=smoke only=impala   a quick look at one paper
 #   snakemake -c2 --config specs=/path/to/my/specs   specs outside the repository
 # Config keys: scale (smoke|cpu|paper), specs (comma-separated files/dirs), only (PAPER[/EXPERIMENT],...),
-# results (base folder; a scale writes to <results>/<scale>/), gpus (per training job, for cluster profiles).
+# results (base folder; a scale writes to <results>/<scale>/), gpus (per training job, for cluster profiles),
+# project (MLflow run keys' namespace), search_executor/dask_address (where a loss search scores programs).
 # MLFLOW_TRACKING_URI selects a tracking server.
+import os
 import sys
 from pathlib import Path
 
 from rlrepro.recovery import release_stale_locks
 from rlrepro.specs import SCALES
 from rlrepro.tracking import default_tracking_uri, warn_shared_sqlite
-from rlrepro.workflow import cannot_run, named_explicitly, plan, results_root
+from rlrepro.workflow import cannot_run, cluster_environment, named_explicitly, plan, results_root
 
 # After a killed Snakemake: its lock files are removed when no Snakemake process works here (incomplete jobs
 # then re-run through profiles/default's rerun-incomplete and resume from their checkpoints).
 if workflow.is_main_process and (_recovered := release_stale_locks(Path.cwd())):
     print(_recovered, file=sys.stderr)
 
+os.environ.update(cluster_environment(config))  # project, search_executor, dask_address: where, never what
 SCALE = str(config.get("scale", "cpu"))
 if SCALE not in SCALES:
     raise ValueError(f"--config scale={SCALE}: unknown scale; expected one of {', '.join(SCALES)}")

@@ -116,6 +116,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(json.dumps([dataclasses.asdict(unit) for unit in units]))
         return 0
     print("\n".join(_plan_summary(plans, args.scale)))
+    print("\n".join(["", "device-hours (frames over the stored throughput of one job; a GPU job runs one per GPU):",
+                      *_device_hours(plans)]))
     jobs = sum(len(p.jobs) for p in plans)
     if args.units:
         rows = [(u.paper, u.experiment, u.variant, u.env, str(u.seed), f"{u.frames:,}") for u in units]
@@ -130,6 +132,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"\n{len(units):,} run unit(s) in {jobs:,} job(s) at scale '{args.scale}'; total {total:,} frames")
     _print_power(plans, args)
     return 0
+
+
+def _device_hours(plans: list) -> list[str]:
+    """Per experiment: hours on a CPU machine (measured) and on the accelerator the stored figures name (estimates
+    until measured there), from rlrepro/bench/throughput.csv (issue 12 item 9, issue 15)."""
+    from rlrepro.bench.device_hours import device_hours_lines
+
+    return device_hours_lines(plans, _frames, REFERENCE_MACHINE)
 
 
 def _print_power(plans: list, args: argparse.Namespace) -> None:

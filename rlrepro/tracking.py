@@ -625,6 +625,7 @@ class _RunFolder:
         self.run: dict = dict(resolved["run"])
         self.config: dict = resolved.get("config") or {}
         self.spec: dict = resolved.get("spec") or {}
+        self.device: dict = resolved.get("device") or {}  # the job's JAX devices (rlrepro.training.runner)
         for k in ("paper", "experiment", "variant", "env", "seed"):
             if k not in self.run:
                 raise KeyError(f"{self.dir / SPEC_FILE}: run.{k} missing")
@@ -771,7 +772,8 @@ class RunTracker:
                 lambda: client.create_run(self.experiment_id, run_name=folder.run_name, tags=folder.tags())
             )
             self.run_id = run.info.run_id
-            params = [Param(k, v) for k, v in flatten_config(folder.config).items()]
+            flat = {**flatten_config(folder.config), **flatten_config(folder.device, prefix="device.")}
+            params = [Param(k, v) for k, v in flat.items()]
             for chunk in _chunks(params, MAX_PARAMS_TAGS_PER_BATCH):
                 self._call(lambda: client.log_batch(self.run_id, params=chunk, synchronous=True))
             self._call(lambda: client.log_artifact(self.run_id, str(self.run_dir / SPEC_FILE)))

@@ -120,6 +120,8 @@ def test_runs_are_mirrored_in_mlflow_once_per_unit_with_tags_and_steps(pipeline:
     project = (pipeline.base / ".project").read_text().strip()
     assert keys == sorted(f"{project}/smoke/toytest/toy_e2e/{v}/catch/seed{s}" for v in VARIANTS for s in SEEDS)
     assert {run.data.tags["rlrepro.project"] for run in mlflow_runs} == {project}
+    for run in mlflow_runs:  # each job's device placement is a param (issue 15): JAX's CPU here
+        assert run.data.params["device.platform"] == "cpu" and int(run.data.params["device.device_count"]) >= 1
     for run in mlflow_runs:
         tags = run.data.tags
         run_dir = pipeline.run_dir(tags["variant"], int(tags["seed"]))

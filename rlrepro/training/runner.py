@@ -67,9 +67,12 @@ def train_job(
     with contextlib.ExitStack() as owned:
         for run_dir in run_dirs:  # before anything in them is written or cut
             owned.enter_context(own_run_dir(run_dir))
+        device = device_placement()
+        print(f"devices: {device['device_count']} x {device['platform']} ({device['device_kind']})", flush=True)
         for unit, run_dir in zip(units, run_dirs):
             _write_resolved(
-                run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_spec.model_dump(mode="json")
+                run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_spec.model_dump(mode="json"),
+                device,
             )
         state = program.init_batch(jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds]))
         state, start_chunk, wall_offset = _resume(ckpt, state, digest, seeds, run_dirs, program)
@@ -156,8 +159,26 @@ def _pick(names: list[str], name: str, what: str, spec_path: Path) -> int:
     return names.index(name)
 
 
+def device_placement() -> dict[str, Any]:
+    """Where this job's JAX programs run: platform (cpu/gpu/tpu), device kind (e.g. "NVIDIA A100-SXM4-40GB"), how many
+    devices this process sees, and the jax/jaxlib versions. Recorded in spec.resolved.json ("device") and as MLflow
+    params ``device.*``: a GPU job that silently fell back to the CPU shows here (and in its frames/s)."""
+    import jaxlib
+
+    devices = jax.devices()
+    return {
+        "platform": devices[0].platform,
+        "device_kind": devices[0].device_kind,
+        "device_count": len(devices),
+        "process_count": jax.process_count(),
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+    }
+
+
 def _write_resolved(
-    run_dir: Path, unit: RunUnit, spec: ExperimentSpec, scale: str, digest: str, agent: dict, env: dict
+    run_dir: Path, unit: RunUnit, spec: ExperimentSpec, scale: str, digest: str, agent: dict, env: dict,
+    device: dict[str, Any] | None = None,
 ) -> None:
     run_dir.mkdir(parents=True, exist_ok=True)
     info = {
@@ -176,6 +197,8 @@ def _write_resolved(
         },
         "config": {"agent": agent, "env": env, "frames": unit.frames, "run": spec.run.model_dump(mode="json")},
         "spec": spec.model_dump(mode="json"),
+        # Where it ran (written again on every start: a resumed run records the machine that finished it).
+        "device": device or {},
     }
     _write_json_atomic(run_dir / "spec.resolved.json", info)
 
