@@ -63,6 +63,9 @@ def postgres_server(*, start_timeout: float = 60, database: str = "mlflow") -> I
         for path in (folder, sockets):
             os.chown(path, user["user"], user["group"])
     process = None
+    # `timeout` (CI) ends pytest with SIGTERM, whose default action skips every `finally`: turn it into an
+    # interrupt while the server runs, so it is stopped and its files removed.
+    previous = signal.signal(signal.SIGTERM, _interrupt)
     try:
         subprocess.run([str(bindir / "initdb"), "-D", str(data), "-U", "rlrepro", "--auth=trust", "-E", "UTF8",
                         "--no-sync"], check=True, capture_output=True, timeout=120, cwd=folder, **user)
@@ -96,3 +99,8 @@ def postgres_server(*, start_timeout: float = 60, database: str = "mlflow") -> I
                 process.kill()
                 process.wait(timeout=10)
         shutil.rmtree(folder, ignore_errors=True)
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
