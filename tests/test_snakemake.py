@@ -145,7 +145,9 @@ def test_the_aggregate_step_publishes_a_summary_run_with_the_seed_runs_as_childr
     client = MlflowClient(tracking_uri=pipeline.uri)
     experiment = client.get_experiment_by_name("toytest/toy_e2e")
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
-    summary = client.search_runs([experiment.experiment_id], "tags.`rlrepro.experiment_summary` = 'smoke/toytest/toy_e2e'")
+    project = (pipeline.base / ".project").read_text().strip()  # another checkout's summary run has its own key
+    summary = client.search_runs([experiment.experiment_id],
+                                 f"tags.`rlrepro.experiment_summary` = '{project}/smoke/toytest/toy_e2e'")
     assert len(summary) == 1
     assert {run.data.tags["mlflow.parentRunId"] for run in mlflow_runs} == {summary[0].info.run_id}
     artifacts = {f.path for f in client.list_artifacts(summary[0].info.run_id)}

@@ -83,7 +83,7 @@ def _search(results: Path, executor: str | None, env: dict[str, str]) -> dict:
         env[EXECUTOR_ENV] = executor
     command = [sys.executable, "-m", "rlrepro", "train", "--spec", str(SEARCH), "--scale", "smoke", "--variant",
                "default", "--env", "cpu_cartpole_empty5x5", "--results", str(results), "--no-mlflow", "--progress", "lines"]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=900, cwd=REPO)
+    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800, cwd=REPO)
     assert result.returncode == 0, result.stderr[-3000:]
     run = results / "smoke/runs/evolving_rl/search_dqnreg/default/cpu_cartpole_empty5x5/seed0"
     search = json.loads((run / "search.json").read_text())
