@@ -4,10 +4,11 @@
 PYTHON ?= python3.11
 VENV := .venv
 LOCK := envs/requirements-cpu.lock.txt
+CUDA_LOCK := envs/requirements-cuda.lock.txt
 CORES ?= 2
 SCALE ?= cpu
 
-.PHONY: install main test test-slow lint lock
+.PHONY: install install-cuda main test test-slow test-services lint lock
 
 $(VENV)/.installed: $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -19,6 +20,13 @@ $(VENV)/.installed: $(LOCK) pyproject.toml
 
 install: $(VENV)/.installed
 
+# GPU machines: the CPU environment plus jax's CUDA 12 plugin at the same jax version (the CPU lock constrains the rest).
+# Then every training job logs its devices (device.json in the run folder, `device.*` params in MLflow).
+install-cuda: install
+	$(VENV)/bin/python -m pip install --quiet -r $(CUDA_LOCK) -c $(LOCK)
+	$(VENV)/bin/python -m pip check
+	$(VENV)/bin/python -c "import jax; print('jax devices:', jax.devices())"
+
 main: install
 	$(VENV)/bin/snakemake --cores $(CORES) --rerun-incomplete --config scale=$(SCALE)
 
@@ -27,6 +35,16 @@ test: install
 
 test-slow: install
 	$(VENV)/bin/python -m pytest -q -m slow
+
+# MLflow as teams run it: an `mlflow server` on PostgreSQL, started and stopped by the tests (tests/test_tracking_server.py).
+# Installs Debian's postgresql when initdb is missing (apt, as root or with passwordless sudo; bounded).
+test-services: install
+	@if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo -n"; \
+	  timeout 300 $$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq && \
+	  DEBIAN_FRONTEND=noninteractive timeout 900 $$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq postgresql; \
+	fi
+	$(VENV)/bin/python -m pytest -q -m services
 
 lint: install
 	$(VENV)/bin/snakemake --lint

@@ -3,21 +3,24 @@
 #   snakemake -c2 --config scale=smoke only=impala   a quick look at one paper
 #   snakemake -c2 --config specs=/path/to/my/specs   specs outside the repository
 # Config keys: scale (smoke|cpu|paper), specs (comma-separated files/dirs), only (PAPER[/EXPERIMENT],...),
-# results (base folder; a scale writes to <results>/<scale>/), gpus (per training job, for cluster profiles).
+# results (base folder; a scale writes to <results>/<scale>/), gpus (per training job, for cluster profiles),
+# project (MLflow run keys' namespace), search_executor/dask_address (where a loss search scores programs).
 # MLFLOW_TRACKING_URI selects a tracking server.
+import os
 import sys
 from pathlib import Path
 
 from rlrepro.recovery import release_stale_locks
 from rlrepro.specs import SCALES
-from rlrepro.tracking import default_tracking_uri
-from rlrepro.workflow import cannot_run, named_explicitly, plan, results_root
+from rlrepro.tracking import default_tracking_uri, warn_shared_sqlite
+from rlrepro.workflow import cannot_run, cluster_environment, named_explicitly, plan, results_root
 
 # After a killed Snakemake: its lock files are removed when no Snakemake process works here (incomplete jobs
 # then re-run through profiles/default's rerun-incomplete and resume from their checkpoints).
 if workflow.is_main_process and (_recovered := release_stale_locks(Path.cwd())):
     print(_recovered, file=sys.stderr)
 
+os.environ.update(cluster_environment(config))  # project, search_executor, dask_address: where, never what
 SCALE = str(config.get("scale", "cpu"))
 if SCALE not in SCALES:
     raise ValueError(f"--config scale={SCALE}: unknown scale; expected one of {', '.join(SCALES)}")
@@ -35,6 +38,8 @@ ENV = "envs/rlrepro.yaml"  # documents the software; no conda here: rules run in
 # matches no spec is an error listing the known names.
 PLANS = [p for p in plan(SPECS, SCALE, ONLY) if cannot_run(p) is None or named_explicitly(p, ONLY)]
 PLAN_BY_KEY = {p.key: p for p in PLANS}
+
+onstart: warn_shared_sqlite(workflow.executor_plugin, BASE)  # cluster executor + sqlite on the shared filesystem
 
 
 rule all:

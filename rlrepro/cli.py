@@ -148,6 +148,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         print(json.dumps([{**dataclasses.asdict(u), "frames_trained": trained[u][0], "counts": trained[u][1]} for u in units]))
         return 0
     print("\n".join(_plan_summary(plans, args.scale)))
+    print("\n".join(["", "device-hours (frames over the stored throughput of one job; a GPU job runs one per GPU):",
+                      *_device_hours(plans)]))
     jobs = sum(len(p.jobs) for p in plans)
     if args.units:
         rows = [(u.paper, u.experiment, u.variant, u.env, str(u.seed), f"{trained[u][0]:,}", f"{u.frames:,}")
@@ -162,6 +164,14 @@ def cmd_plan(args: argparse.Namespace) -> int:
     print(f"\n{len(units):,} run unit(s) in {jobs:,} job(s) at scale '{args.scale}'; {_total_text(units, trained)}")
     _print_power(plans, args)
     return 0
+
+
+def _device_hours(plans: list) -> list[str]:
+    """Per experiment: hours on a CPU machine (measured) and on the accelerator the stored figures name (estimates
+    until measured there), from rlrepro/bench/throughput.csv (issue 12 item 9, issue 15)."""
+    from rlrepro.bench.device_hours import device_hours_lines
+
+    return device_hours_lines(plans, _frames, REFERENCE_MACHINE)
 
 
 def _print_power(plans: list, args: argparse.Namespace) -> None:
@@ -249,13 +259,13 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_mlflow_sync(args: argparse.Namespace) -> int:
-    from rlrepro.tracking import StoreUnreachableError, default_tracking_uri, sync_all
+    from rlrepro.tracking import StoreUnreachableError, default_tracking_uri, project_namespace, sync_all
 
     root = _results_root(args)
     uri = args.uri or default_tracking_uri(args.results)
     only = f"{args.scale}/{args.only.strip('/')}" if args.only else None  # run keys start with the scale
     try:
-        counts = sync_all(root / "runs", uri=uri, only=only, wait_s=args.wait)
+        counts = sync_all(root / "runs", uri=uri, only=only, wait_s=args.wait, project=project_namespace(args.results))
     except ValueError as error:  # --only matches nothing
         print(f"error: {error}", file=sys.stderr)
         return 2
@@ -269,7 +279,7 @@ def cmd_mlflow_sync(args: argparse.Namespace) -> int:
 
 def cmd_mlflow_publish(args: argparse.Namespace) -> int:
     from rlrepro.specs import load_spec
-    from rlrepro.tracking import default_tracking_uri, publish_experiment
+    from rlrepro.tracking import default_tracking_uri, project_namespace, publish_experiment
     from rlrepro.workflow import plan_experiment
 
     spec = load_spec(args.spec)
@@ -281,7 +291,7 @@ def cmd_mlflow_publish(args: argparse.Namespace) -> int:
     run_id = publish_experiment(
         uri=args.uri or default_tracking_uri(args.results), scale=args.scale, paper=spec.paper,
         experiment=spec.experiment, spec=spec.model_dump(mode="json"), spec_path=str(args.spec),
-        table_json=md.with_suffix(".json"), files=files,
+        table_json=md.with_suffix(".json"), files=files, project=project_namespace(args.results),
     )
     print(f"summary run {run_id}: {len(files)} file(s) and the verdicts of {spec.paper}/{spec.experiment} ({args.scale})")
     return 0

@@ -11,7 +11,9 @@ The run folder ``results/runs/<paper>/<experiment>/<variant>/<env>/seed<k>/`` is
   and training goes on (the run folder is complete; ``rlrepro mlflow-sync`` re-ingests it).
 * :func:`sync_run_dir` / :func:`sync_all` re-ingest run folders idempotently.
 
-Identity: every mirrored run carries the tag ``rlrepro.run_key`` (``paper/experiment/variant/env/seed<k>``);
+Identity: every mirrored run carries the tag ``rlrepro.run_key`` (``<project>/<scale>/paper/experiment/variant/env/seed<k>``);
+the project (:func:`project_namespace`: ``$RLREPRO_PROJECT``, else an identity kept in ``<results>/.project``) keeps the
+runs of two checkouts that share one tracking server apart (tag ``rlrepro.project``);
 a completed mirror carries ``rlrepro.summary_sha256`` (sha256 of ``summary.json`` bytes). A mirror is up to
 date iff it is FINISHED and its summary hash equals the folder's.
 
@@ -50,6 +52,9 @@ __all__ = [
     "RunTracker",
     "TrackingWarning",
     "default_tracking_uri",
+    "project_namespace",
+    "shared_sqlite_warning",
+    "warn_shared_sqlite",
     "ensure_store",
     "publish_experiment",
     "sqlite_db_path",
@@ -61,6 +66,13 @@ __all__ = [
 ]
 
 RUN_KEY_TAG = "rlrepro.run_key"
+#: The namespace of a checkout's runs on a shared server (:func:`project_namespace`).
+PROJECT_TAG = "rlrepro.project"
+PROJECT_ENV = "RLREPRO_PROJECT"
+#: Kept in the results base: the identity of this results root, made once (random, so two checkouts at the same
+#: path on two machines still differ; every node of a cluster reads the same file on the shared filesystem).
+PROJECT_FILE = ".project"
+_PROJECT_NAME = re.compile(r"^[A-Za-z0-9][\w.\-]{0,99}$")
 SUMMARY_TAG = "rlrepro.summary_sha256"
 #: On the KILLED mirror of an interrupted run: sha256 of the metrics.jsonl it mirrors.
 METRICS_TAG = "rlrepro.metrics_sha256"
@@ -109,6 +121,81 @@ def default_tracking_uri(results_dir: Path | str) -> str:
         return env
     db = Path(results_dir).expanduser().resolve() / "mlflow.db"
     return f"sqlite:///{db}?timeout={SQLITE_TIMEOUT_S}"
+
+
+def project_namespace(results_dir: Path | str) -> str:
+    """The namespace of this checkout's runs in MLflow: ``$RLREPRO_PROJECT`` (Snakemake: ``--config project=NAME``),
+    else the identity of the results base ``results_dir``, kept in ``<results_dir>/.project`` (made on first use:
+    ``<checkout folder name>-<8 random hex digits>``).
+
+    Two checkouts syncing to one tracking server then never replace each other's runs; every job of one checkout,
+    on any node of a cluster, reads the same file.
+
+    Raises:
+        ValueError: the name (environment or file) is not 1-100 letters, digits, '_', '.', '-' (no '/': it heads the
+            run key).
+    """
+    env = os.environ.get(PROJECT_ENV, "").strip()
+    if env:
+        return _check_project(env, f"${PROJECT_ENV}")
+    base = Path(results_dir).expanduser().resolve()
+    path = base / PROJECT_FILE
+    if not path.exists():
+        base.mkdir(parents=True, exist_ok=True)
+        stem = re.sub(r"[^\w.\-]", "_", base.parent.name or "rlrepro")[:60].lstrip("._-") or "rlrepro"
+        tmp = path.with_name(f"{PROJECT_FILE}.tmp{os.getpid()}")
+        tmp.write_text(f"{stem}-{os.urandom(4).hex()}\n")
+        try:
+            os.link(tmp, path)  # atomic, and never replaces the name another job made first
+        except FileExistsError:
+            pass
+        finally:
+            tmp.unlink(missing_ok=True)
+    return _check_project(path.read_text().strip(), str(path))
+
+
+def warn_shared_sqlite(executor_plugin: Any, results_dir: Path | str) -> str | None:
+    """Print :func:`shared_sqlite_warning` for Snakemake's executor (``workflow.executor_plugin``) to stderr; return it.
+
+    Called from the Snakefile's ``onstart`` (after the executor is chosen, before any job is submitted).
+    """
+    name = getattr(executor_plugin, "cli_prefix", None) or getattr(executor_plugin, "name", None)
+    message = shared_sqlite_warning(name, results_dir)
+    if message:
+        print(message, file=sys.stderr, flush=True)
+    return message
+
+
+def _check_project(name: str, where: str) -> str:
+    if not _PROJECT_NAME.match(name):
+        raise ValueError(f"{where}: project name {name!r}: expected 1-100 letters, digits, '_', '.' or '-' (no '/')")
+    return name
+
+
+#: Executors that run jobs on other machines (Snakemake's ``--executor``/profile names).
+CLUSTER_EXECUTORS = frozenset({"slurm", "cluster-generic", "cluster-sync", "kubernetes", "googlebatch", "tes",
+                               "lsf", "pbs", "htcondor", "flux", "aws-batch", "azure-batch"})
+
+
+def shared_sqlite_warning(executor: str | None, results_dir: Path | str) -> str | None:
+    """Why the jobs of ``executor`` should not track to the default store, or None.
+
+    A cluster executor runs jobs on several nodes; without ``MLFLOW_TRACKING_URI`` they would all write one sqlite
+    file on the shared filesystem (``<results>/mlflow.db``): sqlite's locks are unreliable over NFS/Lustre (corruption,
+    or "database is locked" for minutes). Local executors (``local``, ``dryrun``, ``touch``, None) are fine.
+    """
+    if not executor or executor not in CLUSTER_EXECUTORS:
+        return None
+    uri = default_tracking_uri(results_dir)
+    db = sqlite_db_path(uri)
+    if db is None:
+        return None
+    return (
+        f"rlrepro: the '{executor}' executor runs jobs on other nodes, but MLflow tracking would use the sqlite file "
+        f"{db} on the shared filesystem (no MLFLOW_TRACKING_URI set); sqlite's locking is unreliable there. Start a "
+        "tracking server (`mlflow server --backend-store-uri postgresql://...`, README) and export "
+        "MLFLOW_TRACKING_URI=http://host:port before running Snakemake; the run folders stay the source of truth."
+    )
 
 
 def sqlite_db_path(uri: str) -> Path | None:
@@ -507,8 +594,16 @@ def _get_or_create_experiment(client, uri: str, name: str, call: Callable) -> st
     return exp.experiment_id
 
 
-def _find_runs(client, experiment_id: str, run_key: str, call: Callable) -> list:
-    """Active MLflow runs of ``experiment_id`` tagged with ``run_key``."""
+def _find_runs(client, experiment_id: str, run_key: str, call: Callable, legacy_key: str | None = None) -> list:
+    """Active MLflow runs of ``experiment_id`` tagged with ``run_key`` (and, when given, the mirrors an older rlrepro
+    made of the same folder without a project: tagged ``legacy_key`` and no project, replaced like any old mirror)."""
+    runs = _runs_tagged(client, experiment_id, run_key, call)
+    if legacy_key is not None and legacy_key != run_key:
+        runs += [r for r in _runs_tagged(client, experiment_id, legacy_key, call) if PROJECT_TAG not in r.data.tags]
+    return runs
+
+
+def _runs_tagged(client, experiment_id: str, run_key: str, call: Callable) -> list:
     quote = "'" if "'" not in run_key else '"'
     flt = f"tags.`{RUN_KEY_TAG}` = {quote}{run_key}{quote}"
     runs, token = [], None
@@ -523,18 +618,22 @@ def _find_runs(client, experiment_id: str, run_key: str, call: Callable) -> list
 class _RunFolder:
     """What the mirror needs from a run folder."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, project: str | None = None):
         self.dir = Path(run_dir)
+        self.project = project
         resolved = _read_json(self.dir / SPEC_FILE)
         self.run: dict = dict(resolved["run"])
         self.config: dict = resolved.get("config") or {}
         self.spec: dict = resolved.get("spec") or {}
+        self.device: dict = resolved.get("device") or {}  # the job's JAX devices (rlrepro.training.runner)
         for k in ("paper", "experiment", "variant", "env", "seed"):
             if k not in self.run:
                 raise KeyError(f"{self.dir / SPEC_FILE}: run.{k} missing")
         r = self.run
         default_key = f"{r['paper']}/{r['experiment']}/{r['variant']}/{r['env']}/seed{r['seed']}"
-        self.run_key: str = r.get("run_key") or default_key
+        #: The key without a project: what older mirrors were tagged with.
+        self.bare_key: str = r.get("run_key") or default_key
+        self.run_key: str = f"{project}/{self.bare_key}" if project else self.bare_key
         self.experiment_name = f"{self.run['paper']}/{self.run['experiment']}"
         self.run_name = f"{self.run['variant']}/{self.run['env']}/seed{self.run['seed']}"
 
@@ -551,6 +650,8 @@ class _RunFolder:
     def tags(self) -> dict[str, str]:
         tags = {k: _truncate(str(self.run[k]), MAX_TAG_VAL_LENGTH) for k in RUN_TAG_KEYS if self.run.get(k) is not None}
         tags[RUN_KEY_TAG] = self.run_key
+        if self.project:
+            tags[PROJECT_TAG] = self.project
         return tags
 
 
@@ -580,9 +681,11 @@ class RunTracker:
         retries: int | None = None,
         strict: bool = False,
         circuit: dict[str, str] | None = None,
+        project: str | None = None,
     ):
         self.run_dir = Path(run_dir)
         self.uri = uri
+        self.project = project  # the run key's namespace (project_namespace); None: keys without one
         # sqlite: 10 tries with backoff (a lock passes). A tracking server: MLflow's HTTP client already
         # retries each request (bounded by bound_http_requests), so no tries of our own: a dead server
         # must cost training seconds, not minutes.
@@ -657,19 +760,20 @@ class RunTracker:
             from mlflow.entities import Param
 
             ensure_store(self.uri)
-            self._folder = folder = _RunFolder(self.run_dir)
+            self._folder = folder = _RunFolder(self.run_dir, self.project)
             on_disk = records_to_metrics(read_metrics(self.run_dir / METRICS_FILE))  # a corrupt file: no mirror at all
             self._client = client = _client(self.uri)
             self.experiment_id = _get_or_create_experiment(client, self.uri, folder.experiment_name, self._call)
             _present_experiment(client, self.experiment_id, folder.spec, self._call)
-            for old in _find_runs(client, self.experiment_id, folder.run_key, self._call):
+            for old in _find_runs(client, self.experiment_id, folder.run_key, self._call, folder.bare_key):
                 self._call(lambda: client.delete_run(old.info.run_id))
                 self.replaced_runs.append(old.info.run_id)
             run = self._call(
                 lambda: client.create_run(self.experiment_id, run_name=folder.run_name, tags=folder.tags())
             )
             self.run_id = run.info.run_id
-            params = [Param(k, v) for k, v in flatten_config(folder.config).items()]
+            flat = {**flatten_config(folder.config), **flatten_config(folder.device, prefix="device.")}
+            params = [Param(k, v) for k, v in flat.items()]
             for chunk in _chunks(params, MAX_PARAMS_TAGS_PER_BATCH):
                 self._call(lambda: client.log_batch(self.run_id, params=chunk, synchronous=True))
             self._call(lambda: client.log_artifact(self.run_id, str(self.run_dir / SPEC_FILE)))
@@ -745,17 +849,17 @@ class RunTracker:
         return False
 
 
-def trackers_for(run_dirs: Iterable[Path], *, uri: str) -> list[RunTracker]:
+def trackers_for(run_dirs: Iterable[Path], *, uri: str, project: str | None = None) -> list[RunTracker]:
     """The trackers of one job's run folders, sharing one probe of the store and one warning if it is down."""
     circuit: dict[str, str] = {}
-    return [RunTracker(run_dir, uri=uri, circuit=circuit) for run_dir in run_dirs]
+    return [RunTracker(run_dir, uri=uri, circuit=circuit, project=project) for run_dir in run_dirs]
 
 
 # --------------------------------------------------------------------------------------------------
 # re-ingestion
 
 
-def sync_run_dir(run_dir: Path | str, *, uri: str, force: bool = False) -> str:
+def sync_run_dir(run_dir: Path | str, *, uri: str, force: bool = False, project: str | None = None) -> str:
     """Mirror one run folder; returns ``"skipped"``, ``"created"`` or ``"replaced"``. Raises on failure.
 
     * complete folder (summary.json): skipped iff a FINISHED mirror with the same summary sha256 exists
@@ -770,7 +874,7 @@ def sync_run_dir(run_dir: Path | str, *, uri: str, force: bool = False) -> str:
     ``force=True`` replaces the mirror in every case.
     """
     ensure_store(uri)
-    folder = _RunFolder(Path(run_dir))
+    folder = _RunFolder(Path(run_dir), project)
     client = _client(uri)
     call = _retry if sqlite_db_path(uri) is not None else (lambda fn: _retry(fn, tries=1))
     sha = folder.summary_sha256()
@@ -780,15 +884,16 @@ def sync_run_dir(run_dir: Path | str, *, uri: str, force: bool = False) -> str:
     exp = call(lambda: client.get_experiment_by_name(folder.experiment_name))
     existing = []
     if exp is not None and exp.lifecycle_stage == "active":
-        existing = _find_runs(client, exp.experiment_id, folder.run_key, call)
+        existing = _find_runs(client, exp.experiment_id, folder.run_key, call, folder.bare_key)
 
     if not force and existing:
+        keyed = [r for r in existing if r.data.tags.get(RUN_KEY_TAG) == folder.run_key]  # not a mirror made before projects
         if sha is not None:
-            current = [r for r in existing if r.info.status == "FINISHED" and r.data.tags.get(SUMMARY_TAG) == sha]
+            current = [r for r in keyed if r.info.status == "FINISHED" and r.data.tags.get(SUMMARY_TAG) == sha]
         elif live is not None:
-            current = [r for r in existing if r.info.status == "RUNNING"]
+            current = [r for r in keyed if r.info.status == "RUNNING"]
         else:
-            current = [r for r in existing if r.info.status == "KILLED" and r.data.tags.get(METRICS_TAG) == metrics_sha]
+            current = [r for r in keyed if r.info.status == "KILLED" and r.data.tags.get(METRICS_TAG) == metrics_sha]
         if current:
             keep = max(current, key=lambda r: r.info.start_time or 0)
             for r in existing:
@@ -796,7 +901,7 @@ def sync_run_dir(run_dir: Path | str, *, uri: str, force: bool = False) -> str:
                     call(lambda: client.delete_run(r.info.run_id))
             return "skipped"
 
-    tracker = RunTracker(folder.dir, uri=uri, strict=True)
+    tracker = RunTracker(folder.dir, uri=uri, strict=True, project=project)
     try:
         tracker.start()
         if sha is None:
@@ -834,11 +939,12 @@ def sync_all(
     force: bool = False,
     wait_s: float = 20.0,
     say: Callable[[str], None] | None = None,
+    project: str | None = None,
 ) -> dict[str, int]:
     """Re-ingest every run folder under ``runs_root`` (``results/runs``). Idempotent.
 
-    ``only`` selects run keys by prefix (``"impala"``, ``"impala/atari57"``) or glob
-    (``"*/seed0"``). Returns counts per outcome: created, replaced, skipped, failed (a folder that
+    ``only`` selects run keys (without the project) by prefix (``"impala"``, ``"impala/atari57"``) or glob
+    (``"*/seed0"``); ``project`` namespaces the keys (:func:`project_namespace`). Returns counts per outcome: created, replaced, skipped, failed (a folder that
     cannot be read or mirrored is counted, reported through ``say`` and the others still sync).
 
     Raises:
@@ -856,7 +962,7 @@ def sync_all(
     for spec in sorted(root.rglob(SPEC_FILE)):
         run_dir = spec.parent
         try:
-            run_key = _RunFolder(run_dir).run_key
+            run_key = _RunFolder(run_dir).bare_key
         except Exception as exc:
             counts["failed"] += 1
             say(f"cannot read {spec}: {exc}")
@@ -865,7 +971,7 @@ def sync_all(
         if not _matches(run_key, only):
             continue
         try:
-            counts[sync_run_dir(run_dir, uri=uri, force=force)] += 1
+            counts[sync_run_dir(run_dir, uri=uri, force=force, project=project)] += 1
         except Exception as exc:
             if _is_unreachable(exc) and (reason := probe_store(uri)) is not None:
                 raise StoreUnreachableError(f"{reason} (while mirroring {run_dir})") from exc
@@ -948,6 +1054,7 @@ def publish_experiment(
     spec_path: str,
     table_json: Path,
     files: Iterable[Path],
+    project: str | None = None,
 ) -> str:
     """The summary run of one experiment at one scale: table, figures and verdicts as artifacts, verdicts as tags,
     each cell's mean as a metric, and the scale's seed runs made its children. Idempotent; returns the run id."""
@@ -958,11 +1065,11 @@ def publish_experiment(
     name = f"{paper}/{experiment}"
     experiment_id = _get_or_create_experiment(client, uri, name, _retry)
     _present_experiment(client, experiment_id, spec, _retry, spec_path)
-    key = f"{scale}/{name}"
+    key = f"{project}/{scale}/{name}" if project else f"{scale}/{name}"
     quote = "'" if "'" not in key else '"'
     found = _retry(lambda: client.search_runs([experiment_id], filter_string=f"tags.`{SUMMARY_RUN_TAG}` = {quote}{key}{quote}"))
     tags = {SUMMARY_RUN_TAG: key, "scale": scale, "paper": paper, "experiment": experiment, "variant": "(all)",
-            "env": "(all)", "seed": "(all)"}
+            "env": "(all)", "seed": "(all)", **({PROJECT_TAG: project} if project else {})}
     if found:
         run_id = found[0].info.run_id
         for extra in found[1:]:
@@ -997,6 +1104,8 @@ def publish_experiment(
     _retry(lambda: client.set_terminated(run_id, status="FINISHED"))
     children = _retry(lambda: client.search_runs([experiment_id], filter_string=f"tags.scale = '{scale}'", max_results=5000))
     for child in children:
+        if child.data.tags.get(PROJECT_TAG) != project:  # another checkout's runs on a shared server
+            continue
         if child.info.run_id != run_id and child.data.tags.get(PARENT_TAG) != run_id and RUN_KEY_TAG in child.data.tags:
             _retry(lambda: client.set_tag(child.info.run_id, PARENT_TAG, run_id))
     return run_id

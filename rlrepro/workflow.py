@@ -143,7 +143,7 @@ def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Sca
     env = resolve_env(spec, env_id, scale)
     return _hash(
         {
-            "agent": resolve_agent(spec, variant, scale).model_dump(mode="json"),
+            "agent": _without_placement(resolve_agent(spec, variant, scale).model_dump(mode="json")),
             "env": _without_reference_scores(env.model_dump(mode="json")),
             "frames": spec.scale(scale).frames,
             # how jobs are laid out and what is drawn, not what they compute
@@ -197,6 +197,41 @@ def cannot_run(experiment: ExperimentPlan) -> str | None:
         if env.id in needed and (reason := env_missing(env) or not_implemented(experiment.spec.agent.kind, env.kind)):
             return reason
     return None
+
+
+def _without_placement(agent: dict) -> dict:
+    """A loss search's dump with its executor hashed as a local pool: where programs are scored (local pool, Dask,
+    inline; the scheduler's address) never changes their scores, and the machine may override it
+    (rlrepro.search.executor.placement). ``workers`` stays: with ``proposals_per_round: null`` it decides how many
+    children are proposed per round. Local specs keep the hash they had."""
+    executor = agent.get("executor")
+    if agent.get("kind") != "loss_search" or not isinstance(executor, dict):
+        return agent
+    return {**agent, "executor": {**executor, "kind": "local", "address": None}}
+
+
+#: Snakemake ``--config`` keys that say where things run (never what they compute) -> the environment variables the
+#: jobs read. Set in the Snakefile's process, so every job it starts inherits them (local or cluster).
+CLUSTER_CONFIG_ENV = {
+    "project": "RLREPRO_PROJECT",  # the MLflow run keys' namespace (rlrepro.tracking.project_namespace)
+    "search_executor": "RLREPRO_SEARCH_EXECUTOR",  # local | dask | dask-slurm | inline (rlrepro.search.executor)
+    "dask_address": "RLREPRO_DASK_ADDRESS",  # tcp://scheduler:8786
+}
+
+
+def cluster_environment(config: dict) -> dict[str, str]:
+    """The environment variables for the Snakemake config's placement keys (those it gives; none is in a hash).
+
+    Raises:
+        ValueError: ``search_executor`` names no executor kind.
+    """
+    from rlrepro.search.executor import KINDS
+
+    env = {var: str(config[key]).strip() for key, var in CLUSTER_CONFIG_ENV.items() if str(config.get(key) or "").strip()}
+    kind = env.get("RLREPRO_SEARCH_EXECUTOR")
+    if kind is not None and kind not in KINDS:
+        raise ValueError(f"--config search_executor={kind}: expected one of {', '.join(KINDS)}")
+    return env
 
 
 def _without_reference_scores(env: object) -> object:

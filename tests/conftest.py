@@ -108,7 +108,7 @@ def toy_spec(tmp_path: Path) -> Path:
 
 def clean_env() -> dict[str, str]:
     """Environment for subprocesses: never a real tracking server, always the test's own sqlite store."""
-    env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
+    env = {k: v for k, v in os.environ.items() if k not in ("MLFLOW_TRACKING_URI", "RLREPRO_PROJECT")}
     env["PYTHONUNBUFFERED"] = "1"
     return env
 

@@ -24,13 +24,16 @@ def _free_port() -> int:
 
 
 @contextmanager
-def mlflow_server(folder: Path, *, start_timeout: float = 180) -> Iterator[str]:
-    """Start ``mlflow server`` (sqlite store and artifacts under ``folder``); yield its URL; stop it (bounded)."""
+def mlflow_server(folder: Path, *, start_timeout: float = 180, backend_store_uri: str | None = None,
+                  workers: int = 1) -> Iterator[str]:
+    """Start ``mlflow server`` (store ``backend_store_uri``, default sqlite under ``folder``; artifacts under ``folder``);
+    yield its URL; stop it (bounded)."""
     port = _free_port()
     exe = Path(sys.executable).with_name("mlflow")
-    command = [str(exe), "server", "--backend-store-uri", f"sqlite:///{folder / 'server.db'}",
+    store = backend_store_uri or f"sqlite:///{folder / 'server.db'}"
+    command = [str(exe), "server", "--backend-store-uri", store,
                "--artifacts-destination", str(folder / "artifacts"), "--host", "127.0.0.1", "--port", str(port),
-               "--workers", "1"]
+               "--workers", str(workers)]
     env = {**os.environ, "MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false"}
     env.pop("MLFLOW_TRACKING_URI", None)
     log = open(folder / "server.log", "w")

@@ -125,7 +125,12 @@ def test_runs_are_mirrored_in_mlflow_once_per_unit_with_tags_and_steps(pipeline:
 
     client = MlflowClient(tracking_uri=pipeline.uri)
     keys = sorted(run.data.tags["rlrepro.run_key"] for run in mlflow_runs)
-    assert keys == sorted(f"smoke/toytest/toy_e2e/{v}/catch/seed{s}" for v in VARIANTS for s in SEEDS)
+    # Keys carry the results root's identity (made once in <results>/.project), so two checkouts never collide.
+    project = (pipeline.base / ".project").read_text().strip()
+    assert keys == sorted(f"{project}/smoke/toytest/toy_e2e/{v}/catch/seed{s}" for v in VARIANTS for s in SEEDS)
+    assert {run.data.tags["rlrepro.project"] for run in mlflow_runs} == {project}
+    for run in mlflow_runs:  # each job's device placement is a param (issue 15): JAX's CPU here
+        assert run.data.params["device.platform"] == "cpu" and int(run.data.params["device.device_count"]) >= 1
     for run in mlflow_runs:
         tags = run.data.tags
         run_dir = pipeline.run_dir(tags["variant"], int(tags["seed"]))
@@ -150,7 +155,9 @@ def test_the_aggregate_step_publishes_a_summary_run_with_the_seed_runs_as_childr
     client = MlflowClient(tracking_uri=pipeline.uri)
     experiment = client.get_experiment_by_name("toytest/toy_e2e")
     assert experiment.tags["mlflow.experimentKind"] == "custom_model_development"
-    summary = client.search_runs([experiment.experiment_id], "tags.`rlrepro.experiment_summary` = 'smoke/toytest/toy_e2e'")
+    project = (pipeline.base / ".project").read_text().strip()  # another checkout's summary run has its own key
+    summary = client.search_runs([experiment.experiment_id],
+                                 f"tags.`rlrepro.experiment_summary` = '{project}/smoke/toytest/toy_e2e'")
     assert len(summary) == 1
     assert {run.data.tags["mlflow.parentRunId"] for run in mlflow_runs} == {summary[0].info.run_id}
     artifacts = {f.path for f in client.list_artifacts(summary[0].info.run_id)}

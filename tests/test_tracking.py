@@ -588,3 +588,63 @@ def test_sync_with_an_only_that_matches_no_run_folder_is_an_error(store, tmp_pat
     with pytest.raises(ValueError, match=r"--only 'impla' matches no run folder under .*; there are runs of toy/catch/base"):
         T.sync_all(runs, uri=store, only="impla")
     assert T.sync_all(runs, uri=store, only="toy/catch")["created"] == 1
+
+
+# --------------------------------------------------------------------------------------------------
+# namespaces: two checkouts on one store (issue 15)
+
+
+def test_project_namespace_is_made_once_per_results_root_and_the_environment_overrides_it(tmp_path, monkeypatch):
+    monkeypatch.delenv(T.PROJECT_ENV, raising=False)
+    first, second = tmp_path / "checkout-a" / "results", tmp_path / "checkout-b" / "results"
+    a = T.project_namespace(first)
+    assert a == T.project_namespace(first) == (first / ".project").read_text().strip()  # stable: read back
+    assert a.startswith("checkout-a-") and len(a) == len("checkout-a-") + 8
+    assert T.project_namespace(second) != a  # same folder names under another checkout: another identity
+    monkeypatch.setenv(T.PROJECT_ENV, "lab.team-1")
+    assert T.project_namespace(first) == "lab.team-1"
+    monkeypatch.setenv(T.PROJECT_ENV, "a/b")
+    with pytest.raises(ValueError, match="RLREPRO_PROJECT.*'a/b'"):
+        T.project_namespace(first)
+
+
+def test_two_results_roots_syncing_to_one_store_keep_both_sets_of_runs(store, tmp_path, monkeypatch):
+    """The report of issue 15: the second checkout's sync said created=0 replaced=8 (it replaced the first's runs)."""
+    monkeypatch.delenv(T.PROJECT_ENV, raising=False)
+    bases = [tmp_path / "one" / "results", tmp_path / "two" / "results"]
+    for base, value in zip(bases, (1.0, 2.0)):
+        for seed in range(4):
+            make_run(base / "smoke" / "runs", seed=seed, final_return=value)
+    projects = [T.project_namespace(base) for base in bases]
+    counts = [T.sync_all(base / "smoke" / "runs", uri=store, project=p) for base, p in zip(bases, projects)]
+    assert counts == [{"created": 4, "replaced": 0, "skipped": 0, "failed": 0}] * 2
+    runs = all_active_runs(store)
+    assert len(runs) == 8
+    for project in projects:
+        mine = [r for r in runs if r.data.tags["rlrepro.project"] == project]
+        assert sorted(r.data.tags["rlrepro.run_key"] for r in mine) == [
+            f"{project}/toy/catch/base/Catch/seed{s}" for s in range(4)
+        ]
+    # idempotent per checkout: a second sync of either touches nothing of the other
+    assert T.sync_all(bases[0] / "smoke" / "runs", uri=store, project=projects[0])["skipped"] == 4
+    assert len(all_active_runs(store)) == 8
+
+
+def test_a_mirror_made_before_projects_is_replaced_not_duplicated(store, tmp_path):
+    run_dir = make_run(tmp_path / "runs")
+    assert T.sync_run_dir(run_dir, uri=store) == "created"  # no project: the old key
+    assert T.sync_run_dir(run_dir, uri=store, project="p1") == "replaced"
+    runs = all_active_runs(store)
+    assert [r.data.tags["rlrepro.run_key"] for r in runs] == ["p1/toy/catch/base/Catch/seed0"]
+
+
+def test_cluster_executors_with_the_default_sqlite_store_are_warned(tmp_path, monkeypatch):
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    message = T.shared_sqlite_warning("slurm", tmp_path / "results")
+    assert message is not None
+    assert str((tmp_path / "results" / "mlflow.db").resolve()) in message and "MLFLOW_TRACKING_URI" in message
+    assert T.shared_sqlite_warning(None, tmp_path) is None  # local run (`snakemake -c2`)
+    assert T.shared_sqlite_warning("local", tmp_path) is None
+    assert T.shared_sqlite_warning("dryrun", tmp_path) is None
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://tracking.example:5000")
+    assert T.shared_sqlite_warning("slurm", tmp_path) is None  # a server: nothing to warn about

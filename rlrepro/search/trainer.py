@@ -21,7 +21,7 @@ from rlrepro.agents.dqn.build import dqn_config, seeds_of
 from rlrepro.environments.errors import UnsupportedSetupError
 from rlrepro.search import evolution
 from rlrepro.search.evaluate import EvalResult, EvalTask, evaluate_program, evaluate_rest, hurdle_scores, jax_hurdle_env
-from rlrepro.search.executor import make_executor
+from rlrepro.search.executor import make_executor, placement
 from rlrepro.search.ops import SEARCHABLE
 
 
@@ -99,7 +99,7 @@ class _Search:
     def _executor(self):
         if self.executor is None:
             ex = self.agent.executor
-            self.executor = make_executor(ex.kind, ex.workers, ex.address)
+            self.executor = make_executor(*placement(ex.kind, ex.workers, ex.address))  # the environment may override it
         return self.executor
 
     def _evaluate(self, task: EvalTask):

@@ -67,10 +67,12 @@ def train_job(
     with contextlib.ExitStack() as owned:
         for run_dir in run_dirs:  # before anything in them is written or cut
             owned.enter_context(own_run_dir(run_dir))
+        device = device_placement()
+        print(f"devices: {device['device_count']} x {device['platform']} ({device['device_kind']})", flush=True)
         for unit, run_dir in zip(units, run_dirs):
             _write_resolved(
                 run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_spec.model_dump(mode="json"),
-                chunk_plan(agent, env_spec, frames=size.frames, run=spec.run),
+                chunk_plan(agent, env_spec, frames=size.frames, run=spec.run), device,
             )
         state = program.init_batch(jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds]))
         state, start_chunk, wall_offset = _resume(ckpt, state, digest, seeds, run_dirs, program)
@@ -161,9 +163,26 @@ def _pick(names: list[str], name: str, what: str, spec_path: Path) -> int:
     return names.index(name)
 
 
+def device_placement() -> dict[str, Any]:
+    """Where this job's JAX programs run: platform (cpu/gpu/tpu), device kind (e.g. "NVIDIA A100-SXM4-40GB"), how many
+    devices this process sees, and the jax/jaxlib versions. Recorded in spec.resolved.json ("device") and as MLflow
+    params ``device.*``: a GPU job that silently fell back to the CPU shows here (and in its frames/s)."""
+    import jaxlib
+
+    devices = jax.devices()
+    return {
+        "platform": devices[0].platform,
+        "device_kind": devices[0].device_kind,
+        "device_count": len(devices),
+        "process_count": jax.process_count(),
+        "jax": jax.__version__,
+        "jaxlib": jaxlib.__version__,
+    }
+
+
 def _write_resolved(
     run_dir: Path, unit: RunUnit, spec: ExperimentSpec, scale: str, digest: str, agent: dict, env: dict,
-    chunks: ChunkPlan,
+    chunks: ChunkPlan, device: dict[str, Any] | None = None,
 ) -> None:
     """spec.resolved.json: the run's identity and configuration (MLflow's params are its ``config``). ``frames`` is
     what the run trains (whole chunks, the builder's ``ChunkPlan``), ``frames_budget`` the scale's budget."""
@@ -185,6 +204,8 @@ def _write_resolved(
         },
         "config": {"agent": agent, "env": env, **frames, "run": spec.run.model_dump(mode="json")},
         "spec": spec.model_dump(mode="json"),
+        # Where it ran (written again on every start: a resumed run records the machine that finished it).
+        "device": device or {},
     }
     _write_json_atomic(run_dir / "spec.resolved.json", info)
 
@@ -272,9 +293,9 @@ def _write_json_atomic(path: Path, data: dict) -> None:
 
 
 def _trackers(run_dirs: list[Path], results: Path) -> list[Any]:
-    from rlrepro.tracking import default_tracking_uri, trackers_for
+    from rlrepro.tracking import default_tracking_uri, project_namespace, trackers_for
 
-    return trackers_for(run_dirs, uri=default_tracking_uri(results))
+    return trackers_for(run_dirs, uri=default_tracking_uri(results), project=project_namespace(results))
 
 
 def _nanmean(values: list[float]) -> float:

@@ -18,6 +18,7 @@ import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
+import jax
 import numpy as np
 import pytest
 
@@ -90,6 +91,10 @@ def test_a_run_writes_resolved_spec_metrics_and_summary(finished: Path, spec: Pa
         assert run["frames"] == NUM_CHUNKS * FRAMES_PER_CHUNK
         assert run["config_hash"] == config_hash(load_spec(spec), "vtrace", "catch", "smoke")
         assert run["run_key"] == f"smoke/toytest/toy/vtrace/catch/seed{seed}"
+        # where it ran (issue 15): this machine has no GPU, so JAX's CPU device, with the versions
+        device = json.loads((run_dir / "spec.resolved.json").read_text())["device"]
+        assert device["platform"] == "cpu" and device["device_count"] >= 1 and device["device_kind"]
+        assert device["jax"] == jax.__version__ and device["process_count"] == 1
 
         records = read_metrics(run_dir / "metrics.jsonl")
         assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == NUM_CHUNKS  # one line per chunk

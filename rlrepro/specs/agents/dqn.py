@@ -104,7 +104,11 @@ class DQNAgentSpec(SpecModel):
 
 
 class ExecutorSpec(SpecModel):
-    """Where candidate programs are trained: a local process pool, or a Dask cluster (``address``)."""
+    """Where candidate programs are trained by default: a local process pool, or a Dask cluster (``address``).
+
+    The machine overrides kind and address without editing the spec (``--config search_executor=dask
+    dask_address=tcp://...`` or ``RLREPRO_SEARCH_EXECUTOR``/``RLREPRO_DASK_ADDRESS``; ``dask-slurm`` starts Dask
+    workers as Slurm jobs); neither is in the config hash (scores do not depend on where programs train)."""
 
     kind: Literal["local", "dask", "inline"] = Field("local", description="local process pool | dask | inline (tests).")
     workers: PositiveCount = Field(2, description="Parallel evaluations (processes, or Dask workers of a local cluster).")

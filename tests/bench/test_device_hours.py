@@ -1,0 +1,91 @@
+"""Issue 12 item 9 / issue 15: `rlrepro plan` gives device-hours per experiment on named hardware from stored
+throughput figures (CPU measured here, GPU marked as estimates until measured), and prints where each comes from."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from rlrepro.bench.device_hours import COLUMNS, THROUGHPUT_CSV, device_hours_lines, load_throughput
+from rlrepro.cli import main
+from rlrepro.specs import load_specs
+from rlrepro.workflow import plan
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _write(path: Path, rows: list[dict]) -> Path:
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, COLUMNS)
+        writer.writeheader()
+        writer.writerows(rows)
+    return path
+
+
+ROW = {"experiments": "impala/atari57_deep", "device": "gpu", "hardware": "1x Test GPU", "frames_per_s": "24000",
+       "status": "estimate", "date": "2026-11-24", "command": "python -m rlrepro.bench impala-atari",
+       "source": "a published figure"}
+
+
+def test_every_stored_figure_names_its_hardware_and_matches_an_experiment():
+    rows = load_throughput()
+    keys = [f"{spec.paper}/{spec.experiment}" for _, spec in load_specs([REPO / "specs"])]
+    for row in rows:
+        assert any(row.matches(key) for key in keys), f"{THROUGHPUT_CSV}: {row.experiments} matches no spec"
+        assert row.hardware and row.date and row.command and row.source
+    # GPU figures are estimates until a GPU machine measures them (none has here)
+    assert {row.status for row in rows if row.device in ("gpu", "tpu")} == {"estimate"}
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("device", "fpga", "device 'fpga': expected one of"),
+    ("frames_per_s", "fast", "frames_per_s 'fast': expected a number"),
+    ("frames_per_s", "0", "frames_per_s 0.0: expected > 0"),
+    ("status", "guess", "status 'guess': expected one of"),
+    ("hardware", " ", "hardware is empty"),
+])
+def test_a_bad_figure_is_an_error_naming_the_file_row_and_field(tmp_path, field, value, message):
+    path = _write(tmp_path / "throughput.csv", [ROW, {**ROW, field: value}])
+    with pytest.raises(ValueError, match=f"throughput.csv:3: {message}"):
+        load_throughput(path)
+
+
+def test_hours_are_frames_over_the_stored_throughput(tmp_path):
+    """impala/atari57_deep at paper scale: 57 games x 1 seed x 200M frames = 11.4e9 frames (Table C.1's protocol).
+    On the stored 24,000 frames/s: 11.4e9 / 24,000 / 3,600 = 131.94 GPU-hours. Its CPU column, with no stored CPU
+    row here, comes from the spec's measured cpu minutes scaled by frames."""
+    path = _write(tmp_path / "throughput.csv", [ROW])
+    plans = plan([REPO / "specs/impala/atari57_deep.yaml"], "paper")
+    frames = sum(unit.frames for job in plans[0].jobs for unit in job.units)
+    assert frames == 57 * 200_000_000
+    lines = device_hours_lines(plans, lambda p: frames, "Ref CPU", path)
+    row = next(line for line in lines if line.startswith("impala/atari57_deep"))
+    assert "131.9 h (estimate) [2]" in row and row.endswith("1x Test GPU")
+    assert "  131.9 h GPU-hours on 1x Test GPU (estimate)" in lines
+    assert "  [2] GPU estimate on 1x Test GPU: a published figure" in lines
+    assert any(line.startswith("  [1] CPU measured on Ref CPU: the spec's cpu-scale minutes") for line in lines)
+
+
+def test_a_measured_cpu_row_replaces_the_specs_minutes(tmp_path):
+    """A stored CPU benchmark of 1,000 frames/s: 11.4e9 / 1,000 / 3,600 = 3,166.7 machine-hours, citing the command."""
+    cpu = {**ROW, "device": "cpu", "hardware": "Ref CPU", "frames_per_s": "1000", "status": "measured"}
+    path = _write(tmp_path / "throughput.csv", [cpu])
+    plans = plan([REPO / "specs/impala/atari57_deep.yaml"], "paper")
+    lines = device_hours_lines(plans, lambda p: 11_400_000_000, "Ref CPU", path)
+    row = next(line for line in lines if line.startswith("impala/atari57_deep"))
+    assert "3,166.7 h [1]" in row and "(estimate)" not in row
+    assert "  [1] CPU measured on Ref CPU: python -m rlrepro.bench impala-atari (2026-11-24)" in lines
+
+
+def test_plan_at_paper_scale_prints_device_hours_and_their_sources(monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    assert main(["plan", "--scale", "paper"]) == 0
+    out = capsys.readouterr().out
+    table = out.partition("device-hours (")[2].partition("(list every run unit")[0]
+    assert "all GPU-hours (estimates, the hardware above):" in table
+    rows = {line.split()[0]: line for line in table.splitlines() if "/" in line.split(" ")[0]}
+    assert "(estimate)" in rows["impala/atari57_deep"] and "A100" in rows["impala/atari57_deep"]
+    assert rows["refer/mujoco_vracer"].endswith("- (a CPU job: no accelerator figure)")
+    assert "sources (stored figures: throughput.csv" in table
