@@ -3,11 +3,14 @@
 #   snakemake -c2 --config scale=smoke only=impala   a quick look at one paper
 #   snakemake -c2 --config specs=/path/to/my/specs   specs outside the repository
 # Config keys: scale (smoke|cpu|paper), specs (comma-separated files/dirs), only (PAPER[/EXPERIMENT],...),
-# results (base folder; a scale writes to <results>/<scale>/), gpus (per training job, for cluster profiles).
+# results (base folder; a scale writes to <results>/<scale>/), gpus (per training job, for cluster profiles),
+# machine_cores (cores of a whole-machine job on a cluster, default 8), max_runtime (the partition's time limit in
+# minutes: longer jobs are cut there and resume from their checkpoints on retry). See profiles/slurm.
 # MLFLOW_TRACKING_URI selects a tracking server.
 import sys
 from pathlib import Path
 
+from rlrepro.cluster import job_resources
 from rlrepro.recovery import release_stale_locks
 from rlrepro.specs import SCALES
 from rlrepro.tracking import default_tracking_uri
@@ -27,6 +30,10 @@ BASE = Path(config.get("results", "results"))
 RESULTS = results_root(BASE, SCALE)
 # The results base is passed as a function: the train command derives its run folders from it.
 GPUS = int(config.get("gpus", 0))  # GPUs per training job (cluster profiles); 0 on CPU machines
+# Whole-machine jobs (speed measurements) take every core: --cores on one machine; a cluster executor sets no
+# --cores, so there they take machine_cores (and a node of their own, rlrepro.cluster).
+MACHINE_CORES = int(config["machine_cores"]) if "machine_cores" in config else None
+MAX_RUNTIME = int(config["max_runtime"]) if "max_runtime" in config else None
 COMMON = dict(py=sys.executable, base=lambda wildcards: str(BASE), scale=SCALE)
 ENV = "envs/rlrepro.yaml"  # documents the software; no conda here: rules run in the current (pip) environment
 
@@ -35,6 +42,18 @@ ENV = "envs/rlrepro.yaml"  # documents the software; no conda here: rules run in
 # matches no spec is an error listing the known names.
 PLANS = [p for p in plan(SPECS, SCALE, ONLY) if cannot_run(p) is None or named_explicitly(p, ONLY)]
 PLAN_BY_KEY = {p.key: p for p in PLANS}
+
+
+def machine_cores():
+    return MACHINE_CORES or (8 if workflow.non_local_exec else workflow.cores)
+
+
+# Small steps run where Snakemake runs, not as cluster jobs.
+localrules:
+    all,
+    mlflow_store,
+    aggregate,
+    report,
 
 
 rule all:
@@ -78,9 +97,9 @@ for _plan in PLANS:
                 env=_job.env,
                 seeds=",".join(map(str, _job.seeds)),
                 config_hash=_job.config_hash,  # a changed config re-runs the job (rerun trigger: params)
-            threads: workflow.cores if _job.whole_machine else 1
+            threads: machine_cores() if _job.whole_machine else 1
             resources:
-                gpu=GPUS,
+                **job_resources(_job, _plan, SCALE, gpus=GPUS, max_runtime=MAX_RUNTIME),
             conda:
                 ENV
             shell:
