@@ -5,7 +5,8 @@
 # Config keys: scale (smoke|cpu|paper), specs (comma-separated files/dirs), only (PAPER[/EXPERIMENT],...),
 # results (base folder; a scale writes to <results>/<scale>/), gpus (per training job, for cluster profiles),
 # machine_cores (cores of a whole-machine job on a cluster, default 8), max_runtime (the partition's time limit in
-# minutes: longer jobs are cut there and resume from their checkpoints on retry). See profiles/slurm.
+# minutes: longer jobs are cut there and resume from their checkpoints on retry), mem_mb (per training job on a
+# cluster, default 4000). See profiles/slurm.
 # MLFLOW_TRACKING_URI selects a tracking server.
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from rlrepro.cluster import job_resources
 from rlrepro.recovery import release_stale_locks
 from rlrepro.specs import SCALES
 from rlrepro.tracking import default_tracking_uri
-from rlrepro.workflow import cannot_run, named_explicitly, plan, results_root
+from rlrepro.workflow import cannot_run, job_groups, named_explicitly, plan, results_root
 
 # After a killed Snakemake: its lock files are removed when no Snakemake process works here (incomplete jobs
 # then re-run through profiles/default's rerun-incomplete and resume from their checkpoints).
@@ -34,6 +35,7 @@ GPUS = int(config.get("gpus", 0))  # GPUs per training job (cluster profiles); 0
 # --cores, so there they take machine_cores (and a node of their own, rlrepro.cluster).
 MACHINE_CORES = int(config["machine_cores"]) if "machine_cores" in config else None
 MAX_RUNTIME = int(config["max_runtime"]) if "max_runtime" in config else None
+MEM_MB = int(config["mem_mb"]) if "mem_mb" in config else None  # per training job on a cluster
 COMMON = dict(py=sys.executable, base=lambda wildcards: str(BASE), scale=SCALE)
 ENV = "envs/rlrepro.yaml"  # documents the software; no conda here: rules run in the current (pip) environment
 
@@ -78,33 +80,38 @@ rule mlflow_store:
         "{params.py:q} -m rlrepro init-store --uri {params.uri:q} --marker {output:q} > {log:q} 2>&1"
 
 
+# One rule per experiment and seed range, its variant x environment grid as wildcards: a cluster executor submits
+# the grid as one array job (profiles/slurm), and the DAG has a few dozen rules rather than hundreds.
 for _plan in PLANS:
-    for _job in _plan.jobs:
+    for _group in job_groups(_plan):
 
         rule:
             name:
-                _job.name
+                _group.name
             input:
                 store=ancient(BASE / ".mlflow-store.json"),
             output:
-                _job.summaries(RESULTS),
+                _group.summaries(RESULTS),
             log:
-                _job.log(RESULTS),
+                _group.log(RESULTS),
+            wildcard_constraints:
+                variant=_group.constraint("variant"),
+                env=_group.constraint("env"),
             params:
                 **COMMON,
-                spec=str(_job.spec_path),
-                variant=_job.variant,
-                env=_job.env,
-                seeds=",".join(map(str, _job.seeds)),
-                config_hash=_job.config_hash,  # a changed config re-runs the job (rerun trigger: params)
-            threads: machine_cores() if _job.whole_machine else 1
+                spec=str(_plan.spec_path),
+                seeds=",".join(map(str, _group.seeds)),
+                config_hash=_group.config_hash,  # a changed config re-runs the job (rerun trigger: params)
+            threads: machine_cores() if _group.whole_machine else 1
             resources:
-                **job_resources(_job, _plan, SCALE, gpus=GPUS, max_runtime=MAX_RUNTIME),
+                # The group's jobs differ only in variant and environment: the same frames, so the same resources.
+                **job_resources(_group.jobs[0], _plan, SCALE, gpus=GPUS, max_runtime=MAX_RUNTIME, mem_mb=MEM_MB),
             conda:
                 ENV
             shell:
-                "{params.py:q} -m rlrepro train --spec {params.spec:q} --scale {params.scale} --variant {params.variant:q}"
-                " --env {params.env:q} --seeds {params.seeds} --results {params.base:q} --progress lines > {log:q} 2>&1"
+                "{params.py:q} -m rlrepro train --spec {params.spec:q} --scale {params.scale}"
+                " --variant {wildcards.variant:q} --env {wildcards.env:q} --seeds {params.seeds}"
+                " --results {params.base:q} --progress lines > {log:q} 2>&1"
 
 
 def experiment_summaries(wildcards):

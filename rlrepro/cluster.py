@@ -19,8 +19,9 @@ RUNTIME_FACTOR = 2.0
 RUNTIME_OVERHEAD_MINUTES = 15
 #: When a spec states no measured minutes (experiments that cannot run on the reference machine, e.g. DMLab).
 UNMEASURED_RUNTIME_MINUTES = 24 * 60
-#: Memory per training job. Not measured per spec: the largest job of the cpu scale (Atari DQN with its replay
-#: memory) stays under 2 GB resident on the reference machine; twice that leaves room for a larger paper batch.
+#: Memory per training job (``--config mem_mb=N`` changes it). Not derived from the spec: a toy smoke job peaks
+#: at ~0.5 GB resident here, but the paper scale's replay memories need more (eval_atari's 1M Atari frames are
+#: >= 7 GB as uint8 84x84): set mem_mb for those runs.
 MEM_MB = 4000
 #: Agents whose jobs never use an accelerator: the loss search trains many small DQNs, each on CPU (Co-Reyes et
 #: al. 2021: 300 CPUs for ~72 h per search, no accelerator).
@@ -48,7 +49,8 @@ def estimated_minutes(job: Job, experiment: ExperimentPlan, scale: Scale) -> flo
 
 
 def job_resources(
-    job: Job, experiment: ExperimentPlan, scale: Scale, *, gpus: int, max_runtime: int | None = None
+    job: Job, experiment: ExperimentPlan, scale: Scale, *, gpus: int, max_runtime: int | None = None,
+    mem_mb: int | None = None,
 ) -> dict[str, object]:
     """The scheduler resources of one training job.
 
@@ -59,6 +61,7 @@ def job_resources(
         gpus: GPUs per training job (``--config gpus=N``); CPU-only agents get none whatever it says.
         max_runtime: The partition's time limit in minutes (``--config max_runtime=N``): a longer job is cut
             there and resumes from its checkpoint when Snakemake retries it (``retries`` in the profile).
+        mem_mb: Memory per job (``--config mem_mb=N``); default MEM_MB.
 
     Returns:
         ``runtime`` (minutes), ``mem_mb``, ``gpu`` and, for whole-machine jobs (speed measurements), ``slurm_extra``
@@ -74,7 +77,7 @@ def job_resources(
         runtime = min(runtime, max_runtime)
     resources: dict[str, object] = {
         "runtime": runtime,
-        "mem_mb": MEM_MB,
+        "mem_mb": mem_mb or MEM_MB,
         "gpu": 0 if experiment.spec.agent.kind in CPU_ONLY_KINDS else gpus,
     }
     if job.whole_machine:

@@ -26,7 +26,11 @@ pytestmark = pytest.mark.cluster
 
 REPO = Path(__file__).resolve().parents[1]
 PROFILE = REPO / "profiles" / "slurm"
-SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+) \(log: .*/rule_(\w+)/")
+# The executor plugin's log lines: one job, or the tasks of an array job (one sbatch for a grid of one rule).
+SUBMITTED = re.compile(r"Job (\d+) has been submitted with SLURM jobid (\d+) ")
+SUBMITTED_ARRAY = re.compile(r"Submitted array job with Snakemake IDs ([\d,]+) and SLURM job ID (\d+)\. "
+                             r"The individual task IDs are (\d+)-(\d+)\.")
+RULE = re.compile(r"^(local)?rule (\w+):\n(?:    .*\n)*?    jobid: (\d+)$", re.M)
 LOCAL_RULES = ("mlflow_store", "aggregate", "report")
 
 
@@ -81,20 +85,35 @@ def _snakemake(cluster: Cluster, workdir: Path, config: list[str], timeout: floa
     return process.returncode, log.read_text(), time.monotonic() - started
 
 
-def _submissions(output: str) -> dict[str, list[str]]:
-    """Rule name -> the Slurm job ids its jobs were submitted as (the plugin's log lines)."""
+def _submissions(output: str) -> tuple[dict[str, list[str]], int]:
+    """Rule name -> the Slurm job ids its jobs ran as (``<id>`` or ``<id>_<task>``), and the number of sbatch calls."""
+    rule_of = {jobid: rule for _, rule, jobid in RULE.findall(output)}
     submitted: dict[str, list[str]] = {}
-    for _, slurm_id, rule in SUBMITTED.findall(output):
-        submitted.setdefault(rule, []).append(slurm_id)
-    return submitted
+    for jobid, slurm_id in SUBMITTED.findall(output):
+        submitted.setdefault(rule_of[jobid], []).append(slurm_id)
+    arrays = SUBMITTED_ARRAY.findall(output)
+    for jobids, slurm_id, first, last in arrays:
+        for jobid, task in zip(jobids.split(","), range(int(first), int(last) + 1)):
+            submitted.setdefault(rule_of[jobid], []).append(f"{slurm_id}_{task}")
+    return submitted, len(SUBMITTED.findall(output)) + len(arrays)
+
+
+def _finished(cluster: Cluster) -> dict[str, dict[str, str]]:
+    """Slurm's JobComp records by ``<id>``, and array tasks also by ``<array id>_<task>``."""
+    records = {}
+    for record in cluster.completed_jobs():
+        records[record["JobId"]] = record
+        if record.get("ArrayJobId") and record.get("ArrayTaskId"):
+            records[f"{record['ArrayJobId']}_{record['ArrayTaskId']}"] = record
+    return records
 
 
 def _toy_spec(directory: Path, experiment: str, frames: int, updates_per_chunk: int, variants: list[str],
-              whole_machine: bool = False) -> Path:
+              whole_machine: bool = False, seeds: int = 2) -> Path:
     from tests.conftest import toy_run_spec_data
 
     data = toy_run_spec_data(experiment=experiment, smoke_frames=frames, updates_per_chunk=updates_per_chunk,
-                             smoke_environments=["catch"])
+                             smoke_environments=["catch"], smoke_seeds=seeds)
     data["scales"]["smoke"]["variants"] = variants
     data["run"]["whole_machine"] = whole_machine
     return write_spec(directory, data)
@@ -113,14 +132,14 @@ def test_a_smoke_experiment_runs_through_the_shipped_profile_every_training_job_
     root = workdir / "results" / "smoke"
     assert (root / "REPORT.md").exists() and (root / "tables" / "toytest" / "toy_slurm.md").exists()
 
-    submitted = _submissions(output)
-    training = {rule for rule in submitted if rule.startswith("train_")}
-    assert len(training) == 2 and all(len(ids) == 1 for ids in submitted.values()), submitted
-    assert not set(submitted) & set(LOCAL_RULES), f"small steps must run locally: {submitted}"
-    for rule in LOCAL_RULES:
+    submitted, sbatch_calls = _submissions(output)
+    # One training rule for the experiment's grid (2 variants x Catch, seeds 0-1): 2 jobs in one array job.
+    assert len(submitted) == 1 and next(iter(submitted)).startswith("train_"), submitted
+    assert len(next(iter(submitted.values()))) == 2 and sbatch_calls == 1, output[-6000:]
+    for rule in LOCAL_RULES:  # the small steps ran where Snakemake runs
         assert f"localrule {rule}:" in output, rule
     # Every submission ran on the cluster and completed there (JobComp records them without accounting).
-    finished = {r["JobId"]: r for r in cluster.completed_jobs()}
+    finished = _finished(cluster)
     for ids in submitted.values():
         for slurm_id in ids:
             assert finished[slurm_id]["JobState"] == "COMPLETED", finished[slurm_id]
@@ -134,13 +153,13 @@ def test_a_smoke_experiment_runs_through_the_shipped_profile_every_training_job_
 def test_a_job_killed_at_its_time_limit_is_resubmitted_and_resumes_without_duplicate_metrics(
     cluster: Cluster, tmp_path: Path
 ):
-    # 100 chunks of 80,000 frames (2 seeds): minutes, so its first attempt is cut by the time limit set below once
+    # 100 chunks of 80,000 frames (one seed): ~2 minutes on a quiet machine, so its first attempt is cut by the time limit set below once
     # it has written checkpoints; the retry (the profile's `retries`) resumes from the last one. A whole-machine
     # job: it takes machine_cores CPUs and a node of its own (under a cluster executor there is no --cores).
     chunks, per_chunk = 100, 20 * 4000
     specs = tmp_path / "specs"
     _toy_spec(specs, "toy_timeout", frames=chunks * per_chunk, updates_per_chunk=4000, variants=["vtrace"],
-              whole_machine=True)
+              whole_machine=True, seeds=1)
     workdir = tmp_path / "work"
     workdir.mkdir()
     root = workdir / "results" / "smoke"
@@ -167,28 +186,25 @@ def test_a_job_killed_at_its_time_limit_is_resubmitted_and_resumes_without_dupli
     print(f"time-limit run through Slurm: {seconds:.0f} s wall")
     assert code == 0, output[-6000:]
     assert shortened, "the job finished before two checkpoints could be seen"
-    states = {r["JobId"]: r["JobState"] for r in cluster.completed_jobs()}
-    assert states[shortened[0]] == "TIMEOUT", states
-    training = [ids for rule, ids in _submissions(output).items() if rule.startswith("train_")]
+    records = _finished(cluster)
+    assert records[shortened[0]]["JobState"] == "TIMEOUT", records
+    training = [ids for rule, ids in _submissions(output)[0].items() if rule.startswith("train_")]
     assert len(training) == 1 and len(training[0]) == 2, output[-6000:]  # submitted again by the retry
-    assert training[0][0] == shortened[0] and states[training[0][1]] == "COMPLETED"
-    records = {r["JobId"]: r for r in cluster.completed_jobs()}
+    assert records[training[0][0]]["JobId"] == shortened[0] and records[training[0][1]]["JobState"] == "COMPLETED"
     assert all(records[i]["ProcCnt"] == "2" for i in training[0])  # machine_cores, --exclusive
 
-    log = (root / "logs" / "train" / "toytest" / "toy_timeout" / "vtrace" / "catch" / "seeds0-1.log").read_text()
+    log = (root / "logs" / "train" / "toytest" / "toy_timeout" / "vtrace" / "catch" / "seeds0-0.log").read_text()
     resumed = re.search(r"resuming from .* at chunk (\d+)/100", log)
     assert resumed and 2 <= int(resumed.group(1)) < chunks, log[-3000:]
-    for seed in (0, 1):
-        seed_dir = run_dir.parent / f"seed{seed}"
-        frames = [r["frames"] for r in read_metrics(seed_dir / "metrics.jsonl")]
-        assert frames == [per_chunk * (i + 1) for i in range(chunks)]  # no gap, no duplicate
-        assert json.loads((seed_dir / "summary.json").read_text())["frames"] == chunks * per_chunk
+    frames = [r["frames"] for r in read_metrics(run_dir / "metrics.jsonl")]
+    assert frames == [per_chunk * (i + 1) for i in range(chunks)]  # no gap, no duplicate
+    assert json.loads((run_dir / "summary.json").read_text())["frames"] == chunks * per_chunk
     from mlflow import MlflowClient
 
     client = MlflowClient(tracking_uri=f"sqlite:///{workdir / 'results' / 'mlflow.db'}")
     experiment = client.get_experiment_by_name("toytest/toy_timeout")
     runs = [r for r in client.search_runs([experiment.experiment_id]) if "rlrepro.run_key" in r.data.tags]
-    assert len(runs) == 2  # one per seed: the killed attempt's runs were continued, not duplicated
+    assert len(runs) == 1  # the killed attempt's run was continued, not duplicated
     for run in runs:
         steps = sorted(m.step for m in client.get_metric_history(run.info.run_id, "total_loss"))
         assert steps == [per_chunk * (i + 1) for i in range(chunks)]

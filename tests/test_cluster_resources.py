@@ -70,3 +70,9 @@ def test_the_slurm_profile_gives_each_training_job_its_spec_s_resources():
     result = _dry_run("scale=paper", "only=evolving_rl/search_dqnreg", "gpus=1", "max_runtime=600")
     lines = [line for line in result.stdout.splitlines() if "runtime=" in line and "gpu=" in line]
     assert lines and all("gpu=0" in line and "runtime=600" in line for line in lines), result.stdout[-3000:]
+
+
+def test_mem_mb_from_config_reaches_every_training_job():
+    result = _dry_run("scale=paper", "only=evolving_rl/eval_atari", "mem_mb=16000")
+    lines = [line for line in result.stdout.splitlines() if "runtime=" in line and "gpu=" in line]
+    assert lines and all("mem_mb=16000" in line for line in lines), result.stderr[-3000:]

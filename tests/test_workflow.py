@@ -328,3 +328,27 @@ def test_whole_machine_marks_the_jobs_and_leaves_the_config_hash_alone(tmp_path:
 def test_the_throughput_experiment_runs_each_job_alone() -> None:
     [throughput] = plan([REPO / "specs" / "impala" / "throughput.yaml"], "cpu")
     assert throughput.jobs and all(job.whole_machine for job in throughput.jobs)
+
+
+def test_job_groups_cover_every_job_once_and_their_patterns_give_each_job_s_own_paths() -> None:
+    # One Snakemake rule per group (an experiment's seed range): its {variant}/{env} wildcards must rebuild each
+    # job's summaries and log exactly, and its constraints must match its own variants and envs only.
+    from types import SimpleNamespace
+
+    from rlrepro.workflow import job_groups
+
+    experiments = plan([REPO / "specs"], "paper")
+    groups = [group for experiment in experiments for group in job_groups(experiment)]
+    jobs = [job for experiment in experiments for job in experiment.jobs]
+    assert sorted(id(j) for g in groups for j in g.jobs) == sorted(id(j) for j in jobs)
+    assert len({g.name for g in groups}) == len(groups) and all(g.name.isidentifier() for g in groups)
+    assert len(groups) < len(jobs) / 10  # the point: a grid per rule (38 rules for 755+ jobs at paper scale)
+    for group in groups:
+        for job in group.jobs:
+            fill = dict(variant=job.variant, env=job.env)
+            assert [p.format(**fill) for p in group.summaries("R")] == job.summaries("R")
+            assert group.log("R").format(**fill) == job.log("R")
+            assert group.job(SimpleNamespace(**fill)) is job and group.config_hash(SimpleNamespace(**fill)) == job.config_hash
+            assert re.fullmatch(group.constraint("variant"), job.variant)
+            assert re.fullmatch(group.constraint("env"), job.env)
+        assert len({(j.frames, j.seeds, j.whole_machine) for j in group.jobs}) == 1  # one set of resources per rule
