@@ -38,7 +38,7 @@ test-cluster: install
 	  DEBIAN_FRONTEND=noninteractive timeout 900 $$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -q slurm-wlm munge \
 	  || { timeout 300 $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive timeout 900 $$sudo apt-get \
 	       -o DPkg::Lock::Timeout=600 install -y -q slurm-wlm munge; }; }
-	timeout 1400 $(VENV)/bin/python -m pytest -q -m cluster tests/test_cluster.py
+	timeout 1400 $(VENV)/bin/python -m pytest -q -s -m cluster tests/test_cluster.py
 
 lint: install
 	$(VENV)/bin/snakemake --lint
