@@ -100,6 +100,10 @@ for _plan in PLANS:
             params:
                 **COMMON,
                 spec=str(_plan.spec_path),
+                # The wildcards as params, so the command and params read as before the grouping: runs finished
+                # by per-job rules are not retrained (rerun triggers: params, code).
+                variant=lambda wildcards: wildcards.variant,
+                env=lambda wildcards: wildcards.env,
                 seeds=",".join(map(str, _group.seeds)),
                 config_hash=_group.config_hash,  # a changed config re-runs the job (rerun trigger: params)
             threads: machine_cores() if _group.whole_machine else 1
@@ -109,9 +113,8 @@ for _plan in PLANS:
             conda:
                 ENV
             shell:
-                "{params.py:q} -m rlrepro train --spec {params.spec:q} --scale {params.scale}"
-                " --variant {wildcards.variant:q} --env {wildcards.env:q} --seeds {params.seeds}"
-                " --results {params.base:q} --progress lines > {log:q} 2>&1"
+                "{params.py:q} -m rlrepro train --spec {params.spec:q} --scale {params.scale} --variant {params.variant:q}"
+                " --env {params.env:q} --seeds {params.seeds} --results {params.base:q} --progress lines > {log:q} 2>&1"
 
 
 def experiment_summaries(wildcards):
