@@ -1,6 +1,8 @@
 # The two commands a newcomer needs (see README):
 #   make main   install, then run the main job (snakemake, cpu scale, 2 cores)
 #   make test   install, then run the test suite (what CI runs)
+#   make test-cluster   install Debian's slurm-wlm + munge (apt, as root), then run profiles/slurm on a single-node
+#                       Slurm that the test starts on 127.0.0.1 and stops (tests/test_cluster.py)
 PYTHON ?= python3.11
 VENV := .venv
 LOCK := envs/requirements-cpu.lock.txt
@@ -8,7 +10,7 @@ CUDA_LOCK := envs/requirements-cuda.lock.txt
 CORES ?= 2
 SCALE ?= cpu
 
-.PHONY: install install-cuda main test test-slow test-services lint lock
+.PHONY: install install-cuda main test test-slow test-services test-cluster lint lock
 
 $(VENV)/.installed: $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +47,16 @@ test-services: install
 	  DEBIAN_FRONTEND=noninteractive timeout 900 $$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -qq postgresql; \
 	fi
 	$(VENV)/bin/python -m pytest -q -m services
+
+# The packages put sinfo/scontrol on PATH but no config under /etc/slurm: the test's cluster lives in a temporary
+# folder (SLURM_CONF), so other snakemake runs on the machine are not slowed by the plugin's `scontrol show config`.
+test-cluster: install
+	@command -v slurmctld >/dev/null && command -v munged >/dev/null || { \
+	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo -n"; \
+	  DEBIAN_FRONTEND=noninteractive timeout 900 $$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -q slurm-wlm munge \
+	  || { timeout 300 $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive timeout 900 $$sudo apt-get \
+	       -o DPkg::Lock::Timeout=600 install -y -q slurm-wlm munge; }; }
+	timeout 1400 $(VENV)/bin/python -m pytest -q -s -m cluster tests/test_cluster.py
 
 lint: install
 	$(VENV)/bin/snakemake --lint

@@ -5,15 +5,19 @@
 # Config keys: scale (smoke|cpu|paper), specs (comma-separated files/dirs), only (PAPER[/EXPERIMENT],...),
 # results (base folder; a scale writes to <results>/<scale>/), gpus (per training job, for cluster profiles),
 # project (MLflow run keys' namespace), search_executor/dask_address (where a loss search scores programs).
+# machine_cores (cores of a whole-machine job on a cluster, default 8), max_runtime (the partition's time limit in
+# minutes: longer jobs are cut there and resume from their checkpoints on retry), mem_mb (per training job on a
+# cluster, default 4000). See profiles/slurm.
 # MLFLOW_TRACKING_URI selects a tracking server.
 import os
 import sys
 from pathlib import Path
 
+from rlrepro.cluster import job_resources
 from rlrepro.recovery import release_stale_locks
 from rlrepro.specs import SCALES
 from rlrepro.tracking import default_tracking_uri, warn_shared_sqlite
-from rlrepro.workflow import cannot_run, cluster_environment, named_explicitly, plan, results_root
+from rlrepro.workflow import cannot_run, cluster_environment, job_groups, named_explicitly, plan, results_root
 
 # After a killed Snakemake: its lock files are removed when no Snakemake process works here (incomplete jobs
 # then re-run through profiles/default's rerun-incomplete and resume from their checkpoints).
@@ -30,6 +34,11 @@ BASE = Path(config.get("results", "results"))
 RESULTS = results_root(BASE, SCALE)
 # The results base is passed as a function: the train command derives its run folders from it.
 GPUS = int(config.get("gpus", 0))  # GPUs per training job (cluster profiles); 0 on CPU machines
+# Whole-machine jobs (speed measurements) take every core: --cores on one machine; a cluster executor sets no
+# --cores, so there they take machine_cores (and a node of their own, rlrepro.cluster).
+MACHINE_CORES = int(config["machine_cores"]) if "machine_cores" in config else None
+MAX_RUNTIME = int(config["max_runtime"]) if "max_runtime" in config else None
+MEM_MB = int(config["mem_mb"]) if "mem_mb" in config else None  # per training job on a cluster
 COMMON = dict(py=sys.executable, base=lambda wildcards: str(BASE), scale=SCALE)
 ENV = "envs/rlrepro.yaml"  # documents the software; no conda here: rules run in the current (pip) environment
 
@@ -40,6 +49,18 @@ PLANS = [p for p in plan(SPECS, SCALE, ONLY) if cannot_run(p) is None or named_e
 PLAN_BY_KEY = {p.key: p for p in PLANS}
 
 onstart: warn_shared_sqlite(workflow.executor_plugin, BASE)  # cluster executor + sqlite on the shared filesystem
+
+
+def machine_cores():
+    return MACHINE_CORES or (8 if workflow.non_local_exec else workflow.cores)
+
+
+# Small steps run where Snakemake runs, not as cluster jobs.
+localrules:
+    all,
+    mlflow_store,
+    aggregate,
+    report,
 
 
 rule all:
@@ -64,28 +85,36 @@ rule mlflow_store:
         "{params.py:q} -m rlrepro init-store --uri {params.uri:q} --marker {output:q} > {log:q} 2>&1"
 
 
+# One rule per experiment and seed range, its variant x environment grid as wildcards: a cluster executor submits
+# the grid as one array job (profiles/slurm), and the DAG has a few dozen rules rather than hundreds.
 for _plan in PLANS:
-    for _job in _plan.jobs:
+    for _group in job_groups(_plan):
 
         rule:
             name:
-                _job.name
+                _group.name
             input:
                 store=ancient(BASE / ".mlflow-store.json"),
             output:
-                _job.summaries(RESULTS),
+                _group.summaries(RESULTS),
             log:
-                _job.log(RESULTS),
+                _group.log(RESULTS),
+            wildcard_constraints:
+                variant=_group.constraint("variant"),
+                env=_group.constraint("env"),
             params:
                 **COMMON,
-                spec=str(_job.spec_path),
-                variant=_job.variant,
-                env=_job.env,
-                seeds=",".join(map(str, _job.seeds)),
-                config_hash=_job.config_hash,  # a changed config re-runs the job (rerun trigger: params)
-            threads: workflow.cores if _job.whole_machine else 1
+                spec=str(_plan.spec_path),
+                # The wildcards as params, so the command and params read as before the grouping: runs finished
+                # by per-job rules are not retrained (rerun triggers: params, code).
+                variant=lambda wildcards: wildcards.variant,
+                env=lambda wildcards: wildcards.env,
+                seeds=",".join(map(str, _group.seeds)),
+                config_hash=_group.config_hash,  # a changed config re-runs the job (rerun trigger: params)
+            threads: machine_cores() if _group.whole_machine else 1
             resources:
-                gpu=GPUS,
+                # The group's jobs differ only in variant and environment: the same frames, so the same resources.
+                **job_resources(_group.jobs[0], _plan, SCALE, gpus=GPUS, max_runtime=MAX_RUNTIME, mem_mb=MEM_MB),
             conda:
                 ENV
             shell:

@@ -94,6 +94,59 @@ class ExperimentPlan:
         return {ext: f"{base}.{ext}" for ext in ("md", "csv", "png")}
 
 
+@dataclass(frozen=True)
+class JobGroup:
+    """The jobs of one experiment that train the same seeds: one Snakemake rule with ``{variant}`` and ``{env}``
+    wildcards, so a cluster executor can submit the whole variant x environment grid as one array job (the Slurm
+    plugin batches jobs of one rule only)."""
+
+    paper: str
+    experiment: str
+    seeds: tuple[int, ...]
+    jobs: tuple[Job, ...]
+
+    @property
+    def name(self) -> str:
+        raw = f"train_{self.paper}_{self.experiment}_s{self.seeds[0]}_{self.seeds[-1]}"
+        key = f"{self.paper}/{self.experiment}/{self.seeds}"
+        return re.sub(r"\W", "_", raw) + "_" + hashlib.sha1(key.encode()).hexdigest()[:8]
+
+    @property
+    def whole_machine(self) -> bool:
+        return self.jobs[0].whole_machine
+
+    def summaries(self, root: Path | str) -> list[str]:
+        """Output patterns: one summary per seed; each job's are these with its variant and env filled in."""
+        base = Path(root) / "runs" / self.paper / self.experiment
+        return [str(base / "{variant}" / "{env}" / f"seed{seed}" / "summary.json") for seed in self.seeds]
+
+    def log(self, root: Path | str) -> str:
+        base = Path(root) / "logs" / "train" / self.paper / self.experiment
+        return str(base / "{variant}" / "{env}" / f"seeds{self.seeds[0]}-{self.seeds[-1]}.log")
+
+    def constraint(self, field_name: str) -> str:
+        """A regex matching exactly this group's variants (``variant``) or environments (``env``)."""
+        return "|".join(sorted({re.escape(getattr(job, field_name)) for job in self.jobs}, key=len, reverse=True))
+
+    def job(self, wildcards) -> Job:
+        """The job a rule instance runs (its ``variant`` and ``env`` wildcards)."""
+        for job in self.jobs:
+            if job.variant == wildcards.variant and job.env == wildcards.env:
+                return job
+        raise KeyError(f"{self.name}: no job for variant={wildcards.variant!r} env={wildcards.env!r}")
+
+    def config_hash(self, wildcards) -> str:
+        return self.job(wildcards).config_hash
+
+
+def job_groups(experiment: ExperimentPlan) -> list[JobGroup]:
+    """An experiment's jobs grouped by the seeds they train (each group a grid of variants x environments)."""
+    by_seeds: dict[tuple[int, ...], list[Job]] = {}
+    for job in experiment.jobs:
+        by_seeds.setdefault(job.seeds, []).append(job)
+    return [JobGroup(experiment.spec.paper, experiment.spec.experiment, seeds, tuple(jobs)) for seeds, jobs in by_seeds.items()]
+
+
 def select(spec: ExperimentSpec, only: str | None) -> bool:
     """Whether ``only`` (comma-separated ``paper`` or ``paper/experiment`` items) selects a spec."""
     if not only:

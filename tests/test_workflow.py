@@ -341,3 +341,27 @@ def test_frame_count_states_what_runs_train_and_what_a_search_counts() -> None:
     assert toy.text() == "16,000 frames per run (budget 12,800; training runs whole chunks)"
     search = frame_count(load_spec(REPO / "specs" / "evolving_rl" / "search_scratch_cartpole.yaml"), "smoke")
     assert search.text() == "4 proposals per run (each trains DQN for up to 600 environment steps on 1 environment(s))"
+
+
+def test_job_groups_cover_every_job_once_and_their_patterns_give_each_job_s_own_paths() -> None:
+    # One Snakemake rule per group (an experiment's seed range): its {variant}/{env} wildcards must rebuild each
+    # job's summaries and log exactly, and its constraints must match its own variants and envs only.
+    from types import SimpleNamespace
+
+    from rlrepro.workflow import job_groups
+
+    experiments = plan([REPO / "specs"], "paper")
+    groups = [group for experiment in experiments for group in job_groups(experiment)]
+    jobs = [job for experiment in experiments for job in experiment.jobs]
+    assert sorted(id(j) for g in groups for j in g.jobs) == sorted(id(j) for j in jobs)
+    assert len({g.name for g in groups}) == len(groups) and all(g.name.isidentifier() for g in groups)
+    assert len(groups) < len(jobs) / 10  # the point: a grid per rule (38 rules for 755+ jobs at paper scale)
+    for group in groups:
+        for job in group.jobs:
+            fill = dict(variant=job.variant, env=job.env)
+            assert [p.format(**fill) for p in group.summaries("R")] == job.summaries("R")
+            assert group.log("R").format(**fill) == job.log("R")
+            assert group.job(SimpleNamespace(**fill)) is job and group.config_hash(SimpleNamespace(**fill)) == job.config_hash
+            assert re.fullmatch(group.constraint("variant"), job.variant)
+            assert re.fullmatch(group.constraint("env"), job.env)
+        assert len({(j.frames, j.seeds, j.whole_machine) for j in group.jobs}) == 1  # one set of resources per rule

@@ -14,6 +14,7 @@ BENCHMARKS = {
     "planning": "rlrepro.bench.planning",
     "refer": "rlrepro.bench.refer",
     "impala-sr": "rlrepro.bench.impala_sr",
+    "slurm-startup": "rlrepro.bench.slurm_startup",
 }
 
 

@@ -13,6 +13,7 @@ TINY = {
     "planning": (["--repeats", "1"], "snakemake -n"),
     "refer": (["--seeds", "1", "--steps", "5", "--rounds", "1", "--batch-size", "8", "--n-start", "50"], "ratio"),
     "impala-sr": (["--batch-size", "4", "--unroll", "5", "--big-capacity", "20", "--repeats", "1", "--rounds", "1"], "ratio"),
+    "slurm-startup": (["--rounds", "1"], "no slurm"),
 }
 
 
