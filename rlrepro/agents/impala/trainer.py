@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
+from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig, replay_rows
 from rlrepro.agents.registry import TrainerProgram, num_chunks_for
 from rlrepro.environments.availability import require_backend
 from rlrepro.environments.errors import UnsupportedSetupError
@@ -24,9 +24,15 @@ class ImpalaSetup(NamedTuple):
 
 def resolve_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: RunSpec) -> ImpalaSetup:
     """The one place an IMPALA spec becomes its run's configuration (used by ``build_impala``)."""
-    frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
+    frames_per_update = frames_per_update_of(agent, env_spec)
     num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
     return ImpalaSetup(impala_config(agent, total_updates=num_chunks * run.updates_per_chunk), agent.actor)
+
+
+def frames_per_update_of(agent: ImpalaAgentSpec, env_spec: Any) -> int:
+    """Frames of new experience per update: T * (B - replayed rows) * the environment's frames per step."""
+    fresh = agent.batch_size - replay_rows(agent.batch_size, agent.replay.fraction)
+    return agent.unroll_length * fresh * env_spec.frames_per_step
 
 
 def impala_config(agent: ImpalaAgentSpec, total_updates: int) -> ImpalaConfig:
@@ -56,6 +62,9 @@ def impala_config(agent: ImpalaAgentSpec, total_updates: int) -> ImpalaConfig:
         lambda_=loss.trace_lambda,
         epsilon_correction=loss.epsilon_correction,
         policy_lag=agent.policy_lag,
+        # IMPALA+SR's spec shares these fields but has no replay (its loop has none).
+        replay_fraction=agent.replay.fraction if isinstance(agent, ImpalaAgentSpec) else 0.0,
+        replay_capacity=agent.replay.capacity if isinstance(agent, ImpalaAgentSpec) else 10_000,
         hidden_sizes=tuple(agent.network.hidden_sizes) if agent.network.kind == "mlp" else (64, 64),
         conv_network=None if agent.network.kind == "mlp" else ConvNetworkConfig.from_spec(agent.network),
     )
@@ -75,7 +84,7 @@ def build_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: Run
     from rlrepro.environments.jax_envs import make_jax_env
     from rlrepro.training.jax_loop import make_jax_trainer
 
-    frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
+    frames_per_update = frames_per_update_of(agent, env_spec)
     num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
     config = resolve_impala(agent, env_spec, frames=frames, run=run).config
     env = make_jax_env(env_spec.name, **env_spec.kwargs)
@@ -97,7 +106,13 @@ def build_impala_atari(agent: ImpalaAgentSpec, env_spec: AtariEnvSpec, *, frames
         raise UnsupportedSetupError("agent.network.kind 'mlp' cannot read Atari frames: use impala_shallow or impala_deep")
     from rlrepro.agents.impala.host_trainer import HostImpalaTrainer
 
-    frames_per_update = agent.unroll_length * agent.batch_size * env_spec.frames_per_step
+    if agent.replay.fraction > 0:
+        raise UnsupportedSetupError(
+            "agent.replay.fraction > 0: the learner's replay buffer runs in the jitted loop of pure-JAX tasks only, "
+            "not with Atari's actor threads"
+        )
+
+    frames_per_update = frames_per_update_of(agent, env_spec)
     num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
     setup = resolve_impala(agent, env_spec, frames=frames, run=run)
     trainer = HostImpalaTrainer(setup.config, env_spec, setup.actor, updates_per_chunk=run.updates_per_chunk)

@@ -59,6 +59,26 @@ class ActorSpec(SpecModel):
     queue_size: PositiveCount = Field(2, description="Capacity of the unroll queue (in unrolls).")
 
 
+class ReplaySpec(SpecModel):
+    """The learner's experience replay of the off-policy comparison (section 5.2.2, Table D.3).
+
+    Fixed as the paper gives it: uniform sampling (with replacement) and first-in-first-out removal of whole
+    trajectories. Resolved where the paper is silent (notes section 2.5): the batch keeps batch_size rows,
+    round(fraction * batch_size) of them replayed and the rest new unrolls; each update's new unrolls are stored first, then the
+    replayed rows are drawn among the stored trajectories other than these; the first update (empty buffer) masks the replayed rows out.
+    """
+
+    fraction: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="Share of each learner batch drawn uniformly from the replay buffer (paper: 0.5 with replay; 0: no replay).",
+    )
+    capacity: PositiveCount = Field(
+        10_000, description="Trajectories the FIFO buffer holds; the oldest is removed first (Table D.3: 10,000)."
+    )
+
+
 class ImpalaAgentSpec(SpecModel):
     """IMPALA: V-trace actor-critic (Espeholt et al. 2018)."""
 
@@ -73,4 +93,8 @@ class ImpalaAgentSpec(SpecModel):
         0,
         ge=0,
         description="Behaviour policy uses parameters this many updates old (0: on-policy), so off-policy correction matters on one machine.",
+    )
+    replay: ReplaySpec = Field(
+        default_factory=ReplaySpec,
+        description="Learner-side experience replay (section 5.2.2, pure-JAX tasks only); fraction 0: none.",
     )
