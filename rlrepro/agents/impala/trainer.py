@@ -26,7 +26,18 @@ def resolve_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: R
     """The one place an IMPALA spec becomes its run's configuration (used by ``build_impala``)."""
     frames_per_update = frames_per_update_of(agent, env_spec)
     num_chunks = num_chunks_for(frames, frames_per_update, run.updates_per_chunk)
-    return ImpalaSetup(impala_config(agent, total_updates=num_chunks * run.updates_per_chunk), agent.actor)
+    total_updates = num_chunks * run.updates_per_chunk
+    if agent.actor.mode in ("a2c_sync_traj", "a3c"):
+        num_envs = getattr(env_spec, "num_envs", None)
+        if agent.batch_size != num_envs:
+            raise ValueError(
+                f"agent.actor.mode {agent.actor.mode}: agent.batch_size ({agent.batch_size}) must equal the "
+                f"environment's num_envs ({num_envs}): one round of every actor's unroll is one update's batch"
+            )
+    if agent.actor.mode == "a3c":
+        # Each worker applies its own gradient: one update's frames are num_actors gradients (lr schedule length).
+        total_updates *= agent.actor.num_actors
+    return ImpalaSetup(impala_config(agent, total_updates=total_updates), agent.actor)
 
 
 def frames_per_update_of(agent: ImpalaAgentSpec, env_spec: Any) -> int:

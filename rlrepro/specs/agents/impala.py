@@ -47,12 +47,18 @@ class ImpalaLossSpec(SpecModel):
 class ActorSpec(SpecModel):
     """How acting is organised on host environments (Atari); pure-JAX tasks always act synchronously in the jitted loop."""
 
-    mode: Literal["threaded", "sync"] = Field(
+    mode: Literal["threaded", "sync", "a2c_sync_traj", "a3c"] = Field(
         "threaded",
         description=(
             "threaded: actor threads fill a bounded queue while the learner updates (IMPALA's single-machine mode; "
-            "the lag that occurs is measured); sync: one unroll per update with parameters exactly policy_lag "
-            "updates old (deterministic)."
+            "the lag that occurs is measured); sync: one unroll of all environments per update, stepped together "
+            "with one batched forward pass per step, with parameters exactly policy_lag updates old (policy_lag 0: "
+            "Table 1's batched A2C, sync step); a2c_sync_traj: Table 1's batched A2C with synchronised trajectories "
+            "(each actor thread plays a whole unroll, the learner waits for all, updates once, the actors restart "
+            "with the new parameters; batch_size must equal the environments' num_envs); a3c: Table 1's A3C "
+            "(each actor thread is a worker that computes the gradient of its own unroll at its own parameter "
+            "snapshot and applies it to the shared parameters and RMSProp state; batch_size must equal num_envs, "
+            "so that one gradient per worker consumes the frames of one update)."
         ),
     )
     num_actors: PositiveCount = Field(1, description="Actor threads; the environment's num_envs are split among them.")
