@@ -199,8 +199,10 @@ def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Sca
             "agent": _without_placement(resolve_agent(spec, variant, scale).model_dump(mode="json")),
             "env": _without_reference_scores(env.model_dump(mode="json")),
             "frames": spec.scale(scale).frames,
-            # how jobs are laid out and what is drawn, not what they compute
-            "run": spec.run.model_dump(mode="json", exclude={"seeds_per_job", "whole_machine", "diagnostic_curves"}),
+            # how jobs are laid out, checkpointed and drawn, not what they compute
+            "run": spec.run.model_dump(
+                mode="json", exclude={"seeds_per_job", "whole_machine", "diagnostic_curves", "checkpoint_every"}
+            ),
         }
     )
 

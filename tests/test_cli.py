@@ -51,7 +51,7 @@ def test_validate_all_real_specs_by_default(
     out = capsys.readouterr().out
     count = len(load_specs([REPO / "specs"]))
     assert f"{count} spec(s) valid" in out
-    assert "ok  specs/impala/offpolicy_correction_toy.yaml  (impala/offpolicy_correction_toy, 12 variants)" in out
+    assert "ok  specs/impala/offpolicy_correction_toy.yaml  (impala/offpolicy_correction_toy, 24 variants)" in out
 
 
 def test_validate_a_file_outside_the_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -71,8 +71,13 @@ def step_chunks(frames: int, env_spec: Any, run: RunSpec) -> ChunkPlan:
 
 
 def impala_chunks(agent: Any, env_spec: Any, *, frames: int, run: RunSpec) -> ChunkPlan:
-    """IMPALA (and IMPALA+SR): one update learns from ``batch_size`` unrolls of ``unroll_length`` steps."""
-    return update_chunks(frames, agent.unroll_length * agent.batch_size * env_spec.frames_per_step, run)
+    """IMPALA (and IMPALA+SR): one update learns from ``batch_size`` unrolls of ``unroll_length`` steps; with
+    IMPALA's replay (§5.2.2) only the new rows are charged frames (the replayed ones were charged when collected)."""
+    from rlrepro.agents.impala.config import replay_rows  # dataclasses only: no JAX
+
+    replay = getattr(agent, "replay", None)
+    fresh = agent.batch_size - (replay_rows(agent.batch_size, replay.fraction) if replay is not None else 0)
+    return update_chunks(frames, agent.unroll_length * fresh * env_spec.frames_per_step, run)
 
 
 def td_lambda_chunks(agent: Any, env_spec: Any, *, frames: int, run: RunSpec) -> ChunkPlan:

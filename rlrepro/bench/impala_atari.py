@@ -2,7 +2,8 @@
 
 - env only: ale-py's vector environment with random actions (the actors' emulator work alone);
 - learner only: updates on one fixed batch of T x B transitions (compile excluded);
-- end to end: the real actor-learner (threaded actors, or ``--mode sync``) for a few chunks, after warm-up.
+- end to end: the real actor-learner (threaded actors, or ``--mode sync`` / ``a2c_sync_traj`` / ``a3c``, Table 1's
+  other single-machine organisations) for a few chunks, after warm-up.
 Acting and learning share the cores, so together they allow ``1 / (1/env + 1/learner)`` frames/s;
 the ratio compares end to end with that (goal: 0.8 or more with the shallow network on 2 cores).
 Runs unchanged on a GPU machine (the learner then uses the accelerator).
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", default="specs/impala/atari57_shallow.yaml")
     parser.add_argument("--game", default="pong")
     parser.add_argument("--network", choices=("impala_shallow", "impala_deep"), default=None)
-    parser.add_argument("--mode", choices=("threaded", "sync"), default="threaded")
+    parser.add_argument("--mode", choices=("threaded", "sync", "a2c_sync_traj", "a3c"), default="threaded")
     parser.add_argument("--num-actors", type=int, default=1)
     parser.add_argument("--chunks", type=int, default=3)
     parser.add_argument("--updates-per-chunk", type=int, default=10)
@@ -86,6 +87,8 @@ def main(argv: list[str] | None = None) -> int:
         network = {"kind": args.network, "fc_size": 256, "lstm_size": None}
         agent = agent.model_validate({**agent.model_dump(), "network": network})
     config = impala_config(agent, total_updates=10**9)
+    if args.mode in ("a2c_sync_traj", "a3c") and config.batch_size != env_spec.num_envs:
+        parser.error(f"--mode {args.mode}: the spec's batch_size ({config.batch_size}) must equal num_envs ({env_spec.num_envs})")
     actor = ActorSpec(mode=args.mode, num_actors=args.num_actors)
     trainer = HostImpalaTrainer(config, env_spec, actor, updates_per_chunk=args.updates_per_chunk)
     print(

@@ -95,6 +95,11 @@ class RunSpec(SpecModel):
     updates_per_chunk: PositiveCount = Field(
         50, description="Learner updates per compiled chunk: metrics are written and a checkpoint taken after each."
     )
+    checkpoint_every: PositiveCount = Field(
+        1,
+        description="Chunks between checkpoints (and one after the last chunk); a killed job resumes from the last "
+        "checkpoint, its metrics cut back to it. Raise it when the training state is large (e.g. a replay buffer).",
+    )
     final_fraction: float = Field(
         0.1, gt=0, le=1, description="Final return = mean episode return over this last fraction of the frames."
     )

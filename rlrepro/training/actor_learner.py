@@ -7,6 +7,12 @@ core state at its start through a bounded queue; the learner dequeues B trajecto
 publishes new parameters. The policy lag that results (learner version minus the version an
 unroll was acted with) is measured for every batch.
 
+Table 1's other single-machine organisations: ``mode="a2c_sync_traj"`` (actor threads play whole unrolls, the
+learner waits for all of them and updates once, then every actor starts again with the new parameters) and
+``mode="a3c"`` (worker threads each compute the gradient of their own unroll at their own parameter snapshot and
+apply it to shared parameters). ``mode="sync"`` with lag 0 is batched A2C with a synchronised step: one batched
+forward pass for all environments, one vector step that waits for all of them.
+
 ``mode="sync"`` replaces the threads with a deterministic schedule: before every update the actor
 plays one unroll with the parameters exactly ``policy_lag`` updates old. Runs are then
 reproducible for tests and give the controlled lag of the paper's Fig. E.1.
@@ -254,6 +260,159 @@ class LaggedActor:
         pass
 
 
+class VersionedStore(ParameterStore):
+    """A ``ParameterStore`` actors can wait on until a given parameter version is published."""
+
+    def __init__(self, params: Any, version: int = 0):
+        super().__init__(params, version)
+        self._published = threading.Condition(self._lock)
+
+    def publish(self, params: Any, version: int) -> None:
+        with self._published:
+            self._params, self._version = params, version
+            self._published.notify_all()
+
+    def wait_for(self, version: int, stop: threading.Event) -> tuple[Any, int] | None:
+        """The parameters once their version is at least ``version`` (None if ``stop`` is set first)."""
+        with self._published:
+            while self._version < version:
+                if stop.is_set():
+                    return None
+                self._published.wait(timeout=0.1)
+            return self._params, self._version
+
+
+class SyncTrajectoryActors(ThreadedActors):
+    """Batched A2C with synchronised trajectories (IMPALA Fig. 2(b), Table 1): every actor thread plays a whole
+    unroll of its own environments with the current parameters, without waiting for the other actors between
+    steps; the learner waits for all of them, updates once, and only then do the actors start the next unroll, with
+    the new parameters (no policy lag)."""
+
+    def __init__(self, envs: list[HostEnv], policy_step: PolicyStep, reset_core: Callable[[Any, np.ndarray], Any],
+                 initial_core: Callable[[int], Any], store: VersionedStore, *, unroll_length: int, key: jax.Array):
+        super().__init__(envs, policy_step, reset_core, initial_core, store, unroll_length=unroll_length, key=key,
+                         queue_size=len(envs))
+
+    def _run(self, env, policy_step, reset_core, initial_core, store, unroll_length, key) -> None:
+        try:
+            state = start_actor(env, initial_core(env.num_envs), key)
+            expected = store.latest()[1]
+            while not self._stop.is_set():
+                latest = store.wait_for(expected, self._stop)  # the barrier: the learner's update of this round
+                if latest is None:
+                    return
+                params, version = latest
+                state, unroll = play_unroll(env, policy_step, reset_core, params, version, state, unroll_length)
+                self.queue.put(unroll)  # never blocks: one unroll per actor per round, queue_size = actors
+                expected = version + 1
+        except BaseException as error:  # surfaced in the learner thread by get()
+            self._errors.append(error)
+            self._stop.set()
+
+
+class WorkerResult(NamedTuple):
+    """One A3C worker step, as the worker reports it after applying its gradient."""
+
+    episode_returns: tuple[float, ...]
+    policy_lag: int  # gradients other workers applied between this worker's snapshot and its own gradient
+    metrics: Any
+
+
+class SharedLearner:
+    """The shared parameters and optimiser state of A3C: workers apply their gradients one at a time (a lock, as
+    a parameter server does), up to a ``limit`` of applied gradients that the chunk loop raises."""
+
+    def __init__(self, state: Any, apply: Callable[[Any, Any, Any], tuple[Any, Any]], version: int = 0):
+        self.state, self.version, self.limit = state, version, version
+        self._apply = apply
+        self._changed = threading.Condition()
+
+    def latest(self) -> tuple[Any, int]:
+        with self._changed:
+            return self.state.params, self.version
+
+    def allow(self, count: int) -> None:
+        """Let ``count`` more gradients be applied."""
+        with self._changed:
+            self.limit += count
+            self._changed.notify_all()
+
+    def apply(self, grads: Any, metrics: Any, stop: threading.Event) -> tuple[int, Any] | None:
+        """Apply one worker's gradient to the shared state (waits while the limit is reached); the new version."""
+        with self._changed:
+            while self.version >= self.limit:
+                if stop.is_set():
+                    return None
+                self._changed.wait(timeout=0.1)
+            self.state, metrics = self._apply(self.state, grads, metrics)
+            self.version += 1
+            self._changed.notify_all()
+            return self.version, metrics
+
+    def wait_until(self, version: int, timeout: float = 600.0) -> None:
+        """Block until ``version`` gradients have been applied."""
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while self.version < version:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"A3C workers applied {self.version} of {version} gradients")
+                self._changed.wait(timeout=0.1)
+
+
+class AsyncGradientWorkers:
+    """A3C on one machine (Mnih et al. 2016; IMPALA Table 1): each worker thread copies the shared parameters,
+    plays one unroll of its own environments with that snapshot, computes the gradient of the loss on its own
+    unroll at its snapshot, and applies it to the shared parameters; workers never wait for each other."""
+
+    def __init__(self, envs: list[HostEnv], policy_step: PolicyStep, reset_core: Callable[[Any, np.ndarray], Any],
+                 initial_core: Callable[[int], Any], shared: SharedLearner,
+                 gradient: Callable[[Any, Unroll], tuple[Any, Any]], *, unroll_length: int, key: jax.Array):
+        self.results: queue.Queue[WorkerResult] = queue.Queue()
+        self._stop = threading.Event()
+        self._errors: list[BaseException] = []
+        keys = jax.random.split(key, len(envs))
+        self._threads = [
+            threading.Thread(target=self._run, name=f"a3c-worker-{i}", daemon=True,
+                             args=(env, policy_step, reset_core, initial_core, shared, gradient, unroll_length, k))
+            for i, (env, k) in enumerate(zip(envs, keys))
+        ]  # fmt: skip
+        for thread in self._threads:
+            thread.start()
+
+    def _run(self, env, policy_step, reset_core, initial_core, shared, gradient, unroll_length, key) -> None:
+        try:
+            state = start_actor(env, initial_core(env.num_envs), key)
+            while not self._stop.is_set():
+                params, version = shared.latest()  # the worker's own snapshot
+                state, unroll = play_unroll(env, policy_step, reset_core, params, version, state, unroll_length)
+                grads, metrics = gradient(params, unroll)
+                applied = shared.apply(grads, metrics, self._stop)
+                if applied is None:
+                    return
+                new_version, metrics = applied
+                self.results.put(WorkerResult(unroll.episode_returns, new_version - 1 - version, metrics))
+        except BaseException as error:  # surfaced in the chunk loop by get()
+            self._errors.append(error)
+            self._stop.set()
+
+    def get(self, timeout: float = 600.0) -> WorkerResult:
+        """The next worker step's report; re-raises a worker's exception."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self._errors:
+                raise RuntimeError("an A3C worker failed") from self._errors[0]
+            try:
+                return self.results.get(timeout=0.1)
+            except queue.Empty:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("no gradient from the A3C workers") from None
+
+    def stop(self) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(timeout=10)
+
+
 _EVALUATION_STREAM = 0x65_76_61_6C  # "eval": folded into the run's key, apart from the actors' keys
 
 
@@ -321,11 +480,31 @@ class HostActorLearner:
                 AtariEnv(self.env_spec, num_envs=self.envs_per_actor, seed=seed + 1000 * i, num_threads=1)
                 for i in range(self.actor_spec.num_actors)
             ]
-            self._store = ParameterStore(self._actor_params(params), version)
-            self._source = ThreadedActors(
-                envs, self.policy_step, self._reset_core, self._initial_core, self._store,
-                unroll_length=self._unroll_length, key=key, queue_size=self.actor_spec.queue_size,
-            )  # fmt: skip
+            common = dict(unroll_length=self._unroll_length, key=key)
+            if self.actor_spec.mode == "a2c_sync_traj":
+                self._store = VersionedStore(self._actor_params(params), version)
+                self._source = SyncTrajectoryActors(
+                    envs, self.policy_step, self._reset_core, self._initial_core, self._store, **common
+                )
+            elif self.actor_spec.mode == "a3c":
+                self._source = AsyncGradientWorkers(
+                    envs, self.policy_step, self._reset_core, self._initial_core, self._shared_learner(),
+                    self._worker_gradient, **common,
+                )
+            else:
+                self._store = ParameterStore(self._actor_params(params), version)
+                self._source = ThreadedActors(
+                    envs, self.policy_step, self._reset_core, self._initial_core, self._store,
+                    queue_size=self.actor_spec.queue_size, **common,
+                )
+
+    def _shared_learner(self) -> SharedLearner:
+        """A3C: the shared parameters the workers apply their gradients to (set up by the agent's trainer)."""
+        raise NotImplementedError(f"{type(self).__name__} has no A3C mode")
+
+    def _worker_gradient(self, params: Any, unroll: Unroll) -> tuple[Any, Any]:
+        """A3C: a worker's gradient on its own unroll at its own parameter snapshot (set by the agent's trainer)."""
+        raise NotImplementedError(f"{type(self).__name__} has no A3C mode")
 
     def _next_unroll(self) -> Unroll:
         return self._source.get()

@@ -2,7 +2,8 @@
 
 One synchronous actor steps B environments for T steps with parameters exactly ``policy_lag``
 updates old (the controlled policy lag of IMPALA App. E, Fig. E.1; 0 = on-policy), then the learner
-takes one update on that batch. ``run_chunk`` scans ``updates_per_chunk`` such steps inside one jitted
+takes one update on that batch. With replay (§5.2.2) the actor unrolls only the batch's fresh rows and the
+rest are drawn from a FIFO buffer of earlier unrolls (``rlrepro.agents.impala.replay``). ``run_chunk`` scans ``updates_per_chunk`` such steps inside one jitted
 call. Everything is written for ONE seed and is deterministic given the key; ``init_batch`` and
 ``run_chunk_batch`` are the same functions ``jit(vmap(...))``-ed over a leading seed axis.
 """
@@ -18,8 +19,9 @@ import jax.numpy as jnp
 
 from rlrepro.agents.impala.actor import ActorState, EpisodeStats, init_actor, unroll
 from rlrepro.agents.impala.config import ImpalaConfig
-from rlrepro.agents.impala.learner import Learner, LearnerMetrics, LearnerState, Params, make_learner
-from rlrepro.agents.impala.networks import make_network
+from rlrepro.agents.impala.learner import Batch, Learner, LearnerMetrics, LearnerState, Params, make_learner
+from rlrepro.agents.impala.networks import init_params, make_network
+from rlrepro.agents.impala.replay import ReplayState, add, init_replay, mix, sample
 from rlrepro.environments.base import JaxEnv
 
 
@@ -34,6 +36,7 @@ class TrainState(NamedTuple):
       rng: raw uint32 PRNG key data, [2].
       frames: int32 environment steps taken so far (toy envs have no action repeat; overflows past
         2**31 - 1, far beyond toy budgets).
+      replay: the learner's replay buffer (``ReplayState``) when ``config.replay_fraction > 0``; ``()`` otherwise.
     """
 
     learner: LearnerState
@@ -41,6 +44,7 @@ class TrainState(NamedTuple):
     params_history: Params
     rng: jax.Array
     frames: jax.Array
+    replay: ReplayState | tuple[()] = ()
 
 
 class ChunkMetrics(NamedTuple):
@@ -101,13 +105,31 @@ def init_train_state(key: jax.Array, env: JaxEnv, config: ImpalaConfig, learner:
     history = jax.tree.map(
         lambda p: jnp.broadcast_to(p, (config.policy_lag + 1, *p.shape)), learner_state.params
     )
+    actor = init_actor(actor_key, env, config.fresh_batch_size)
     return TrainState(
         learner=learner_state,
-        actor=init_actor(actor_key, env, config.batch_size),
+        actor=actor,
         params_history=history,
         rng=rng,
         frames=jnp.zeros((), jnp.int32),
+        replay=_empty_replay(actor, env, config),
     )
+
+
+def _empty_replay(actor: ActorState, env: JaxEnv, config: ImpalaConfig) -> ReplayState | tuple[()]:
+    """An empty buffer shaped like one unroll of ``actor`` (or ``()`` without replay)."""
+    if config.replay_fraction == 0:
+        return ()
+    network = make_network(config, env.num_actions)
+    key = jax.random.PRNGKey(0)
+
+    def one_unroll() -> Batch:
+        params = init_params(network, key, env.observation_shape)
+        return unroll(key, params, actor, env=env, network=network, unroll_length=config.unroll_length)[1]
+
+    example = jax.eval_shape(one_unroll)
+    example = jax.tree.map(lambda s: jnp.zeros(s.shape, s.dtype), example)
+    return init_replay(config.replay_capacity, example)
 
 
 def train_step(
@@ -120,11 +142,18 @@ def train_step(
         unroll_key, actor_params(state, config), state.actor,
         env=env, network=network, unroll_length=config.unroll_length,
     )
+    replay = state.replay
+    if config.replay_fraction > 0:
+        # This unroll is stored (FIFO), and the replayed rows are drawn from the unrolls stored before it (§5.2.2).
+        rng, replay_key = jax.random.split(rng)
+        replay = add(replay, batch)
+        replayed, valid = sample(replay, replay_key, config.replay_batch_size, skip_newest=config.fresh_batch_size)
+        batch = mix(batch, replayed, valid)
     learner_state, metrics = learner.update(state.learner, batch)
     slot = actor_slot(state.learner.step, config.policy_lag)
     history = jax.tree.map(lambda h, p: h.at[slot].set(p), state.params_history, learner_state.params)
     frames = state.frames + config.frames_per_update
-    return TrainState(learner_state, actor, history, rng, frames), (metrics, stats)
+    return TrainState(learner_state, actor, history, rng, frames, replay), (metrics, stats)
 
 
 def run_chunk(

@@ -79,7 +79,7 @@ def train_job(
         label = f"{spec.paper}/{spec.experiment} {variant} {env} seeds {','.join(map(str, seeds))}"
         trackers = _trackers(run_dirs, results) if track else []
         _train_chunks(program, state, start_chunk, wall_offset, run_dirs, ckpt, digest, seeds, label, progress,
-                      trackers, spec.run.final_fraction)  # fmt: skip
+                      trackers, spec.run.final_fraction, spec.run.checkpoint_every)  # fmt: skip
     return run_dirs
 
 
@@ -112,8 +112,10 @@ def _train_chunks(
     progress: str,
     trackers: list[Any],
     final_fraction: float,
+    checkpoint_every: int = 1,
 ) -> None:
-    """Run the remaining chunks (metrics appended, a checkpoint after each, mirrored to MLflow), then the summaries."""
+    """Run the remaining chunks (metrics appended and mirrored to MLflow after each, a checkpoint after every
+    ``checkpoint_every``-th and the last), then the summaries."""
     bar = Progress(
         program.num_chunks * program.frames_per_chunk,
         label=label,
@@ -135,7 +137,8 @@ def _train_chunks(
             for run_dir, record in zip(run_dirs, records):
                 _append_jsonl(run_dir / "metrics.jsonl", record)
             meta = {"config_hash": digest, "seeds": list(seeds), "chunk": chunk + 1, "wall_time": wall_time}
-            checkpoint.save(ckpt, state, meta)
+            if (chunk + 1) % checkpoint_every == 0 or chunk + 1 == program.num_chunks:
+                checkpoint.save(ckpt, state, meta)
             for tracker, record in zip(trackers, records):
                 tracker.log([record])
             bar.update(records[0]["frames"], _nanmean([r["episode_return"] for r in records]))

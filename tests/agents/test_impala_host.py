@@ -27,11 +27,11 @@ AGENT = {
 }
 
 
-def make_trainer(mode: str, *, total_updates: int = 4, lag: int = 1, **env) -> HostImpalaTrainer:
+def make_trainer(mode: str, *, total_updates: int = 4, lag: int = 1, num_actors: int = 1, **env) -> HostImpalaTrainer:
     agent = ImpalaAgentSpec.model_validate({**AGENT, "policy_lag": lag})
     env_spec = AtariEnvSpec(kind="atari", id="pong", game="pong", num_envs=4, evaluation={"episodes": 2}, **env)
     config = impala_config(agent, total_updates=total_updates)
-    return HostImpalaTrainer(config, env_spec, ActorSpec(mode=mode), updates_per_chunk=2)
+    return HostImpalaTrainer(config, env_spec, ActorSpec(mode=mode, num_actors=num_actors), updates_per_chunk=2)
 
 
 def run(trainer: HostImpalaTrainer, chunks: int) -> list[dict]:
@@ -193,3 +193,59 @@ def test_evaluation_games_and_policy_keys_derive_from_the_run_seed(monkeypatch: 
     assert (seeds_a, keys_a) == (seeds_a2, keys_a2)  # reproducible within a run seed
     assert not set(seeds_a) & set(seeds_b)  # other emulator seeds for another run seed
     assert not set(keys_a) & set(keys_b)  # and other action samples
+
+
+# --- Table 1's single-machine organisations on real games ------------------------------------------------
+
+
+def test_a2c_sync_traj_trains_on_policy():
+    # 2 actor threads x 2 games; each update waits for both whole unrolls: every batch is acted with the current
+    # parameters (lag 0), B = 4 trajectories of T = 5 steps.
+    trainer = make_trainer("a2c_sync_traj", num_actors=2, max_episode_frames=2000)
+    state = trainer.init(jax.random.key_data(jax.random.key(0)))
+    before = state.learner.params
+    metrics = []
+    for _ in range(2):
+        state, m = trainer.run_chunk(state)
+        metrics.append({k: float(v[0]) for k, v in m._asdict().items()})
+    trainer.stop()
+    assert [m["policy_lag"] for m in metrics] == [0.0, 0.0]
+    assert metrics[-1]["frames"] == 4 * 5 * 4 * 4 and all(np.isfinite(m["total_loss"]) for m in metrics)
+    assert -21 <= metrics[-1]["eval_return"] <= 21
+    assert not np.allclose(jax.tree.leaves(before)[0], jax.tree.leaves(state.learner.params)[0])
+
+
+def test_a3c_workers_train_the_shared_parameters():
+    # 2 workers x 2 games: one gradient per worker unroll (T = 5 steps of its 2 games); a chunk of 2 "updates" is
+    # 2 x 2 gradients, so the run's frames match the other modes' (4 updates x T x B x repeat). The lr schedule
+    # runs over the gradients (total_updates = updates x workers, as resolve_impala sets it).
+    trainer = make_trainer("a3c", num_actors=2, total_updates=8, max_episode_frames=2000)
+    state = trainer.init(jax.random.key_data(jax.random.key(0)))
+    before = state.learner.params
+    metrics = []
+    for _ in range(2):
+        state, m = trainer.run_chunk(state)
+        metrics.append({k: float(v[0]) for k, v in m._asdict().items()})
+    trainer.stop()
+    assert int(state.version) == 8 and int(state.learner.step) == 8
+    assert metrics[-1]["frames"] == 4 * 5 * 4 * 4
+    assert all(np.isfinite(m["total_loss"]) and m["policy_lag"] >= 0 for m in metrics)
+    assert -21 <= metrics[-1]["eval_return"] <= 21
+    assert not np.allclose(jax.tree.leaves(before)[0], jax.tree.leaves(state.learner.params)[0])
+
+
+def test_a3c_and_sync_traj_need_one_round_of_unrolls_per_batch():
+    from rlrepro.agents.impala.trainer import resolve_impala
+    from rlrepro.specs.experiment import RunSpec
+
+    env_spec = AtariEnvSpec(kind="atari", id="pong", game="pong", num_envs=8)
+    run = RunSpec(updates_per_chunk=5)
+    for mode in ("a3c", "a2c_sync_traj"):
+        agent = ImpalaAgentSpec.model_validate({**AGENT, "actor": {"mode": mode, "num_actors": 2}})
+        with pytest.raises(ValueError, match="batch_size \\(4\\) must equal the environment's num_envs \\(8\\)"):
+            resolve_impala(agent, env_spec, frames=10_000, run=run)
+    agent = ImpalaAgentSpec.model_validate({**AGENT, "batch_size": 8, "actor": {"mode": "a3c", "num_actors": 2}})
+    plain = ImpalaAgentSpec.model_validate({**AGENT, "batch_size": 8})
+    # 40,000 frames / (T 5 x B 8 x repeat 4) = 250 updates; A3C: 2 workers' gradients per update -> 500 lr steps.
+    assert resolve_impala(plain, env_spec, frames=40_000, run=run).config.total_updates == 250
+    assert resolve_impala(agent, env_spec, frames=40_000, run=run).config.total_updates == 500

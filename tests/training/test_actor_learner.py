@@ -8,7 +8,19 @@ import jax
 import numpy as np
 import pytest
 
-from rlrepro.training.actor_learner import LaggedActor, ParameterStore, ThreadedActors, play_unroll, start_actor
+import time
+
+from rlrepro.training.actor_learner import (
+    AsyncGradientWorkers,
+    LaggedActor,
+    ParameterStore,
+    SharedLearner,
+    SyncTrajectoryActors,
+    ThreadedActors,
+    VersionedStore,
+    play_unroll,
+    start_actor,
+)
 
 
 class Step(NamedTuple):
@@ -117,3 +129,85 @@ def test_an_actor_error_reaches_the_learner():
         assert "emulator crashed" in str(error.value.__cause__)
     finally:
         actors.stop()
+
+
+# --- Table 1's single-machine organisations --------------------------------------------------------------
+
+
+def test_a2c_sync_step_acts_once_for_all_environments_then_steps_them_all():
+    # Batched A2C, sync step (Fig. 2(a)): the synchronous actor (lag 0) makes ONE batched forward pass for all 4
+    # environments per step and ONE vector step of all 4; T = 3 steps -> 3 forward passes and 3 env steps.
+    env = CountingEnv(num_envs=4, length=10)
+    calls = []
+
+    def counting_policy(params, observation, *rest):
+        calls.append(observation.shape[0])
+        return policy_step(params, observation, *rest)
+
+    actor = LaggedActor(env, counting_policy, no_core, lambda n: (), lag=0, unroll_length=3, key=jax.random.key(0))
+    actor.record(0, 0)
+    unroll = actor.get()
+    assert calls == [4, 4, 4] and env.calls == 3
+    assert unroll.actions.shape == (3, 4)
+    actor.record(1, 1)  # after the update the next unroll acts with the new parameters: no lag
+    assert actor.get().param_version == 1
+
+
+def test_a2c_sync_traj_collects_whole_unrolls_then_waits_for_the_update():
+    # Batched A2C, sync traj (Fig. 2(b)): each actor plays a whole unroll with the current parameters; nobody
+    # starts the next unroll before the learner has published the update of this round.
+    envs = [CountingEnv(length=10), CountingEnv(length=10)]
+    store = VersionedStore(0, 0)
+    actors = SyncTrajectoryActors(envs, policy_step, no_core, lambda n: (), store, unroll_length=3,
+                                  key=jax.random.key(0))  # fmt: skip
+    try:
+        first = [actors.get(timeout=30) for _ in range(2)]
+        assert [u.param_version for u in first] == [0, 0]
+        time.sleep(0.3)  # no update yet: the actors wait (3 steps each, one unroll each, nothing queued)
+        assert actors.queue.qsize() == 0 and [e.calls for e in envs] == [3, 3]
+        with pytest.raises(TimeoutError):
+            actors.get(timeout=0.3)
+        store.publish(1, 1)
+        second = [actors.get(timeout=30) for _ in range(2)]
+        assert [u.param_version for u in second] == [1, 1]
+        np.testing.assert_array_equal(second[0].behaviour_logits, np.ones((3, 2, 3)))  # acted with the new ones
+    finally:
+        actors.stop()
+
+
+class Shared(NamedTuple):
+    params: int
+
+
+def test_a3c_workers_apply_one_gradient_per_unroll_from_their_own_snapshot():
+    # A3C: a worker snapshots the shared parameters, plays one unroll with them, computes the gradient at that
+    # snapshot on its own unroll, and applies it to the shared parameters. Here a gradient is 1, so the shared
+    # parameters count the gradients applied, and the logits of an unroll encode the parameters it acted with.
+    seen = []
+
+    def gradient(params, unroll):
+        seen.append((params, float(unroll.behaviour_logits[0, 0, 0]), unroll.param_version, unroll.actions.shape))
+        return 1, {"loss": float(params)}
+
+    shared = SharedLearner(Shared(0), lambda state, grads, metrics: (Shared(state.params + grads), metrics))
+    envs = [CountingEnv(num_envs=2, length=10), CountingEnv(num_envs=2, length=10)]
+    workers = AsyncGradientWorkers(envs, policy_step, no_core, lambda n: (), shared, gradient, unroll_length=3,
+                                   key=jax.random.key(0))  # fmt: skip
+    try:
+        shared.allow(6)
+        results = [workers.get(timeout=30) for _ in range(6)]
+        shared.wait_until(6)
+        time.sleep(0.3)  # the limit holds: no seventh gradient
+        assert shared.version == 6 and shared.state.params == 6
+        # Each unroll is the worker's own 2 environments, acted with the snapshot its gradient is taken at.
+        for params, logit, version, shape in seen[:6]:
+            assert logit == params == version and shape == (3, 2)
+        # The gradient count equals the unrolls played: 3 env steps per unroll, at most one unroll in flight
+        # per worker beyond the 6 applied.
+        assert 6 * 3 <= sum(e.calls for e in envs) <= 8 * 3
+        assert all(r.policy_lag >= 0 for r in results)
+        shared.allow(4)
+        shared.wait_until(10)
+        assert shared.state.params == 10
+    finally:
+        workers.stop()

@@ -29,6 +29,8 @@ from rlrepro.specs import load_spec
 from rlrepro.training import checkpoint
 from rlrepro.training.runner import read_metrics, train_job
 from rlrepro.workflow import config_hash
+from tests.conftest import toy_run_spec_data
+from tests.factories import write_spec
 
 REPO = Path(__file__).resolve().parents[2]
 DMLAB_SPEC = REPO / "specs" / "impala" / "dmlab_single_task.yaml"
@@ -160,6 +162,22 @@ def test_running_a_finished_job_again_resumes_at_the_end_and_changes_no_metric(
     assert f"at chunk {NUM_CHUNKS}/{NUM_CHUNKS}" in capsys.readouterr().out
     assert [(d / "metrics.jsonl").read_text() for d in _run_dirs(results)] == before
     assert all((d / "summary.json").exists() for d in _run_dirs(results))
+
+
+def test_checkpoint_every_saves_every_kth_chunk_and_the_last(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    # NUM_CHUNKS = 4 chunks, checkpoint_every 3: after chunk 3 and after the last (4), not after 1 or 2.
+    data = toy_run_spec_data()
+    data["run"]["checkpoint_every"] = 3
+    edited = write_spec(tmp_path / "specs", data)
+    saved = []
+    original = checkpoint.save
+    def recording_save(path: Path, state, meta: dict) -> None:
+        saved.append(meta["chunk"])
+        original(path, state, meta)
+
+    monkeypatch.setattr(checkpoint, "save", recording_save)
+    _train(edited, tmp_path / "results")
+    assert saved == [3, NUM_CHUNKS]
 
 
 def test_a_checkpoint_of_another_config_is_ignored(

@@ -75,8 +75,9 @@ class ImpalaConfig:
     Attributes:
       discount: gamma. 0.99 (Tables D.3, G.1).
       unroll_length: T, environment steps per unroll (trajectory length n). 20 (Table G.1; DMLab 100).
-      batch_size: B, trajectories per learner batch; the synchronous actor steps B environments in
-        parallel, so each update consumes T * B environment steps. 32 (Table G.1).
+      batch_size: B, trajectories per learner batch; the synchronous actor steps the B environments (the
+        ``fresh_batch_size`` ones with replay) in parallel, so each update consumes T * B environment steps
+        (T * fresh rows with replay). 32 (Table G.1).
       learning_rate: initial RMSProp learning rate. 6e-4 (Table G.1).
       rmsprop_decay: RMSProp second-moment decay. 0.99 (released code; the paper does not state it).
       rmsprop_epsilon: RMSProp epsilon, inside the square root (TF1 semantics). 0.01 (Table G.1).
@@ -109,6 +110,10 @@ class ImpalaConfig:
       epsilon_correction: the epsilon of the "epsilon" correction. 1e-6 (§5.2.2).
       policy_lag: L, the actor acts with parameters exactly L updates old (0 = on-policy). Used for
         the controlled policy-lag ablation (Fig. E.1).
+      replay_fraction: share of each learner batch drawn from the learner's replay buffer (§5.2.2: 0.5 in the
+        "with replay" half of Table 2; 0: no replay). ``round(fraction * B)`` rows are replayed, the other
+        ``fresh_batch_size`` rows are the actor's new unrolls.
+      replay_capacity: trajectories the FIFO replay buffer holds (Table D.3: 10,000); read only with replay.
       hidden_sizes: widths of the ReLU MLP torso (toy environments).
       conv_network: IMPALA's image network (shallow / deep, optional LSTM core); when set it
         replaces the MLP of ``hidden_sizes``. None: MLP.
@@ -137,6 +142,8 @@ class ImpalaConfig:
     lambda_: float = 1.0
     epsilon_correction: float = 1e-6
     policy_lag: int = 0
+    replay_fraction: float = 0.0
+    replay_capacity: int = 10_000
     hidden_sizes: tuple[int, ...] = (64, 64)
     conv_network: ConvNetworkConfig | None = None
 
@@ -163,12 +170,36 @@ class ImpalaConfig:
             problems.append(f"max_grad_norm must be > 0 or None, got {self.max_grad_norm}")
         if self.reward_clip is not None and self.reward_clip <= 0:
             problems.append(f"reward_clip must be > 0 or None, got {self.reward_clip}")
+        if not 0.0 <= self.replay_fraction < 1.0:
+            problems.append(f"replay_fraction must be in [0, 1), got {self.replay_fraction}")
+        elif self.replay_fraction > 0 and not 1 <= self.replay_batch_size < self.batch_size:
+            problems.append(
+                f"replay_fraction {self.replay_fraction} of batch_size {self.batch_size} must replay at least one row "
+                "and keep at least one fresh row"
+            )
+        if self.replay_capacity < self.fresh_batch_size:
+            problems.append(f"replay_capacity must hold one batch of fresh unrolls ({self.fresh_batch_size}), got {self.replay_capacity}")
         if not self.hidden_sizes or any(h < 1 for h in self.hidden_sizes):
             problems.append(f"hidden_sizes must be non-empty positive widths, got {self.hidden_sizes}")
         if problems:
             raise ValueError("invalid ImpalaConfig: " + "; ".join(problems))
 
     @property
+    def replay_batch_size(self) -> int:
+        """Rows of each batch drawn from the replay buffer: ``round(replay_fraction * B)``."""
+        return replay_rows(self.batch_size, self.replay_fraction)
+
+    @property
+    def fresh_batch_size(self) -> int:
+        """Rows of each batch that are new unrolls (B without replay); also the actor's parallel environments."""
+        return self.batch_size - self.replay_batch_size
+
+    @property
     def frames_per_update(self) -> int:
-        """Environment steps consumed by one learner update (T * B)."""
-        return self.unroll_length * self.batch_size
+        """New environment steps consumed by one learner update (T * fresh rows; T * B without replay)."""
+        return self.unroll_length * self.fresh_batch_size
+
+
+def replay_rows(batch_size: int, replay_fraction: float) -> int:
+    """Replayed rows of a batch of ``batch_size`` when ``replay_fraction`` of it comes from replay (§5.2.2)."""
+    return int(round(batch_size * replay_fraction))

@@ -12,6 +12,7 @@ loss terms, and at the last chunk ``eval_return``: the mean score of separate ev
 
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, NamedTuple
 
@@ -20,11 +21,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from rlrepro.agents.impala.config import ImpalaConfig
-from rlrepro.agents.impala.learner import Batch, LearnerState, make_learner
+from rlrepro.agents.impala.learner import Batch, LearnerState, apply_gradients, gradients, make_learner
 from rlrepro.agents.impala.networks import initial_core_state, make_network, make_policy_step, reset_core_state
 from rlrepro.agents.impala.sharding import make_sharded_update
 from rlrepro.environments.atari import AtariEnv
-from rlrepro.training.actor_learner import HostActorLearner, Unroll
+from rlrepro.training.actor_learner import HostActorLearner, SharedLearner, Unroll
 
 
 class HostState(NamedTuple):
@@ -84,6 +85,10 @@ class HostImpalaTrainer(HostActorLearner):
         self.sharded = make_sharded_update(self.learner)
         self.update = lambda learner, batch: self.sharded.update(learner, self.sharded.shard_batch(batch))
         self.policy_step = make_policy_step(self.network)
+        # A3C: each worker's gradient at its own snapshot, applied to the shared state one at a time.
+        self._gradient = jax.jit(functools.partial(gradients, config=config))
+        self._apply = jax.jit(functools.partial(apply_gradients, config=config))
+        self._shared: SharedLearner | None = None
         super().__init__(env_spec, actor_spec, unroll_length=config.unroll_length, policy_lag=config.policy_lag)
         if config.batch_size % self.envs_per_actor:
             raise ValueError(
@@ -104,12 +109,22 @@ class HostImpalaTrainer(HostActorLearner):
 
     def _start(self, state: HostState) -> None:
         """Start the actors (first chunk, or after a resume) from the state's parameters."""
+        if self.actor_spec.mode == "a3c":
+            self._shared = SharedLearner(state.learner, self._apply, int(state.version))
         self._start_actors(state.learner.params, state.rng, int(state.version))
+
+    def _shared_learner(self) -> SharedLearner:
+        return self._shared
+
+    def _worker_gradient(self, params: Any, unroll: Unroll) -> tuple[Any, Any]:
+        return self._gradient(params, batch_from_unrolls([unroll]))
 
     # -- one chunk ---------------------------------------------------------------------------------------
     def run_chunk(self, state: HostState) -> tuple[HostState, HostMetrics]:
         if self._source is None:
             self._start(state)
+        if self.actor_spec.mode == "a3c":
+            return self._run_a3c_chunk(state)
         started = time.monotonic()
         learner, version = state.learner, int(state.version)
         lags, returns, learner_metrics = [], [], []
@@ -124,6 +139,27 @@ class HostImpalaTrainer(HostActorLearner):
         metrics = self._chunk_metrics(
             HostMetrics, learner.params, version, total_updates=self.config.total_updates,
             frames_per_update=self.config.frames_per_update * self.env_spec.action_repeat,
+            started=started, returns=returns, lags=lags, learner_metrics=learner_metrics,
+        )  # fmt: skip
+        return HostState(learner, state.rng, jnp.asarray(version, jnp.int32)), metrics
+
+    def _run_a3c_chunk(self, state: HostState) -> tuple[HostState, HostMetrics]:
+        """A3C: let the workers apply ``updates_per_chunk`` gradients each (on average); one gradient consumes one
+        unroll of one worker's environments (T x num_envs / num_actors steps)."""
+        started = time.monotonic()
+        count = self.updates_per_chunk * self.actor_spec.num_actors
+        self._shared.allow(count)
+        lags, returns, learner_metrics = [], [], []
+        for _ in range(count):
+            result = self._source.get()
+            lags.append(result.policy_lag)
+            returns.extend(result.episode_returns)
+            learner_metrics.append(result.metrics)
+        self._shared.wait_until(int(state.version) + count)
+        learner, version = self._shared.state, self._shared.version
+        metrics = self._chunk_metrics(
+            HostMetrics, learner.params, version, total_updates=self.config.total_updates,
+            frames_per_update=self.config.unroll_length * self.envs_per_actor * self.env_spec.action_repeat,
             started=started, returns=returns, lags=lags, learner_metrics=learner_metrics,
         )  # fmt: skip
         return HostState(learner, state.rng, jnp.asarray(version, jnp.int32)), metrics

@@ -235,10 +235,16 @@ def loss_fn(
     return total_loss, metrics
 
 
-def update(state: LearnerState, batch: Batch, config: ImpalaConfig) -> tuple[LearnerState, LearnerMetrics]:
-    """One learner step: gradient of ``loss_fn``, optional global-norm clip, TF1 RMSProp with the lr schedule."""
+def gradients(params: Params, batch: Batch, config: ImpalaConfig) -> tuple[Params, LearnerMetrics]:
+    """Gradient of ``loss_fn`` at ``params`` on ``batch`` (an A3C worker's step: its own snapshot, its own data)."""
     network = make_network(config, batch.behaviour_logits.shape[-1])
-    grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, batch, config, network)
+    return jax.grad(loss_fn, has_aux=True)(params, batch, config, network)
+
+
+def apply_gradients(
+    state: LearnerState, grads: Params, metrics: LearnerMetrics, config: ImpalaConfig
+) -> tuple[LearnerState, LearnerMetrics]:
+    """Optional global-norm clip and one TF1 RMSProp step of ``grads`` on ``state`` with the lr schedule."""
     updates, opt_state = make_optimizer(config).update(grads, state.opt_state, state.params)
     params = optax.apply_updates(state.params, updates)
     metrics = metrics._replace(
@@ -246,6 +252,12 @@ def update(state: LearnerState, batch: Batch, config: ImpalaConfig) -> tuple[Lea
         learning_rate=jnp.asarray(make_lr_schedule(config)(state.step), jnp.float32),
     )
     return LearnerState(params=params, opt_state=opt_state, step=state.step + 1), metrics
+
+
+def update(state: LearnerState, batch: Batch, config: ImpalaConfig) -> tuple[LearnerState, LearnerMetrics]:
+    """One learner step: gradient of ``loss_fn``, optional global-norm clip, TF1 RMSProp with the lr schedule."""
+    grads, metrics = gradients(state.params, batch, config)
+    return apply_gradients(state, grads, metrics, config)
 
 
 def make_learner(config: ImpalaConfig, observation_shape: tuple[int, ...], num_actions: int) -> Learner:

@@ -25,7 +25,18 @@ class ImpalaSetup(NamedTuple):
 def resolve_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: RunSpec) -> ImpalaSetup:
     """The one place an IMPALA spec becomes its run's configuration (used by ``build_impala``)."""
     chunks = impala_chunks(agent, env_spec, frames=frames, run=run)
-    return ImpalaSetup(impala_config(agent, total_updates=chunks.num_chunks * chunks.updates_per_chunk), agent.actor)
+    total_updates = chunks.num_chunks * chunks.updates_per_chunk
+    if agent.actor.mode in ("a2c_sync_traj", "a3c"):
+        num_envs = getattr(env_spec, "num_envs", None)
+        if agent.batch_size != num_envs:
+            raise UnsupportedSetupError(
+                f"agent.actor.mode {agent.actor.mode}: agent.batch_size ({agent.batch_size}) must equal the "
+                f"environment's num_envs ({num_envs}): one round of every actor's unroll is one update's batch"
+            )
+    if agent.actor.mode == "a3c":
+        # Each worker applies its own gradient: one update's frames are num_actors gradients (lr schedule length).
+        total_updates *= agent.actor.num_actors
+    return ImpalaSetup(impala_config(agent, total_updates=total_updates), agent.actor)
 
 
 def impala_config(agent: ImpalaAgentSpec, total_updates: int) -> ImpalaConfig:
@@ -55,6 +66,9 @@ def impala_config(agent: ImpalaAgentSpec, total_updates: int) -> ImpalaConfig:
         lambda_=loss.trace_lambda,
         epsilon_correction=loss.epsilon_correction,
         policy_lag=agent.policy_lag,
+        # IMPALA+SR's spec shares these fields but has no replay (its loop has none).
+        replay_fraction=agent.replay.fraction if isinstance(agent, ImpalaAgentSpec) else 0.0,
+        replay_capacity=agent.replay.capacity if isinstance(agent, ImpalaAgentSpec) else 10_000,
         hidden_sizes=tuple(agent.network.hidden_sizes) if agent.network.kind == "mlp" else (64, 64),
         conv_network=None if agent.network.kind == "mlp" else ConvNetworkConfig.from_spec(agent.network),
     )
@@ -87,13 +101,17 @@ def build_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: Run
     )
 
 
-
-
 def build_impala_atari(agent: ImpalaAgentSpec, env_spec: AtariEnvSpec, *, frames: int, run: RunSpec) -> TrainerProgram:
     """IMPALA on Atari: one seed per job; actor threads (or the lagged synchronous actor) and the learner."""
     if agent.network.kind == "mlp":
         raise UnsupportedSetupError("agent.network.kind 'mlp' cannot read Atari frames: use impala_shallow or impala_deep")
     from rlrepro.agents.impala.host_trainer import HostImpalaTrainer
+
+    if agent.replay.fraction > 0:
+        raise UnsupportedSetupError(
+            "agent.replay.fraction > 0: the learner's replay buffer runs in the jitted loop of pure-JAX tasks only, "
+            "not with Atari's actor threads"
+        )
 
     chunks = impala_chunks(agent, env_spec, frames=frames, run=run)
     setup = resolve_impala(agent, env_spec, frames=frames, run=run)

@@ -47,16 +47,42 @@ class ImpalaLossSpec(SpecModel):
 class ActorSpec(SpecModel):
     """How acting is organised on host environments (Atari); pure-JAX tasks always act synchronously in the jitted loop."""
 
-    mode: Literal["threaded", "sync"] = Field(
+    mode: Literal["threaded", "sync", "a2c_sync_traj", "a3c"] = Field(
         "threaded",
         description=(
             "threaded: actor threads fill a bounded queue while the learner updates (IMPALA's single-machine mode; "
-            "the lag that occurs is measured); sync: one unroll per update with parameters exactly policy_lag "
-            "updates old (deterministic)."
+            "the lag that occurs is measured); sync: one unroll of all environments per update, stepped together "
+            "with one batched forward pass per step, with parameters exactly policy_lag updates old (policy_lag 0: "
+            "Table 1's batched A2C, sync step); a2c_sync_traj: Table 1's batched A2C with synchronised trajectories "
+            "(each actor thread plays a whole unroll, the learner waits for all, updates once, the actors restart "
+            "with the new parameters; batch_size must equal the environments' num_envs); a3c: Table 1's A3C "
+            "(each actor thread is a worker that computes the gradient of its own unroll at its own parameter "
+            "snapshot and applies it to the shared parameters and RMSProp state; batch_size must equal num_envs, "
+            "so that one gradient per worker consumes the frames of one update)."
         ),
     )
     num_actors: PositiveCount = Field(1, description="Actor threads; the environment's num_envs are split among them.")
     queue_size: PositiveCount = Field(2, description="Capacity of the unroll queue (in unrolls).")
+
+
+class ReplaySpec(SpecModel):
+    """The learner's experience replay of the off-policy comparison (section 5.2.2, Table D.3).
+
+    Fixed as the paper gives it: uniform sampling (with replacement) and first-in-first-out removal of whole
+    trajectories. Resolved where the paper is silent (notes section 2.5): the batch keeps batch_size rows,
+    round(fraction * batch_size) of them replayed and the rest new unrolls; each update's new unrolls are stored first, then the
+    replayed rows are drawn among the stored trajectories other than these; the first update (empty buffer) masks the replayed rows out.
+    """
+
+    fraction: float = Field(
+        0.0,
+        ge=0,
+        lt=1,
+        description="Share of each learner batch drawn uniformly from the replay buffer (paper: 0.5 with replay; 0: no replay).",
+    )
+    capacity: PositiveCount = Field(
+        10_000, description="Trajectories the FIFO buffer holds; the oldest is removed first (Table D.3: 10,000)."
+    )
 
 
 class ImpalaAgentSpec(SpecModel):
@@ -73,4 +99,8 @@ class ImpalaAgentSpec(SpecModel):
         0,
         ge=0,
         description="Behaviour policy uses parameters this many updates old (0: on-policy), so off-policy correction matters on one machine.",
+    )
+    replay: ReplaySpec = Field(
+        default_factory=ReplaySpec,
+        description="Learner-side experience replay (section 5.2.2, pure-JAX tasks only); fraction 0: none.",
     )
