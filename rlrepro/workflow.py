@@ -196,7 +196,7 @@ def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Sca
     env = resolve_env(spec, env_id, scale)
     return _hash(
         {
-            "agent": _without_placement(resolve_agent(spec, variant, scale).model_dump(mode="json")),
+            "agent": _without_absent_replay(_without_placement(resolve_agent(spec, variant, scale).model_dump(mode="json"))),
             "env": _without_reference_scores(env.model_dump(mode="json")),
             "frames": spec.scale(scale).frames,
             # how jobs are laid out, checkpointed and drawn, not what they compute
@@ -263,6 +263,14 @@ def _without_placement(agent: dict) -> dict:
     if agent.get("kind") != "loss_search" or not isinstance(executor, dict):
         return agent
     return {**agent, "executor": {**executor, "kind": "local", "address": None}}
+
+
+def _without_absent_replay(agent: dict) -> dict:
+    """An IMPALA dump without its ``replay`` block when replay is off (fraction 0): exactly what every IMPALA run
+    did before the field existed, so adding it retrains nothing that finished."""
+    if agent.get("kind") == "impala" and (agent.get("replay") or {}).get("fraction") == 0:
+        return {key: value for key, value in agent.items() if key != "replay"}
+    return agent
 
 
 #: Snakemake ``--config`` keys that say where things run (never what they compute) -> the environment variables the

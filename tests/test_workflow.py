@@ -365,3 +365,14 @@ def test_job_groups_cover_every_job_once_and_their_patterns_give_each_job_s_own_
             assert re.fullmatch(group.constraint("variant"), job.variant)
             assert re.fullmatch(group.constraint("env"), job.env)
         assert len({(j.frames, j.seeds, j.whole_machine) for j in group.jobs}) == 1  # one set of resources per rule
+
+
+def test_impala_without_replay_hashes_as_before_the_replay_field_existed() -> None:
+    """Adding ``agent.replay`` (fraction 0: no replay, what every earlier run did) must not retrain finished runs:
+    the hash is the one main computed before the field existed (7709321); replay itself changes it."""
+    spec = load_spec(REPO / "specs" / "impala" / "atari57_shallow.yaml")
+    assert spec.agent.replay.fraction == 0
+    assert config_hash(spec, "default", "pong", "cpu") == "0ce9a4e6b472"
+    replay = spec.agent.replay.model_copy(update={"fraction": 0.5})
+    replayed = spec.model_copy(update={"agent": spec.agent.model_copy(update={"replay": replay})})
+    assert config_hash(replayed, "default", "pong", "cpu") != "0ce9a4e6b472"
