@@ -111,8 +111,18 @@ def named_explicitly(experiment: ExperimentPlan, only: str | None) -> bool:
     return bool(only) and experiment.key in {item.strip().strip("/") for item in only.split(",")}
 
 
+# The ``env`` of a multi-task job: one agent trained on every environment of the scale at once (IMPALA
+# §5.3.2). Its run units are still one per (environment, seed), so tables and claims read them per game.
+MULTITASK_ENV = "all_environments"
+
+
+def is_multitask(spec: ExperimentSpec, variant: object, scale: Scale) -> bool:
+    """Whether the variant's agent trains one agent on all environments at once (``agent.multitask``)."""
+    return getattr(resolve_agent(spec, variant, scale), "multitask", None) is not None
+
+
 def plan_experiment(spec_path: Path, spec: ExperimentSpec, scale: Scale) -> ExperimentPlan:
-    """Expand one spec at one scale into jobs."""
+    """Expand one spec at one scale into jobs (a multi-task variant: one job per seed over all environments)."""
     size = spec.scale(scale)
     env_ids = size.environments or [env.id for env in spec.environments]
     variants = [v for v in spec.variant_list() if size.variants is None or v.name in size.variants]
@@ -120,6 +130,17 @@ def plan_experiment(spec_path: Path, spec: ExperimentSpec, scale: Scale) -> Expe
     per_job = spec.run.seeds_per_job or len(seeds)
     jobs = []
     for variant in variants:
+        if is_multitask(spec, variant, scale):
+            digest = config_hash(spec, variant.name, MULTITASK_ENV, scale)
+            for seed in seeds:
+                units = tuple(
+                    RunUnit(spec.paper, spec.experiment, variant.name, env_id, seed, size.frames) for env_id in env_ids
+                )
+                jobs.append(
+                    Job(spec_path, spec.paper, spec.experiment, variant.name, MULTITASK_ENV, (seed,), size.frames,
+                        digest, units, whole_machine=spec.run.whole_machine)
+                )
+            continue
         for env_id in env_ids:
             digest = config_hash(spec, variant.name, env_id, scale)
             for start in range(0, len(seeds), per_job):
@@ -140,15 +161,23 @@ def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Sca
     Editing a claim or a description leaves it unchanged, so finished runs are not retrained.
     """
     variant = next(v for v in spec.variant_list() if v.name == variant_name)
-    env = resolve_env(spec, env_id, scale)
+    if env_id == MULTITASK_ENV:
+        env = [resolve_env(spec, e, scale).model_dump(mode="json") for e in multitask_env_ids(spec, scale)]
+    else:
+        env = resolve_env(spec, env_id, scale).model_dump(mode="json")
     return _hash(
         {
             "agent": resolve_agent(spec, variant, scale).model_dump(mode="json"),
-            "env": _without_reference_scores(env.model_dump(mode="json")),
+            "env": _without_reference_scores(env),
             "frames": spec.scale(scale).frames,
             "run": spec.run.model_dump(mode="json", exclude={"seeds_per_job", "whole_machine"}),  # how jobs are laid out, not what they compute
         }
     )
+
+
+def multitask_env_ids(spec: ExperimentSpec, scale: Scale) -> list[str]:
+    """The environments a multi-task job trains on at ``scale``."""
+    return spec.scale(scale).environments or [env.id for env in spec.environments]
 
 
 def plan(spec_paths: list[str | Path], scale: Scale, only: str | None = None) -> list[ExperimentPlan]:
@@ -191,7 +220,7 @@ def cannot_run(experiment: ExperimentPlan) -> str | None:
 
     from rlrepro.agents.registry import not_implemented
 
-    needed = {job.env for job in experiment.jobs}
+    needed = {unit.env for job in experiment.jobs for unit in job.units}
     for env in experiment.spec.environments:
         if env.id in needed and (reason := env_missing(env) or not_implemented(experiment.spec.agent.kind, env.kind)):
             return reason
