@@ -64,7 +64,7 @@ def _rate(spec) -> float | None:
 
 
 def _frames(experiment) -> int:
-    return sum(unit.frames for job in experiment.jobs for unit in job.units)
+    return sum(job.frames_emulated for job in experiment.jobs)
 
 
 def _hours(hours: float) -> str:
@@ -126,7 +126,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
     else:
         print("(list every run unit with --units)")
-    total = sum(u.frames for u in units)
+    total = sum(_frames(p) for p in plans)
     print(f"\n{len(units):,} run unit(s) in {jobs:,} job(s) at scale '{args.scale}'; total {total:,} frames")
     _print_power(plans, args)
     return 0

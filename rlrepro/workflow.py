@@ -61,6 +61,14 @@ class Job:
     config_hash: str
     units: tuple[RunUnit, ...] = field(repr=False)
     whole_machine: bool = False  # run alone on every core (speed measurements)
+    population: int = 0  # multi-task job: members trained (each ``frames``, shared by its games); 0: not multi-task
+
+    @property
+    def frames_emulated(self) -> int:
+        """Frames the job steps: every unit's, or (multi-task) each member's budget once for all its games."""
+        if self.population:
+            return self.frames * self.population * len(self.seeds)
+        return sum(unit.frames for unit in self.units)
 
     @property
     def name(self) -> str:
@@ -132,13 +140,15 @@ def plan_experiment(spec_path: Path, spec: ExperimentSpec, scale: Scale) -> Expe
     for variant in variants:
         if is_multitask(spec, variant, scale):
             digest = config_hash(spec, variant.name, MULTITASK_ENV, scale)
+            pbt = resolve_agent(spec, variant, scale).multitask.pbt
+            population = pbt.population_size if pbt.enabled else 1
             for seed in seeds:
                 units = tuple(
                     RunUnit(spec.paper, spec.experiment, variant.name, env_id, seed, size.frames) for env_id in env_ids
                 )
                 jobs.append(
                     Job(spec_path, spec.paper, spec.experiment, variant.name, MULTITASK_ENV, (seed,), size.frames,
-                        digest, units, whole_machine=spec.run.whole_machine)
+                        digest, units, whole_machine=spec.run.whole_machine, population=population)
                 )
             continue
         for env_id in env_ids:

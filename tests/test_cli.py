@@ -179,6 +179,10 @@ def test_plan_total_of_the_real_specs(monkeypatch: pytest.MonkeyPatch, capsys: p
         envs = len(size.environments or spec.environments)
         variants = len(size.variants or spec.variant_list())
         expected_units += envs * variants * size.seeds
+        if spec.experiment == "atari57_multitask":  # one agent per member for all its games: pbt (2) + no_pbt (1)
+            assert (envs, variants, size.seeds) == (2, 2, 1)
+            expected_frames += (2 + 1) * size.frames
+            continue
         expected_frames += envs * variants * size.seeds * size.frames
     monkeypatch.chdir(REPO)
     assert main(["plan", "--scale", "smoke"]) == 0

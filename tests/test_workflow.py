@@ -328,3 +328,21 @@ def test_whole_machine_marks_the_jobs_and_leaves_the_config_hash_alone(tmp_path:
 def test_the_throughput_experiment_runs_each_job_alone() -> None:
     [throughput] = plan([REPO / "specs" / "impala" / "throughput.yaml"], "cpu")
     assert throughput.jobs and all(job.whole_machine for job in throughput.jobs)
+
+
+def test_a_multitask_variant_is_one_job_per_seed_with_a_run_unit_per_game() -> None:
+    # IMPALA §5.3.2: one agent on every game of the scale; tables and claims still read one run per game.
+    from rlrepro.workflow import MULTITASK_ENV
+
+    (experiment,) = plan(["specs/impala/atari57_multitask.yaml"], "smoke")
+    assert [(job.variant, job.env, job.seeds) for job in experiment.jobs] == [
+        ("pbt", MULTITASK_ENV, (0,)),
+        ("no_pbt", MULTITASK_ENV, (0,)),
+    ]
+    for job in experiment.jobs:
+        assert [unit.env for unit in job.units] == ["pong", "breakout"]
+        assert [Path(s).parts[-3] for s in job.summaries("results/smoke")] == ["pong", "breakout"]
+    pbt, no_pbt = experiment.jobs
+    assert pbt.config_hash != no_pbt.config_hash  # the PBT switch changes the run
+    (paper,) = plan(["specs/impala/atari57_multitask.yaml"], "paper")
+    assert {len(job.units) for job in paper.jobs} == {57}
