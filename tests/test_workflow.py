@@ -346,3 +346,20 @@ def test_a_multitask_variant_is_one_job_per_seed_with_a_run_unit_per_game() -> N
     assert pbt.config_hash != no_pbt.config_hash  # the PBT switch changes the run
     (paper,) = plan(["specs/impala/atari57_multitask.yaml"], "paper")
     assert {len(job.units) for job in paper.jobs} == {57}
+
+
+def test_a_multitask_jobs_runs_are_collected_as_one_cell_per_game(tmp_path: Path) -> None:
+    # The tables and claims read per-game cells, although one job trained every game.
+    from rlrepro.results.collect import collect
+
+    (experiment,) = plan(["specs/impala/atari57_multitask.yaml"], "smoke")
+    for job in experiment.jobs:
+        for k, unit in enumerate(job.units):
+            run_dir = unit.run_dir(tmp_path)
+            run_dir.mkdir(parents=True)
+            summary = {"final": {"eval_return": float(k)}, "frames": 4000, "run": {"git_commit": "x", "spec_hash": "y"}}
+            (run_dir / "summary.json").write_text(json.dumps(summary))
+            (run_dir / "metrics.jsonl").write_text("")
+    cells = collect(experiment, tmp_path)
+    assert sorted(cells) == [("no_pbt", "breakout"), ("no_pbt", "pong"), ("pbt", "breakout"), ("pbt", "pong")]
+    assert cells[("pbt", "pong")].final == [0.0] and cells[("pbt", "breakout")].final == [1.0]
