@@ -108,7 +108,7 @@ for _plan in PLANS:
                 # The wildcards as params, so the command and params read as before the grouping: runs finished
                 # by per-job rules are not retrained (rerun triggers: params, code).
                 variant=lambda wildcards: wildcards.variant,
-                env=lambda wildcards: wildcards.env,
+                env=_group.env,  # the env wildcard, or a multi-task job's all_environments
                 seeds=",".join(map(str, _group.seeds)),
                 config_hash=_group.config_hash,  # a changed config re-runs the job (rerun trigger: params)
             threads: machine_cores() if _group.whole_machine else 1

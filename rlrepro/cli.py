@@ -64,7 +64,7 @@ def _rate(spec) -> float | None:
 
 
 def _frames(experiment) -> int:
-    return sum(unit.frames for job in experiment.jobs for unit in job.units)
+    return sum(job.frames_emulated for job in experiment.jobs)
 
 
 def _hours(hours: float) -> str:
@@ -120,20 +120,37 @@ def _trained_by_unit(plans: list, scale: str) -> dict:
     return trained
 
 
+def _trained_by_job(plans: list, scale: str) -> list[tuple[int, str, int]]:
+    """(trained, what it counts, budget) per job: every unit's whole chunks, or (multi-task) each member's chunks
+    once for all its games, like ``Job.frames_emulated`` counts the budget."""
+    rows = []
+    trained = _trained_by_unit(plans, scale)
+    for experiment in plans:
+        for job in experiment.jobs:
+            counts = [trained[unit] for unit in job.units]
+            kind = counts[0][1] if counts else "frames"
+            if job.population:
+                total = counts[0][0] * job.population * len(job.seeds) if counts else 0
+            else:
+                total = sum(count for count, _ in counts)
+            rows.append((total, kind, job.frames_emulated))
+    return rows
+
+
 def _frames_cell(experiment, scale: str) -> str:
     """The plan's frames column: what the experiment's runs train, its budget beside it where they differ."""
-    trained = _trained_by_unit([experiment], scale)
-    total, budget = sum(count for count, _ in trained.values()), _frames(experiment)
-    unit = " proposals" if any(kind == "proposals" for _, kind in trained.values()) else ""  # a search counts programs
+    jobs = _trained_by_job([experiment], scale)
+    total, budget = sum(count for count, _, _ in jobs), _frames(experiment)
+    unit = " proposals" if any(kind == "proposals" for _, kind, _ in jobs) else ""  # a search counts programs
     return f"{total:,}{unit}" + (f" ({budget:,})" if total != budget else "")
 
 
-def _total_text(units: list, trained: dict) -> str:
+def _total_text(plans: list, scale: str) -> str:
     """The plan's last line: what is trained in total by unit (frames, proposals), the budget where it differs."""
-    parts = []
-    for kind in sorted({kind for _, kind in trained.values()}):  # frames, then proposals
-        mine = [u for u in units if trained[u][1] == kind]
-        total, budget = sum(trained[u][0] for u in mine), sum(u.frames for u in mine)
+    jobs, parts = _trained_by_job(plans, scale), []
+    for kind in sorted({kind for _, kind, _ in jobs}):  # frames, then proposals
+        total = sum(count for count, k, _ in jobs if k == kind)
+        budget = sum(b for _, k, b in jobs if k == kind)
         parts.append(f"{total:,} {kind} trained" + (f" (budget {budget:,}: training runs whole chunks)" if total != budget else ""))
     return "total " + ("; ".join(parts) or "0 frames")
 
@@ -161,7 +178,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
             print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
     else:
         print("(list every run unit with --units)")
-    print(f"\n{len(units):,} run unit(s) in {jobs:,} job(s) at scale '{args.scale}'; {_total_text(units, trained)}")
+    print(f"\n{len(units):,} run unit(s) in {jobs:,} job(s) at scale '{args.scale}'; {_total_text(plans, args.scale)}")
     _print_power(plans, args)
     return 0
 

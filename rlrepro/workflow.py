@@ -61,6 +61,14 @@ class Job:
     config_hash: str
     units: tuple[RunUnit, ...] = field(repr=False)
     whole_machine: bool = False  # run alone on every core (speed measurements)
+    population: int = 0  # multi-task job: members trained (each ``frames``, shared by its games); 0: not multi-task
+
+    @property
+    def frames_emulated(self) -> int:
+        """Frames the job steps: every unit's, or (multi-task) each member's budget once for all its games."""
+        if self.population:
+            return self.frames * self.population * len(self.seeds)
+        return sum(unit.frames for unit in self.units)
 
     @property
     def name(self) -> str:
@@ -108,21 +116,31 @@ class JobGroup:
     @property
     def name(self) -> str:
         raw = f"train_{self.paper}_{self.experiment}_s{self.seeds[0]}_{self.seeds[-1]}"
-        key = f"{self.paper}/{self.experiment}/{self.seeds}"
+        key = f"{self.paper}/{self.experiment}/{self.seeds}" + ("/multitask" if self.multitask else "")
         return re.sub(r"\W", "_", raw) + "_" + hashlib.sha1(key.encode()).hexdigest()[:8]
 
     @property
     def whole_machine(self) -> bool:
         return self.jobs[0].whole_machine
 
+    @property
+    def multitask(self) -> bool:
+        """A group of multi-task jobs: one job per variant trains every game, so the rule has no ``{env}``."""
+        return self.jobs[0].env == MULTITASK_ENV
+
     def summaries(self, root: Path | str) -> list[str]:
-        """Output patterns: one summary per seed; each job's are these with its variant and env filled in."""
+        """Output patterns: one summary per seed (multi-task: per seed and game); each job's are these with its
+        variant and env filled in."""
         base = Path(root) / "runs" / self.paper / self.experiment
+        if self.multitask:
+            games = list(dict.fromkeys(unit.env for unit in self.jobs[0].units))
+            return [str(base / "{variant}" / game / f"seed{seed}" / "summary.json") for seed in self.seeds for game in games]
         return [str(base / "{variant}" / "{env}" / f"seed{seed}" / "summary.json") for seed in self.seeds]
 
     def log(self, root: Path | str) -> str:
         base = Path(root) / "logs" / "train" / self.paper / self.experiment
-        return str(base / "{variant}" / "{env}" / f"seeds{self.seeds[0]}-{self.seeds[-1]}.log")
+        env = MULTITASK_ENV if self.multitask else "{env}"
+        return str(base / "{variant}" / env / f"seeds{self.seeds[0]}-{self.seeds[-1]}.log")
 
     def constraint(self, field_name: str) -> str:
         """A regex matching exactly this group's variants (``variant``) or environments (``env``)."""
@@ -130,21 +148,26 @@ class JobGroup:
 
     def job(self, wildcards) -> Job:
         """The job a rule instance runs (its ``variant`` and ``env`` wildcards)."""
+        env = MULTITASK_ENV if self.multitask else wildcards.env
         for job in self.jobs:
-            if job.variant == wildcards.variant and job.env == wildcards.env:
+            if job.variant == wildcards.variant and job.env == env:
                 return job
-        raise KeyError(f"{self.name}: no job for variant={wildcards.variant!r} env={wildcards.env!r}")
+        raise KeyError(f"{self.name}: no job for variant={wildcards.variant!r} env={env!r}")
 
     def config_hash(self, wildcards) -> str:
         return self.job(wildcards).config_hash
 
+    def env(self, wildcards) -> str:
+        """The ``--env`` of a rule instance: its ``env`` wildcard, or the multi-task job's ``MULTITASK_ENV``."""
+        return self.job(wildcards).env
+
 
 def job_groups(experiment: ExperimentPlan) -> list[JobGroup]:
     """An experiment's jobs grouped by the seeds they train (each group a grid of variants x environments)."""
-    by_seeds: dict[tuple[int, ...], list[Job]] = {}
-    for job in experiment.jobs:
-        by_seeds.setdefault(job.seeds, []).append(job)
-    return [JobGroup(experiment.spec.paper, experiment.spec.experiment, seeds, tuple(jobs)) for seeds, jobs in by_seeds.items()]
+    by_seeds: dict[tuple[tuple[int, ...], bool], list[Job]] = {}
+    for job in experiment.jobs:  # multi-task jobs (no env wildcard) apart from per-environment ones
+        by_seeds.setdefault((job.seeds, job.env == MULTITASK_ENV), []).append(job)
+    return [JobGroup(experiment.spec.paper, experiment.spec.experiment, seeds, tuple(jobs)) for (seeds, _), jobs in by_seeds.items()]
 
 
 def select(spec: ExperimentSpec, only: str | None) -> bool:
@@ -164,8 +187,18 @@ def named_explicitly(experiment: ExperimentPlan, only: str | None) -> bool:
     return bool(only) and experiment.key in {item.strip().strip("/") for item in only.split(",")}
 
 
+# The ``env`` of a multi-task job: one agent trained on every environment of the scale at once (IMPALA
+# §5.3.2). Its run units are still one per (environment, seed), so tables and claims read them per game.
+MULTITASK_ENV = "all_environments"
+
+
+def is_multitask(spec: ExperimentSpec, variant: object, scale: Scale) -> bool:
+    """Whether the variant's agent trains one agent on all environments at once (``agent.multitask``)."""
+    return getattr(resolve_agent(spec, variant, scale), "multitask", None) is not None
+
+
 def plan_experiment(spec_path: Path, spec: ExperimentSpec, scale: Scale) -> ExperimentPlan:
-    """Expand one spec at one scale into jobs."""
+    """Expand one spec at one scale into jobs (a multi-task variant: one job per seed over all environments)."""
     size = spec.scale(scale)
     env_ids = size.environments or [env.id for env in spec.environments]
     variants = [v for v in spec.variant_list() if size.variants is None or v.name in size.variants]
@@ -173,6 +206,19 @@ def plan_experiment(spec_path: Path, spec: ExperimentSpec, scale: Scale) -> Expe
     per_job = spec.run.seeds_per_job or len(seeds)
     jobs = []
     for variant in variants:
+        if is_multitask(spec, variant, scale):
+            digest = config_hash(spec, variant.name, MULTITASK_ENV, scale)
+            pbt = resolve_agent(spec, variant, scale).multitask.pbt
+            population = pbt.population_size if pbt.enabled else 1
+            for seed in seeds:
+                units = tuple(
+                    RunUnit(spec.paper, spec.experiment, variant.name, env_id, seed, size.frames) for env_id in env_ids
+                )
+                jobs.append(
+                    Job(spec_path, spec.paper, spec.experiment, variant.name, MULTITASK_ENV, (seed,), size.frames,
+                        digest, units, whole_machine=spec.run.whole_machine, population=population)
+                )
+            continue
         for env_id in env_ids:
             digest = config_hash(spec, variant.name, env_id, scale)
             for start in range(0, len(seeds), per_job):
@@ -193,11 +239,14 @@ def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Sca
     Editing a claim or a description leaves it unchanged, so finished runs are not retrained.
     """
     variant = next(v for v in spec.variant_list() if v.name == variant_name)
-    env = resolve_env(spec, env_id, scale)
+    if env_id == MULTITASK_ENV:
+        env = [resolve_env(spec, e, scale).model_dump(mode="json") for e in multitask_env_ids(spec, scale)]
+    else:
+        env = resolve_env(spec, env_id, scale).model_dump(mode="json")
     return _hash(
         {
-            "agent": _without_absent_replay(_without_placement(resolve_agent(spec, variant, scale).model_dump(mode="json"))),
-            "env": _without_reference_scores(env.model_dump(mode="json")),
+            "agent": _without_absent_additions(_without_placement(resolve_agent(spec, variant, scale).model_dump(mode="json"))),
+            "env": _without_reference_scores(env),
             "frames": spec.scale(scale).frames,
             # how jobs are laid out, checkpointed and drawn, not what they compute
             "run": spec.run.model_dump(
@@ -205,6 +254,11 @@ def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Sca
             ),
         }
     )
+
+
+def multitask_env_ids(spec: ExperimentSpec, scale: Scale) -> list[str]:
+    """The environments a multi-task job trains on at ``scale``."""
+    return spec.scale(scale).environments or [env.id for env in spec.environments]
 
 
 def plan(spec_paths: list[str | Path], scale: Scale, only: str | None = None) -> list[ExperimentPlan]:
@@ -247,7 +301,7 @@ def cannot_run(experiment: ExperimentPlan) -> str | None:
 
     from rlrepro.agents.registry import not_implemented
 
-    needed = {job.env for job in experiment.jobs}
+    needed = {unit.env for job in experiment.jobs for unit in job.units}
     for env in experiment.spec.environments:
         if env.id in needed and (reason := env_missing(env) or not_implemented(experiment.spec.agent.kind, env.kind)):
             return reason
@@ -265,12 +319,15 @@ def _without_placement(agent: dict) -> dict:
     return {**agent, "executor": {**executor, "kind": "local", "address": None}}
 
 
-def _without_absent_replay(agent: dict) -> dict:
-    """An IMPALA dump without its ``replay`` block when replay is off (fraction 0): exactly what every IMPALA run
-    did before the field existed, so adding it retrains nothing that finished."""
-    if agent.get("kind") == "impala" and (agent.get("replay") or {}).get("fraction") == 0:
-        return {key: value for key, value in agent.items() if key != "replay"}
-    return agent
+def _without_absent_additions(agent: dict) -> dict:
+    """An IMPALA dump without the blocks added after runs had finished, when they are off: ``replay`` at fraction 0
+    and ``multitask`` null are exactly what every IMPALA run did before the fields existed, so adding them retrains
+    nothing that finished."""
+    if agent.get("kind") != "impala":
+        return agent
+    off = {"replay"} if (agent.get("replay") or {}).get("fraction") == 0 else set()
+    off |= {"multitask"} if agent.get("multitask", False) is None else set()
+    return {key: value for key, value in agent.items() if key not in off}
 
 
 #: Snakemake ``--config`` keys that say where things run (never what they compute) -> the environment variables the
@@ -323,6 +380,8 @@ def chunk_plan(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Scal
     from rlrepro.agents.registry import not_implemented
 
     variant = next(v for v in spec.variant_list() if v.name == variant_name)
+    if env_id == MULTITASK_ENV:  # every game of a multi-task member is cut alike (its builder checks they agree)
+        env_id = multitask_env_ids(spec, scale)[0]
     agent, env = resolve_agent(spec, variant, scale), resolve_env(spec, env_id, scale)
     if not_implemented(agent.kind, env.kind):
         return None

@@ -185,6 +185,10 @@ def test_plan_total_of_the_real_specs(monkeypatch: pytest.MonkeyPatch, capsys: p
         envs = len(size.environments or spec.environments)
         variants = len(size.variants or spec.variant_list())
         expected_units += envs * variants * size.seeds
+        if spec.experiment == "atari57_multitask":  # one agent per member for all its games: pbt (2) + no_pbt (1)
+            assert (envs, variants, size.seeds) == (2, 2, 1)
+            expected_frames += (2 + 1) * size.frames
+            continue
         expected_frames += envs * variants * size.seeds * size.frames
     monkeypatch.chdir(REPO)
     assert main(["plan", "--scale", "smoke"]) == 0
@@ -307,9 +311,13 @@ def test_plan_states_the_frames_the_toy_trains_at_smoke_scale_beside_its_budget(
     spec = REPO / "specs" / "impala" / "offpolicy_correction_toy.yaml"
     assert main(["plan", "--scale", "smoke", "--specs", str(spec), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    assert {(r["frames_trained"], r["frames"], r["counts"]) for r in rows} == {(16_000, 12_800, "frames")}
+    # with replay (fraction 0.5) an update charges its 4 new rows only: chunks of 2,000 frames, 7 whole ones
+    replay = {r["variant"].endswith("replay=0.5") for r in rows}
+    assert replay == {True, False}
+    assert {(r["frames_trained"], r["frames"], r["counts"]) for r in rows} == {(16_000, 12_800, "frames"), (14_000, 12_800, "frames")}
+    assert all(r["frames_trained"] == (14_000 if r["variant"].endswith("replay=0.5") else 16_000) for r in rows)
     assert main(["plan", "--scale", "smoke", "--specs", str(spec)]) == 0
     out = capsys.readouterr().out
-    runs = len(rows)
-    assert f"{16_000 * runs:,} ({12_800 * runs:,})" in out
-    assert out.rstrip().endswith(f"total {16_000 * runs:,} frames trained (budget {12_800 * runs:,}: training runs whole chunks)")
+    trained = sum(r["frames_trained"] for r in rows)
+    assert f"{trained:,} ({12_800 * len(rows):,})" in out
+    assert out.rstrip().endswith(f"total {trained:,} frames trained (budget {12_800 * len(rows):,}: training runs whole chunks)")

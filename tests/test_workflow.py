@@ -337,8 +337,9 @@ def test_frame_count_states_what_runs_train_and_what_a_search_counts() -> None:
     from rlrepro.workflow import frame_count
 
     toy = frame_count(load_spec(REPO / "specs" / "impala" / "offpolicy_correction_toy.yaml"), "smoke")
-    assert (toy.low, toy.high, toy.budget, toy.unit) == (16_000, 16_000, 12_800, "frames")
-    assert toy.text() == "16,000 frames per run (budget 12,800; training runs whole chunks)"
+    # with replay (fraction 0.5) an update charges only its 4 new rows: chunks of 2,000 frames, 7 of them
+    assert (toy.low, toy.high, toy.budget, toy.unit) == (14_000, 16_000, 12_800, "frames")
+    assert toy.text() == "14,000-16,000 frames per run (budget 12,800; training runs whole chunks)"
     search = frame_count(load_spec(REPO / "specs" / "evolving_rl" / "search_scratch_cartpole.yaml"), "smoke")
     assert search.text() == "4 proposals per run (each trains DQN for up to 600 environment steps on 1 environment(s))"
 
@@ -376,3 +377,38 @@ def test_impala_without_replay_hashes_as_before_the_replay_field_existed() -> No
     replay = spec.agent.replay.model_copy(update={"fraction": 0.5})
     replayed = spec.model_copy(update={"agent": spec.agent.model_copy(update={"replay": replay})})
     assert config_hash(replayed, "default", "pong", "cpu") != "0ce9a4e6b472"
+
+
+def test_a_multitask_variant_is_one_job_per_seed_with_a_run_unit_per_game() -> None:
+    # IMPALA §5.3.2: one agent on every game of the scale; tables and claims still read one run per game.
+    from rlrepro.workflow import MULTITASK_ENV
+
+    (experiment,) = plan(["specs/impala/atari57_multitask.yaml"], "smoke")
+    assert [(job.variant, job.env, job.seeds) for job in experiment.jobs] == [
+        ("pbt", MULTITASK_ENV, (0,)),
+        ("no_pbt", MULTITASK_ENV, (0,)),
+    ]
+    for job in experiment.jobs:
+        assert [unit.env for unit in job.units] == ["pong", "breakout"]
+        assert [Path(s).parts[-3] for s in job.summaries("results/smoke")] == ["pong", "breakout"]
+    pbt, no_pbt = experiment.jobs
+    assert pbt.config_hash != no_pbt.config_hash  # the PBT switch changes the run
+    (paper,) = plan(["specs/impala/atari57_multitask.yaml"], "paper")
+    assert {len(job.units) for job in paper.jobs} == {57}
+
+
+def test_a_multitask_jobs_runs_are_collected_as_one_cell_per_game(tmp_path: Path) -> None:
+    # The tables and claims read per-game cells, although one job trained every game.
+    from rlrepro.results.collect import collect
+
+    (experiment,) = plan(["specs/impala/atari57_multitask.yaml"], "smoke")
+    for job in experiment.jobs:
+        for k, unit in enumerate(job.units):
+            run_dir = unit.run_dir(tmp_path)
+            run_dir.mkdir(parents=True)
+            summary = {"final": {"eval_return": float(k)}, "frames": 4000, "run": {"git_commit": "x", "spec_hash": "y"}}
+            (run_dir / "summary.json").write_text(json.dumps(summary))
+            (run_dir / "metrics.jsonl").write_text("")
+    cells = collect(experiment, tmp_path)
+    assert sorted(cells) == [("no_pbt", "breakout"), ("no_pbt", "pong"), ("pbt", "breakout"), ("pbt", "pong")]
+    assert cells[("pbt", "pong")].final == [0.0] and cells[("pbt", "breakout")].final == [1.0]

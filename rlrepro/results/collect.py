@@ -45,8 +45,8 @@ def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResul
     cells: dict[tuple[str, str], CellResult] = {}
     missing = []
     for job in plan.jobs:
-        cell = cells.setdefault((job.variant, job.env), CellResult(job.variant, job.env, report_metric=report))
-        for unit in job.units:
+        for unit in job.units:  # a cell per (variant, environment): a multi-task job's units span environments
+            cell = cells.setdefault((unit.variant, unit.env), CellResult(unit.variant, unit.env, report_metric=report))
             run_dir = unit.run_dir(root)
             summary_path = run_dir / "summary.json"
             if not summary_path.exists():

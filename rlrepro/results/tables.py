@@ -210,6 +210,20 @@ def _hns_lines(spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -
         stats = summarize(matrix[:, keep])
         parts = [f"{stats[k]['point']:.1f} [{stats[k]['low']:.1f}, {stats[k]['high']:.1f}]" for k in ("median", "mean", "iqm")]
         lines.append(f"| {variant} | {len(keep)} | " + " | ".join(parts) + " |")
+    lines += _hns_per_game_lines(spec, cells, metric)
+    return lines
+
+
+def _hns_per_game_lines(spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], metric: str) -> list[str]:
+    """Each game's human-normalised score per variant (mean over seeds, in %)."""
+    per_variant = {variant: hns_matrix(spec, cells, variant, metric, "dqn_zoo_57") for variant in dict.fromkeys(v for v, _ in cells)}
+    games = list(dict.fromkeys(g for names, _ in per_variant.values() for g in names))
+    if not games:
+        return []
+    lines = ["", "Per game (mean over seeds, in %):", "", "| variant | " + " | ".join(games) + " |", "|---" * (len(games) + 1) + "|"]
+    for variant, (names, matrix) in per_variant.items():
+        means = dict(zip(names, np.nanmean(matrix, axis=0) if matrix.size else []))
+        lines.append(f"| {variant} | " + " | ".join(f"{means[g]:.1f}" if np.isfinite(means.get(g, np.nan)) else "—" for g in games) + " |")
     return lines
 
 

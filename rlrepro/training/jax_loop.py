@@ -172,17 +172,21 @@ def run_chunk(
     return state, chunk
 
 
-def make_jax_trainer(env: JaxEnv, config: ImpalaConfig, *, updates_per_chunk: int) -> JaxTrainer:
+def make_jax_trainer(
+    env: JaxEnv, config: ImpalaConfig, *, updates_per_chunk: int, learner: Learner | None = None
+) -> JaxTrainer:
     """Build the jitted IMPALA loop for a pure-JAX ``env``.
 
     Args:
       env: a ``JaxEnv`` (same-step auto-reset).
       config: the agent's hyper-parameters; ``config.total_updates`` sets the lr schedule only.
       updates_per_chunk: learner updates per ``run_chunk`` call (each consumes T * B env steps).
+      learner: the learner's ``init``/``update`` (default: ``make_learner(config, ...)``; a PBT member's
+        learner carries its hyper-parameters in its state, ``rlrepro.agents.impala.population``).
     """
     if updates_per_chunk < 1:
         raise ValueError(f"updates_per_chunk must be >= 1, got {updates_per_chunk}")
-    learner = make_learner(config, env.observation_shape, env.num_actions)
+    learner = learner or make_learner(config, env.observation_shape, env.num_actions)
     init_fn = functools.partial(init_train_state, env=env, config=config, learner=learner)
     chunk_fn = functools.partial(
         run_chunk, env=env, config=config, learner=learner, updates_per_chunk=updates_per_chunk

@@ -30,7 +30,7 @@ from rlrepro.run_lock import own_run_dir
 from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, resolve_agent, resolve_env, spec_hash
 from rlrepro.training import checkpoint
 from rlrepro.training.progress import Progress
-from rlrepro.workflow import RunUnit, config_hash, results_root
+from rlrepro.workflow import MULTITASK_ENV, RunUnit, config_hash, multitask_env_ids, results_root
 
 
 def train_job(
@@ -46,24 +46,38 @@ def train_job(
 ) -> list[Path]:
     """Train (or resume) the seeds of one (variant, env); returns the run folders.
 
+    ``env`` ``MULTITASK_ENV`` trains the variant's multi-task agent (one seed) on every environment of the
+    scale at once, with one run folder per environment.
+
     Raises:
         RunBusyError: another process is training one of these run folders.
     """
     spec = load_spec(spec_path)
     variant_spec = _pick([v.name for v in spec.variant_list()], variant, "variant", spec_path)
-    _pick([e.id for e in spec.environments], env, "env", spec_path)
-    env_spec = resolve_env(spec, env, scale, source=str(spec_path))
-    require_backend(env_spec)
     size = spec.scale(scale)
     seeds = seeds if seeds is not None else tuple(range(size.seeds))
     agent = resolve_agent(spec, spec.variant_list()[variant_spec], scale, source=str(spec_path))
-    program = build_trainer(agent, env_spec, frames=size.frames, run=spec.run)
-
     root = results_root(results, scale)
-    units = [RunUnit(spec.paper, spec.experiment, variant, env, seed, size.frames) for seed in seeds]
+    if env == MULTITASK_ENV:  # one agent on every environment of the scale; one run folder per environment
+        if getattr(agent, "multitask", None) is None:
+            raise SpecError(str(spec_path), [f"--env {MULTITASK_ENV}: variant '{variant}' has no agent.multitask"])
+        env_specs = [resolve_env(spec, e, scale, source=str(spec_path)) for e in multitask_env_ids(spec, scale)]
+        from rlrepro.agents.impala.trainer import build_impala_multitask
+
+        program = build_impala_multitask(agent, env_specs, frames=size.frames, run=spec.run)
+        units = [RunUnit(spec.paper, spec.experiment, variant, e.id, seed, size.frames) for seed in seeds for e in env_specs]
+        ckpt_dir = root / "checkpoints" / spec.paper / spec.experiment / variant / MULTITASK_ENV
+    else:
+        _pick([e.id for e in spec.environments], env, "env", spec_path)
+        env_specs = [resolve_env(spec, env, scale, source=str(spec_path))]
+        require_backend(env_specs[0])
+        program = build_trainer(agent, env_specs[0], frames=size.frames, run=spec.run)
+        units = [RunUnit(spec.paper, spec.experiment, variant, env, seed, size.frames) for seed in seeds]
+        ckpt_dir = units[0].checkpoint_dir(root).parent
+    env_of = {e.id: e for e in env_specs}
     digest = config_hash(spec, variant, env, scale)
     run_dirs = [unit.run_dir(root) for unit in units]
-    ckpt = units[0].checkpoint_dir(root).parent / f"seeds{'-'.join(map(str, seeds))}.ckpt"
+    ckpt = ckpt_dir / f"seeds{'-'.join(map(str, seeds))}.ckpt"
     with contextlib.ExitStack() as owned:
         for run_dir in run_dirs:  # before anything in them is written or cut
             owned.enter_context(own_run_dir(run_dir))
@@ -71,8 +85,8 @@ def train_job(
         print(f"devices: {device['device_count']} x {device['platform']} ({device['device_kind']})", flush=True)
         for unit, run_dir in zip(units, run_dirs):
             _write_resolved(
-                run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_spec.model_dump(mode="json"),
-                chunk_plan(agent, env_spec, frames=size.frames, run=spec.run), device,
+                run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_of[unit.env].model_dump(mode="json"),
+                chunk_plan(agent, env_of[unit.env], frames=size.frames, run=spec.run), device,
             )
         state = program.init_batch(jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds]))
         state, start_chunk, wall_offset = _resume(ckpt, state, digest, seeds, run_dirs, program)
@@ -133,7 +147,8 @@ def _train_chunks(
             metrics = jax.device_get(jax.block_until_ready(metrics))
             jax.block_until_ready(state)
             wall_time = wall_offset + time.monotonic() - started
-            records = _records(metrics, chunk + 1, program, wall_time, len(seeds))
+            # One record per run folder: a row per seed, or (multi-task) a row per environment.
+            records = _records(metrics, chunk + 1, program, wall_time, len(run_dirs))
             for run_dir, record in zip(run_dirs, records):
                 _append_jsonl(run_dir / "metrics.jsonl", record)
             meta = {"config_hash": digest, "seeds": list(seeds), "chunk": chunk + 1, "wall_time": wall_time}

@@ -36,6 +36,7 @@ BASES: dict[str, list[tuple[str, str | None]]] = {
         ("specs/impala/atari57_shallow.yaml", "pong"),  # conv, feed-forward, Atari actors
         ("specs/impala/atari57_deep.yaml", "pong"),
         ("specs/impala/offpolicy_correction_toy.yaml", "catch"),  # mlp on a pure-JAX task
+        ("specs/impala/atari57_multitask.yaml", "pong"),  # multi-task mode with PBT (full action set)
     ],
     "frodo": [
         ("specs/frodo/atari57.yaml", "pong"),  # frodo_conv, V-trace outer loss, Atari actors
@@ -121,6 +122,8 @@ def _candidates(value: Any, annotation: Any, env_id: str) -> list[Any]:
         elif origin is list:
             (item,) = typing.get_args(kind)
             options += _list_candidates(value, _base_type(item))
+        elif isinstance(kind, type) and issubclass(kind, BaseModel) and value is None:
+            options.append({})  # an optional section switched on with its defaults (e.g. impala's multitask)
         elif origin is dict:
             options.append({**(value or {}), env_id: 777})  # a per-environment setting for this environment
             if value:
@@ -137,7 +140,7 @@ def _list_candidates(value: list | None, item: Any) -> list[Any]:
 
         return [value[:-1]] if value else [list(SEARCHABLE)[:6]]
     if item is float:
-        return [value[:-1], value + [0.3]]
+        return [value[:-1], value + [0.3], [x * 0.5 for x in value]]  # the last keeps a fixed length (a range)
     return [[x + 1 for x in value], value[:-1], value + [value[-1]]]
 
 

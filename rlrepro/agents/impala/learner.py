@@ -194,13 +194,14 @@ def apply_to_batch(network: ActorCritic, params: Params, batch: Batch) -> tuple[
 
 
 def loss_fn(
-    params: Params, batch: Batch, config: ImpalaConfig, network: ActorCritic
+    params: Params, batch: Batch, config: ImpalaConfig, network: ActorCritic, entropy_cost: jax.Array | None = None
 ) -> tuple[jax.Array, LearnerMetrics]:
     """IMPALA actor-critic loss, summed over batch and time (§4.2; released-code scaling, notes §1.3).
 
     ``sum -log pi(a|x) pg_adv + baseline_cost * 0.5 * sum (v_s - V(x_s))^2 - entropy_cost * sum H(pi)``.
-    Steps with ``batch.mask`` 0 add nothing. The returned metrics leave ``grad_norm`` and
-    ``learning_rate`` at 0 for ``update`` to fill in.
+    Steps with ``batch.mask`` 0 add nothing. ``entropy_cost`` (an array, e.g. one PBT member's) replaces
+    ``config.entropy_cost`` when given. The returned metrics leave ``grad_norm`` and ``learning_rate`` at 0
+    for ``update`` to fill in.
     """
     logits, values = apply_to_batch(network, params, batch)
     logits_tm1, v_tm1, v_t = logits[:-1], values[:-1], values[1:]
@@ -218,7 +219,8 @@ def loss_fn(
     pg_loss = jnp.sum(mask * stream_pg_loss(logits_tm1, batch.actions, pg_advantage))
     baseline_loss = config.baseline_cost * 0.5 * jnp.sum(mask * jnp.square(errors))
     entropies = _per_stream(entropy)(logits_tm1)
-    entropy_loss = -config.entropy_cost * jnp.sum(mask * entropies)
+    cost = config.entropy_cost if entropy_cost is None else entropy_cost
+    entropy_loss = -cost * jnp.sum(mask * entropies)
     total_loss = pg_loss + baseline_loss + entropy_loss
     count = jnp.maximum(jnp.sum(mask), 1.0)
     zero = jnp.zeros((), jnp.float32)

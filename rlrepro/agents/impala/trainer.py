@@ -12,18 +12,28 @@ from rlrepro.specs import ImpalaAgentSpec
 from rlrepro.specs.agents.impala import ActorSpec
 from rlrepro.specs.environments import AtariEnvSpec, JaxEnvSpec
 from rlrepro.specs.experiment import RunSpec
+from rlrepro.training.pbt import PBTConfig
 
 
 class ImpalaSetup(NamedTuple):
     """Everything an IMPALA run takes from its agent spec: the learner config and the actors' organisation
-    (``actor`` acts on host environments only; pure-JAX tasks act synchronously inside the jitted loop)."""
+    (``actor`` acts on host environments only; pure-JAX tasks act synchronously inside the jitted loop), and
+    in multi-task mode (§5.3.2) the population's PBT rule (``multitask``; None: one agent per environment)."""
 
     config: ImpalaConfig
     actor: ActorSpec
+    multitask: MultiTaskConfig | None = None
+
+
+class MultiTaskConfig(NamedTuple):
+    """The multi-task mode: PBT's rule (App. F) or None (a population of one with the spec's values)."""
+
+    pbt: PBTConfig | None
 
 
 def resolve_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: RunSpec) -> ImpalaSetup:
-    """The one place an IMPALA spec becomes its run's configuration (used by ``build_impala``)."""
+    """The one place an IMPALA spec becomes its run's configuration (used by ``build_impala`` and
+    ``build_impala_multitask``; in multi-task mode ``env_spec`` is any one of the games, ``frames`` per member)."""
     chunks = impala_chunks(agent, env_spec, frames=frames, run=run)
     total_updates = chunks.num_chunks * chunks.updates_per_chunk
     if agent.actor.mode in ("a2c_sync_traj", "a3c"):
@@ -36,7 +46,23 @@ def resolve_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: R
     if agent.actor.mode == "a3c":
         # Each worker applies its own gradient: one update's frames are num_actors gradients (lr schedule length).
         total_updates *= agent.actor.num_actors
-    return ImpalaSetup(impala_config(agent, total_updates=total_updates), agent.actor)
+    config = impala_config(agent, total_updates=total_updates)
+    if agent.multitask is None:
+        return ImpalaSetup(config, agent.actor)
+    if not isinstance(env_spec, AtariEnvSpec) or env_spec.action_set != "full":
+        raise UnsupportedSetupError(
+            "agent.multitask: the multi-task agent plays Atari with the full 18-action set (App. G); "
+            f"got a '{env_spec.kind}' environment" + (f" with action_set '{env_spec.action_set}'" if isinstance(env_spec, AtariEnvSpec) else "")
+        )
+    pbt = agent.multitask.pbt
+    pbt_config = None if not pbt.enabled else PBTConfig(
+        population_size=pbt.population_size, burn_in_frames=pbt.burn_in_frames, ready_episodes=pbt.ready_episodes,
+        copy_threshold=pbt.copy_threshold, perturb_probability=pbt.perturb_probability,
+        perturb_factor=pbt.perturb_factor, adapted=tuple(pbt.adapted), seed=pbt.seed,
+        initial_learning_rate=tuple(pbt.initial_learning_rate), initial_entropy_cost=tuple(pbt.initial_entropy_cost),
+        initial_rmsprop_epsilon=tuple(pbt.initial_rmsprop_epsilon),
+    )  # fmt: skip
+    return ImpalaSetup(config, agent.actor, MultiTaskConfig(pbt_config))
 
 
 def impala_config(agent: ImpalaAgentSpec, total_updates: int) -> ImpalaConfig:
@@ -77,6 +103,8 @@ def impala_config(agent: ImpalaAgentSpec, total_updates: int) -> ImpalaConfig:
 def build_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: RunSpec) -> TrainerProgram:
     """IMPALA on a pure-JAX environment (one jitted call per chunk) or on Atari (actor threads + learner)."""
     require_backend(env_spec)
+    if agent.multitask is not None:
+        return build_impala_multitask(agent, [env_spec], frames=frames, run=run)
     if isinstance(env_spec, AtariEnvSpec):
         return build_impala_atari(agent, env_spec, frames=frames, run=run)
     if not isinstance(env_spec, JaxEnvSpec):
@@ -120,6 +148,38 @@ def build_impala_atari(agent: ImpalaAgentSpec, env_spec: AtariEnvSpec, *, frames
     def init_batch(keys: Any) -> Any:
         if len(keys) != 1:
             raise UnsupportedSetupError("Atari jobs train one seed each: set run.seeds_per_job: 1 in the spec")
+        return trainer.init(keys[0])
+
+    return TrainerProgram(
+        init_batch=init_batch,
+        run_chunk_batch=trainer.run_chunk,
+        num_chunks=chunks.num_chunks,
+        updates_per_chunk=chunks.updates_per_chunk,
+        frames_per_chunk=chunks.frames_per_chunk,
+    )
+
+
+def build_impala_multitask(agent: ImpalaAgentSpec, env_specs: list[Any], *, frames: int, run: RunSpec) -> TrainerProgram:
+    """IMPALA's multi-task agent (§5.3.2): a population (PBT, or one member) of learners vmapped in one job,
+    each with actors on every game; ``frames`` per member. Metrics have one row per game."""
+    if agent.network.kind == "mlp":
+        raise UnsupportedSetupError("agent.network.kind 'mlp' cannot read Atari frames: use impala_shallow or impala_deep")
+    for env_spec in env_specs:
+        require_backend(env_spec)
+    setups = [resolve_impala(agent, env_spec, frames=frames, run=run) for env_spec in env_specs]
+    if any(other != setups[0] for other in setups[1:]):
+        raise UnsupportedSetupError("multi-task games must share the action repeat (one frame count per update)")
+    setup = setups[0]
+    from rlrepro.agents.impala.multitask import MultiTaskTrainer
+
+    chunks = impala_chunks(agent, env_specs[0], frames=frames, run=run)
+    trainer = MultiTaskTrainer(
+        setup.config, env_specs, setup.actor, updates_per_chunk=run.updates_per_chunk, pbt=setup.multitask.pbt
+    )
+
+    def init_batch(keys: Any) -> Any:
+        if len(keys) != 1:
+            raise UnsupportedSetupError("a multi-task job trains one seed (one population): set run.seeds_per_job: 1")
         return trainer.init(keys[0])
 
     return TrainerProgram(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rlrepro.specs.agents.common import NetworkSpec, MLPNetworkSpec, RMSPropSpec
 from rlrepro.specs.common import PositiveCount, SpecModel
@@ -61,7 +61,9 @@ class ActorSpec(SpecModel):
             "so that one gradient per worker consumes the frames of one update)."
         ),
     )
-    num_actors: PositiveCount = Field(1, description="Actor threads; the environment's num_envs are split among them.")
+    num_actors: PositiveCount = Field(
+        1, description="Actor threads; the environment's num_envs are split among them (multi-task: per member and game)."
+    )
     queue_size: PositiveCount = Field(2, description="Capacity of the unroll queue (in unrolls).")
 
 
@@ -85,6 +87,65 @@ class ReplaySpec(SpecModel):
     )
 
 
+class PBTSpec(SpecModel):
+    """Population-based training as IMPALA ran it (App. F; Table G.1 for the Atari-57 multi-task agent)."""
+
+    enabled: bool = Field(
+        True,
+        description=(
+            "false: no PBT, one member with the optimizer's and loss's values (the other fields are then unused; "
+            "a switch rather than null so that a scale's overrides of the population apply to the PBT variant only)."
+        ),
+    )
+    population_size: PositiveCount = Field(24, description="Members trained in parallel (Table G.1: 24).")
+    burn_in_frames: int = Field(20_000_000, ge=0, description="Frames per member before the first exploit/explore (App. F: 20M).")
+    ready_episodes: PositiveCount = Field(
+        5_000, description="Finished training episodes (all games) between a member's exploit/explore steps (App. F: 5,000)."
+    )
+    copy_threshold: float = Field(
+        0.05, ge=0, description="Copy a random other member whose fitness (mean capped HNS) is higher by more than this (App. F: 5%)."
+    )
+    perturb_probability: float = Field(0.33, ge=0, le=1, description="Chance each adapted hyper-parameter is perturbed (App. F: 33%).")
+    perturb_factor: float = Field(1.2, gt=1, description="Perturbation: multiply by this or by its inverse (App. F: 1.2).")
+    adapted: list[Literal["learning_rate", "entropy_cost", "rmsprop_epsilon", "max_grad_norm"]] = Field(
+        default_factory=lambda: ["learning_rate", "entropy_cost", "rmsprop_epsilon", "max_grad_norm"],
+        min_length=1,
+        description="Adapted hyper-parameters (§5.3.2: all four for Atari-57; DMLab-30 leaves out max_grad_norm).",
+    )
+    initial_learning_rate: list[float] = Field(
+        default_factory=lambda: [5e-6, 5e-3], min_length=2, max_length=2,
+        description="[low, high] of the log-uniform initial learning rates (Table D.1).",
+    )
+    initial_entropy_cost: list[float] = Field(
+        default_factory=lambda: [5e-5, 1e-2], min_length=2, max_length=2,
+        description="[low, high] of the log-uniform initial entropy costs (Table D.1).",
+    )
+    initial_rmsprop_epsilon: list[float] = Field(
+        default_factory=lambda: [1e-1, 1e-3, 1e-5, 1e-7], min_length=1,
+        description="Categorical choices of the initial RMSProp epsilon (Table D.1).",
+    )
+    seed: int = Field(0, ge=0, description="Seeds the initial draws and the exploit/explore choices (with the run's seed).")
+
+    @model_validator(mode="after")
+    def _ranges_are_positive_and_ordered(self) -> "PBTSpec":
+        for name in ("initial_learning_rate", "initial_entropy_cost"):
+            low, high = getattr(self, name)
+            if not 0 < low <= high:
+                raise ValueError(f"{name} must be [low, high] with 0 < low <= high, got {[low, high]}")
+        if any(eps <= 0 for eps in self.initial_rmsprop_epsilon):
+            raise ValueError(f"initial_rmsprop_epsilon must be > 0, got {self.initial_rmsprop_epsilon}")
+        return self
+
+
+class MultiTaskSpec(SpecModel):
+    """One agent on several games at once (§5.3): a fixed number of actors per game (``actor.num_actors`` per
+    member and game), one learner per member."""
+
+    pbt: PBTSpec = Field(
+        default_factory=lambda: PBTSpec(enabled=False), description="Population-based training (pbt.enabled: false: none)."
+    )
+
+
 class ImpalaAgentSpec(SpecModel):
     """IMPALA: V-trace actor-critic (Espeholt et al. 2018)."""
 
@@ -104,3 +165,17 @@ class ImpalaAgentSpec(SpecModel):
         default_factory=ReplaySpec,
         description="Learner-side experience replay (section 5.2.2, pure-JAX tasks only); fraction 0: none.",
     )
+    multitask: MultiTaskSpec | None = Field(
+        None,
+        description=(
+            "Multi-task mode (§5.3.2): one agent trained on every environment of the scale at once (Atari, full "
+            "18-action set), optionally with PBT; null: one agent per environment."
+        ),
+    )
+
+    @model_validator(mode="after")
+    def _pbt_adapts_a_clip_threshold(self) -> "ImpalaAgentSpec":
+        pbt = self.multitask.pbt if self.multitask else None
+        if pbt and pbt.enabled and "max_grad_norm" in pbt.adapted and self.optimizer.max_grad_norm is None:
+            raise ValueError("multitask.pbt.adapted has max_grad_norm: set optimizer.max_grad_norm (Table G.1: 40)")
+        return self

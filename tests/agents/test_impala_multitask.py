@@ -1,0 +1,107 @@
+"""IMPALA's multi-task Atari agent (§5.3.2) with PBT (App. F) on real ALE games: actors on every game feed
+each member's learner in turn, the population takes exploit/explore steps, and a population checkpoint
+resumes to the same state in a new trainer (as after an interrupted job)."""
+
+from __future__ import annotations
+
+import jax
+import numpy as np
+import pytest
+
+from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
+from rlrepro.agents.impala.multitask import MultiTaskTrainer
+from rlrepro.agents.impala.population import hyper_dict
+from rlrepro.specs.agents.impala import ActorSpec
+from rlrepro.specs.environments import AtariEnvSpec
+from rlrepro.training import checkpoint
+from rlrepro.training.pbt import PBTConfig
+
+GAMES = ("pong", "breakout")
+
+
+def _games(**overrides: object) -> list[AtariEnvSpec]:
+    # Short games (a 20-frame cap: every unroll of 5 steps ends one) so that PBT has episodes to score; 42x42 frames keep it cheap.
+    base = dict(kind="atari", action_set="full", num_envs=2, max_episode_frames=20, resolution=42,
+                evaluation={"episodes": 2})  # fmt: skip
+    return [AtariEnvSpec(id=g, game=g, **{**base, **overrides}) for g in GAMES]
+
+
+def _trainer(pbt: PBTConfig | None, updates_per_chunk: int = 4) -> MultiTaskTrainer:
+    config = ImpalaConfig(
+        unroll_length=5, batch_size=2, total_updates=8, max_grad_norm=40.0,
+        conv_network=ConvNetworkConfig(kind="impala_shallow", fc_size=32),
+    )  # fmt: skip
+    return MultiTaskTrainer(config, _games(), ActorSpec(mode="sync"), updates_per_chunk=updates_per_chunk, pbt=pbt)
+
+
+PBT = PBTConfig(population_size=2, burn_in_frames=0, ready_episodes=1, seed=3)
+
+
+def _leaves_equal(a, b) -> bool:
+    return all(np.array_equal(np.asarray(x), np.asarray(y)) for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)))
+
+
+@pytest.mark.slow
+def test_population_trains_on_every_game_steps_pbt_and_resumes_from_its_checkpoint(tmp_path):
+    trainer = _trainer(PBT)
+    assert trainer.num_actions == 18  # the full action set: one policy layer for every game (App. G)
+    state = trainer.init(jax.random.key_data(jax.random.key(0)))
+    initial = {k: np.asarray(v) for k, v in hyper_dict(state.learner).items()}
+    # Table D.1 starting values, different per member; the clip threshold starts at Table G.1's 40.
+    assert initial["learning_rate"][0] != initial["learning_rate"][1] and (initial["max_grad_norm"] == 40.0).all()
+
+    state, metrics = trainer.run_chunk(state)
+    assert metrics.episodes.shape == (2,) and (metrics.episodes > 0).all()  # both games fed the learners
+    assert int(state.version) == 4 and int(state.pbt_round) > 0  # ready after one episode: PBT stepped
+    assert np.isfinite(state.fitness).all()
+    after = {k: np.asarray(v) for k, v in hyper_dict(state.learner).items()}
+    changed = [k for k in initial if not np.allclose(initial[k], after[k])] + list(np.flatnonzero(state.copies))
+    assert changed, "a PBT step over 2 ready members (copy or x1.2 / x1/1.2 perturbation) left everything unchanged"
+    for name in after:  # every change is a copy of a member's value times a power of 1.2
+        ratios = after[name][:, None] / initial[name][None, :]
+        powers = np.log(ratios) / np.log(1.2)
+        assert np.isclose(powers, np.round(powers), atol=1e-4).any(axis=1).all(), (name, ratios)
+
+    path = tmp_path / "population.ckpt"
+    checkpoint.save(path, state, {"chunk": 1})
+    trainer.stop()
+
+    # "A new process": a fresh trainer, a fresh state of the same structure, restored from the checkpoint.
+    resumed_trainer = _trainer(PBT)
+    fresh = resumed_trainer.init(jax.random.key_data(jax.random.key(0)))
+    found = checkpoint.load_latest(path)
+    restored = checkpoint.restore_leaves(found.path, found.leaves, fresh)
+    assert _leaves_equal(restored, state)  # weights, RMSProp state, hyper-parameters, fitness windows, PBT round
+    assert not _leaves_equal(fresh.learner.params, state.learner.params)
+
+    restored, metrics = resumed_trainer.run_chunk(restored)  # the last chunk: evaluation of the best member
+    assert int(restored.version) == 8 and int(restored.pbt_round) >= int(state.pbt_round)
+    assert np.isfinite(metrics.eval_return).all() and metrics.eval_return.shape == (2,)
+    assert metrics.best_member[0] == resumed_trainer.best_member(restored)
+
+
+@pytest.mark.slow
+def test_without_pbt_one_member_keeps_the_configs_values():
+    trainer = _trainer(None, updates_per_chunk=2)
+    state = trainer.init(jax.random.key_data(jax.random.key(1)))
+    state, metrics = trainer.run_chunk(state)
+    trainer.stop()
+    hyper = {k: np.asarray(v).tolist() for k, v in hyper_dict(state.learner).items()}
+    assert hyper["learning_rate"] == pytest.approx([6e-4]) and hyper["entropy_cost"] == pytest.approx([0.01])
+    assert hyper["rmsprop_epsilon"] == pytest.approx([0.01]) and hyper["max_grad_norm"] == [40.0]
+    assert int(state.pbt_round) == 0 and np.isnan(metrics.best_fitness).all()
+
+
+def test_multitask_needs_the_full_action_set():
+    from rlrepro.agents.impala.trainer import resolve_impala
+    from rlrepro.environments.errors import UnsupportedSetupError
+    from rlrepro.specs import load_spec
+    from rlrepro.specs.loading import resolve_agent, resolve_env
+
+    spec = load_spec("specs/impala/atari57_multitask.yaml")
+    agent = resolve_agent(spec, spec.variant_list()[0], "paper")
+    env = resolve_env(spec, "pong", "paper")
+    setup = resolve_impala(agent, env, frames=1_000_000, run=spec.run)
+    assert setup.multitask.pbt.population_size == 24 and setup.multitask.pbt.perturb_probability == 0.33
+    with pytest.raises(UnsupportedSetupError, match="full 18-action set"):
+        resolve_impala(agent, env.model_copy(update={"action_set": "minimal"}), frames=1_000_000, run=spec.run)
