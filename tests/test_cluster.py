@@ -156,10 +156,11 @@ def test_a_smoke_experiment_runs_through_the_shipped_profile_every_training_job_
 def test_a_job_killed_at_its_time_limit_is_resubmitted_and_resumes_without_duplicate_metrics(
     cluster: Cluster, tmp_path: Path
 ):
-    # 100 chunks of 80,000 frames (one seed): ~2 minutes on a quiet machine, so its first attempt is cut by the time limit set below once
+    # 400 chunks of 80,000 frames (one seed): ~6 minutes on a quiet machine (100 chunks took ~1 min alone with
+    # the default suite beside it and finished before Slurm's 30 s time-limit check), so its first attempt is cut by the time limit set below once
     # it has written checkpoints; the retry (the profile's `retries`) resumes from the last one. A whole-machine
     # job: it takes machine_cores CPUs and a node of its own (under a cluster executor there is no --cores).
-    chunks, per_chunk = 100, 20 * 4000
+    chunks, per_chunk = 400, 20 * 4000
     specs = tmp_path / "specs"
     _toy_spec(specs, "toy_timeout", frames=chunks * per_chunk, updates_per_chunk=4000, variants=["vtrace"],
               whole_machine=True, seeds=1)
@@ -177,7 +178,7 @@ def test_a_job_killed_at_its_time_limit_is_resubmitted_and_resumes_without_dupli
         running = cluster.run("squeue", "-h", "-t", "RUNNING", "-o", "%i").stdout.split()
         if running:
             # A one-minute limit on a job already running: Slurm ends it (state TIMEOUT) once it has run a minute,
-            # at its next time-limit check (every 30 s). On a quiet 2-core machine the job needs ~2 minutes.
+            # at its next time-limit check (every 30 s). On a quiet 2-core machine the job needs ~6 minutes.
             result = cluster.run("scontrol", "update", f"JobId={running[0]}", "TimeLimit=1")
             assert result.returncode == 0, result.stderr
             shortened.append(running[0])
@@ -197,7 +198,7 @@ def test_a_job_killed_at_its_time_limit_is_resubmitted_and_resumes_without_dupli
     assert all(records[i]["ProcCnt"] == "2" for i in training[0])  # machine_cores, --exclusive
 
     log = (root / "logs" / "train" / "toytest" / "toy_timeout" / "vtrace" / "catch" / "seeds0-0.log").read_text()
-    resumed = re.search(r"resuming from .* at chunk (\d+)/100", log)
+    resumed = re.search(rf"resuming from .* at chunk (\d+)/{chunks}", log)
     assert resumed and 2 <= int(resumed.group(1)) < chunks, log[-3000:]
     frames = [r["frames"] for r in read_metrics(run_dir / "metrics.jsonl")]
     assert frames == [per_chunk * (i + 1) for i in range(chunks)]  # no gap, no duplicate

@@ -66,7 +66,9 @@ def test_the_slurm_profile_gives_each_training_job_its_spec_s_resources():
     result = _dry_run("scale=paper", "only=impala/throughput", "gpus=1")
     assert result.returncode == 0, result.stderr[-3000:]
     train = [line for line in result.stdout.splitlines() if "slurm_extra" in line]
-    assert len(train) == 9 and all("gpu=1" in line and "slurm_extra=--exclusive" in line for line in train)
+    [throughput] = plan([REPO / "specs"], "paper", "impala/throughput")
+    assert len(train) == len(throughput.jobs)  # one line per training job (variants x games)
+    assert all("gpu=1" in line and "slurm_extra=--exclusive" in line for line in train)
     result = _dry_run("scale=paper", "only=evolving_rl/search_dqnreg", "gpus=1", "max_runtime=600")
     lines = [line for line in result.stdout.splitlines() if "runtime=" in line and "gpu=" in line]
     assert lines and all("gpu=0" in line and "runtime=600" in line for line in lines), result.stdout[-3000:]
