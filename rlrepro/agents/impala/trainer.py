@@ -145,18 +145,7 @@ def build_impala_atari(agent: ImpalaAgentSpec, env_spec: AtariEnvSpec, *, frames
     setup = resolve_impala(agent, env_spec, frames=frames, run=run)
     trainer = HostImpalaTrainer(setup.config, env_spec, setup.actor, updates_per_chunk=run.updates_per_chunk)
 
-    def init_batch(keys: Any) -> Any:
-        if len(keys) != 1:
-            raise UnsupportedSetupError("Atari jobs train one seed each: set run.seeds_per_job: 1 in the spec")
-        return trainer.init(keys[0])
-
-    return TrainerProgram(
-        init_batch=init_batch,
-        run_chunk_batch=trainer.run_chunk,
-        num_chunks=chunks.num_chunks,
-        updates_per_chunk=chunks.updates_per_chunk,
-        frames_per_chunk=chunks.frames_per_chunk,
-    )
+    return _one_seed_program(trainer, chunks, "Atari jobs train one seed each: set run.seeds_per_job: 1 in the spec")
 
 
 def build_impala_multitask(agent: ImpalaAgentSpec, env_specs: list[Any], *, frames: int, run: RunSpec) -> TrainerProgram:
@@ -177,9 +166,17 @@ def build_impala_multitask(agent: ImpalaAgentSpec, env_specs: list[Any], *, fram
         setup.config, env_specs, setup.actor, updates_per_chunk=run.updates_per_chunk, pbt=setup.multitask.pbt
     )
 
+    return _one_seed_program(
+        trainer, chunks, "a multi-task job trains one seed (one population): set run.seeds_per_job: 1"
+    )
+
+
+def _one_seed_program(trainer: Any, chunks: Any, refusal: str) -> TrainerProgram:
+    """The runner's program of a host trainer that trains one seed per job (``refusal``: the error otherwise)."""
+
     def init_batch(keys: Any) -> Any:
         if len(keys) != 1:
-            raise UnsupportedSetupError("a multi-task job trains one seed (one population): set run.seeds_per_job: 1")
+            raise UnsupportedSetupError(refusal)
         return trainer.init(keys[0])
 
     return TrainerProgram(
