@@ -181,5 +181,7 @@ def test_the_bar_of_a_real_training_job_fits_an_80_column_tmux_window(tmp_path, 
     # A bar wider than the window wraps, and every redraw then leaves its rows behind: one redraw must remain.
     assert len(bar_lines) == 1 and bar_lines[0].count("frames/s/seed") == 1 and " 100% " in bar_lines[0], pane
     assert len(bar_lines[0].rstrip()) <= 80, pane
-    assert COMPILING in lines[0], pane  # said before the first chunk
-    assert len(lines) == 3, pane  # the compiling line, the bar, EXIT
+    # said before the first chunk (after the job's device line)
+    assert any(COMPILING in line for line in lines[: lines.index(bar_lines[0])]), pane
+    assert lines[0].startswith("devices: ") and len(lines[0]) <= 80, pane
+    assert len(lines) == 4, pane  # the device line, the compiling line, the bar, EXIT
