@@ -210,20 +210,10 @@ class ThreadedActors:
 
     def get(self, timeout: float = 600.0) -> Unroll:
         """The next unroll; re-raises an actor's exception in the learner thread."""
-        deadline = time.monotonic() + timeout
-        while True:
-            if self._errors:
-                raise RuntimeError("an actor thread failed") from self._errors[0]
-            try:
-                return self.queue.get(timeout=0.1)
-            except queue.Empty:
-                if time.monotonic() > deadline:
-                    raise TimeoutError("no unroll from the actors") from None
+        return _next_result(self.queue, self._errors, timeout, "an actor thread failed", "no unroll from the actors")
 
     def stop(self) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=10)
+        _stop_threads(self._stop, self._threads)
 
 
 class LaggedActor:
@@ -397,20 +387,10 @@ class AsyncGradientWorkers:
 
     def get(self, timeout: float = 600.0) -> WorkerResult:
         """The next worker step's report; re-raises a worker's exception."""
-        deadline = time.monotonic() + timeout
-        while True:
-            if self._errors:
-                raise RuntimeError("an A3C worker failed") from self._errors[0]
-            try:
-                return self.results.get(timeout=0.1)
-            except queue.Empty:
-                if time.monotonic() > deadline:
-                    raise TimeoutError("no gradient from the A3C workers") from None
+        return _next_result(self.results, self._errors, timeout, "an A3C worker failed", "no gradient from the A3C workers")
 
     def stop(self) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(timeout=10)
+        _stop_threads(self._stop, self._threads)
 
 
 _EVALUATION_STREAM = 0x65_76_61_6C  # "eval": folded into the run's key, apart from the actors' keys
@@ -587,3 +567,23 @@ class HostActorLearner:
             scores.extend(round_scores[: spec.episodes - len(scores)].tolist())
             round_index += 1
         return float(np.mean(scores))
+
+
+def _next_result(results: queue.Queue, errors: list, timeout: float, failed: str, silent: str) -> Any:
+    """The next item of a thread pool's queue, polled so that a thread's exception is re-raised here (``failed``)
+    and a pool that produces nothing for ``timeout`` seconds is an error (``silent``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        if errors:
+            raise RuntimeError(failed) from errors[0]
+        try:
+            return results.get(timeout=0.1)
+        except queue.Empty:
+            if time.monotonic() > deadline:
+                raise TimeoutError(silent) from None
+
+
+def _stop_threads(stop: threading.Event, threads: list) -> None:
+    stop.set()
+    for thread in threads:
+        thread.join(timeout=10)
