@@ -90,8 +90,13 @@ class SRLearner(NamedTuple):
 
 
 def make_optimizer(config: ImpalaSRConfig) -> optax.GradientTransformation:
-    """RMSProp with the spec's eps placement and initial accumulator, after optional global-norm clipping."""
+    """RMSProp with the spec's eps placement and initial accumulator (or Adam, Skiing), after optional global-norm
+    clipping; the learning rate follows IMPALA's schedule either way."""
     impala = config.impala
+    if config.adam is not None:
+        adam = config.adam
+        optimizer = optax.adam(make_lr_schedule(impala), b1=adam.b1, b2=adam.b2, eps=adam.eps)
+        return optimizer if impala.max_grad_norm is None else optax.chain(optax.clip_by_global_norm(impala.max_grad_norm), optimizer)
     rmsprop = optax.rmsprop(
         make_lr_schedule(impala),
         decay=impala.rmsprop_decay,
@@ -191,7 +196,7 @@ def loss_fn(
 
 
 def update(state: LearnerState, batch: SRBatch, config: ImpalaSRConfig) -> tuple[LearnerState, SRLearnerMetrics]:
-    """One learner step: gradient of ``loss_fn``, optional clipping, RMSProp with the lr schedule."""
+    """One learner step: gradient of ``loss_fn``, optional clipping, RMSProp (or Adam) with the lr schedule."""
     network = make_sr_network(config, batch.behaviour_logits.shape[-1])
     grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, batch, config, network)
     updates, opt_state = make_optimizer(config).update(grads, state.opt_state, state.params)
