@@ -59,6 +59,7 @@ class SRHostMetrics(NamedTuple):
     learning_rate: np.ndarray
     sr_loss: np.ndarray  # sum over T x B of the per-step SR loss, mean over the chunk's updates
     synthetic_return: np.ndarray  # mean c(s_t)
+    synthetic_return_sd: np.ndarray  # sd of c(s_t) over the batch's states
     gate: np.ndarray  # mean g(s_t)
     eval_return: np.ndarray
 

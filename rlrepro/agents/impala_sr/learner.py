@@ -79,6 +79,7 @@ class SRLearnerMetrics(NamedTuple):
     learning_rate: jax.Array
     sr_loss: jax.Array  # sum over T x B of the per-step SR loss (0 for the baseline)
     synthetic_return: jax.Array  # mean c(s_t) over the batch
+    synthetic_return_sd: jax.Array  # its standard deviation over the batch's states (c telling states apart)
     gate: jax.Array  # mean g(s_t)
 
 
@@ -170,10 +171,10 @@ def loss_fn(
         terms = sr_terms(network, params, outputs, batch, config)
         rl_rewards = augmented_reward(terms.c_t, clipped, alpha=config.sr.alpha, beta=config.sr.beta)
         sr_loss = jnp.sum(terms.loss)
-        c_mean, gate_mean = jnp.mean(terms.c_t), jnp.mean(terms.gate_t)
+        c_mean, c_sd, gate_mean = jnp.mean(terms.c_t), jnp.std(terms.c_t), jnp.mean(terms.gate_t)
     else:  # the baseline: alpha = 0, beta = 1, no SR loss
         rl_rewards, sr_loss = clipped, jnp.zeros((), jnp.float32)
-        c_mean = gate_mean = jnp.zeros((), jnp.float32)
+        c_mean = c_sd = gate_mean = jnp.zeros((), jnp.float32)
     discount_t = impala.discount * batch.env_discounts * (1.0 - batch.dones.astype(jnp.float32))
 
     stream_log_prob = _per_stream(log_prob)
@@ -190,7 +191,7 @@ def loss_fn(
     metrics = SRLearnerMetrics(
         total_loss=total_loss, pg_loss=pg_loss, baseline_loss=baseline_loss, entropy_loss=entropy_loss,
         entropy=jnp.mean(entropies), grad_norm=zero, mean_rho=jnp.mean(rho_tm1), learning_rate=zero,
-        sr_loss=sr_loss, synthetic_return=c_mean, gate=gate_mean,
+        sr_loss=sr_loss, synthetic_return=c_mean, synthetic_return_sd=c_sd, gate=gate_mean,
     )
     return total_loss, metrics
 
