@@ -143,7 +143,8 @@ def test_training_chunks_run_and_the_episodic_memory_reaches_the_learner():
 def test_the_atari_specs_resolve_to_the_papers_settings(experiment):
     spec = load_spec(f"specs/synthetic_returns/{experiment}.yaml")
     env = resolve_env(spec, experiment, "paper")
-    setup = resolve_config(resolve_agent(spec, "sr", "paper"), env, frames=spec.budget.frames, run=RunSpec())
+    variants = {v.name: v for v in spec.variant_list()}
+    setup = resolve_config(resolve_agent(spec, variants["sr"], "paper"), env, frames=spec.budget.frames, run=RunSpec())
     config = setup.config
     assert config.sr.memory_capacity == 2000 and config.lstm_size == 256
     assert config.conv.channels == (32, 64, 64) and config.conv.kernel_size == 3 and config.conv.stride == 2
@@ -154,5 +155,5 @@ def test_the_atari_specs_resolve_to_the_papers_settings(experiment):
         assert env.sticky_action_prob == 0.0 and env.action_repeat == 4 and not env.life_loss_terminal
     else:
         assert config.sr.loss == "one_stage" and config.sr.current_repr == "torso" and config.adam is None
-    baseline = resolve_config(resolve_agent(spec, "baseline", "paper"), env, frames=spec.budget.frames, run=RunSpec())
+    baseline = resolve_config(resolve_agent(spec, variants["baseline"], "paper"), env, frames=spec.budget.frames, run=RunSpec())
     assert not baseline.config.sr.enabled and baseline.config.sr.alpha == 0.0 and baseline.config.sr.beta == 1.0
