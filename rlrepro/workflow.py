@@ -320,9 +320,11 @@ def _without_placement(agent: dict) -> dict:
 
 
 def _without_absent_additions(agent: dict) -> dict:
-    """An IMPALA dump without the blocks added after runs had finished, when they are off: ``replay`` at fraction 0
-    and ``multitask`` null are exactly what every IMPALA run did before the fields existed, so adding them retrains
-    nothing that finished."""
+    """An IMPALA (or IMPALA+SR) dump without the blocks added after runs had finished, when they are off: ``replay``
+    at fraction 0 and ``multitask`` null (IMPALA), ``actor`` null (IMPALA+SR on pure-JAX tasks) are exactly what every
+    run did before the fields existed, so adding them retrains nothing that finished."""
+    if agent.get("kind") == "impala_sr":  # ``actor`` (Atari's host actors) is null on every pure-JAX task
+        return {key: value for key, value in agent.items() if not (key == "actor" and value is None)}
     if agent.get("kind") != "impala":
         return agent
     off = {"replay"} if (agent.get("replay") or {}).get("fraction") == 0 else set()

@@ -412,3 +412,14 @@ def test_a_multitask_jobs_runs_are_collected_as_one_cell_per_game(tmp_path: Path
     cells = collect(experiment, tmp_path)
     assert sorted(cells) == [("no_pbt", "breakout"), ("no_pbt", "pong"), ("pbt", "breakout"), ("pbt", "pong")]
     assert cells[("pbt", "pong")].final == [0.0] and cells[("pbt", "breakout")].final == [1.0]
+
+
+def test_impala_sr_on_a_pure_jax_task_hashes_as_before_the_actor_field_existed() -> None:
+    """``agent.actor`` (Atari's host actors, issue 13) is null on the Chain: the hash is the one computed before the
+    field existed (branch start dfd5a5f); setting it changes the hash."""
+    spec = load_spec(REPO / "specs" / "synthetic_returns" / "chain.yaml")
+    assert spec.agent.actor is None
+    assert config_hash(spec, "sr", "chain", "cpu") == "ec38477950e5"
+    actor = {"mode": "threaded"}
+    with_actor = spec.model_copy(update={"agent": spec.agent.model_validate({**spec.agent.model_dump(), "actor": actor})})
+    assert config_hash(with_actor, "sr", "chain", "cpu") != "ec38477950e5"

@@ -145,7 +145,7 @@ AGENTS: dict[str, AgentEntry] = {
                        host_step_chunks),
     "naf": AgentEntry("rlrepro.agents.naf.build:build_naf", ("mujoco",), "rlrepro.agents.naf.build:resolve_naf",
                       host_step_chunks),
-    "impala_sr": AgentEntry("rlrepro.agents.impala_sr.trainer:build_impala_sr", ("jax",),
+    "impala_sr": AgentEntry("rlrepro.agents.impala_sr.trainer:build_impala_sr", ("jax", "atari"),
                             "rlrepro.agents.impala_sr.trainer:resolve_impala_sr", impala_chunks),
 }
 

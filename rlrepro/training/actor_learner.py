@@ -103,7 +103,9 @@ def play_unroll(
     """Act for ``unroll_length`` steps with ``params``; returns the new actor state and the unroll."""
     observations, prev_actions, prev_rewards = [state.observation], [state.prev_action], [state.prev_reward]
     actions, rewards, dones, logits_list, returns = [], [], [], [], []
-    initial_core, core, key = state.core_state, state.core_state, state.key
+    # A copy: an agent whose state is a large host buffer updates it in place while acting (IMPALA+SR's episodic
+    # memory), and the unroll must carry the state as it was at its first observation.
+    initial_core, core, key = jax.tree.map(np.copy, state.core_state), state.core_state, state.key
     obs, prev_action, prev_reward = state.observation, state.prev_action, state.prev_reward
     for _ in range(unroll_length):
         key, step_key = jax.random.split(key)

@@ -49,7 +49,11 @@ BASES: dict[str, list[tuple[str, str | None]]] = {
         ("specs/evolving_rl/eval_atari.yaml", "asteroids"),  # the conv Q-network on Atari
     ],
     "loss_search": [("specs/evolving_rl/search_dqnreg.yaml", None)],
-    "impala_sr": [("specs/synthetic_returns/chain.yaml", "chain")],
+    "impala_sr": [
+        ("specs/synthetic_returns/chain.yaml", "chain"),  # mlp on a pure-JAX task
+        ("specs/synthetic_returns/pong.yaml", "pong"),  # the Atari ConvNet + LSTM, RMSProp, Atari actors
+        ("specs/synthetic_returns/skiing.yaml", "skiing"),  # Adam, two-stage loss, the LSTM current state
+    ],
     "vracer": [("specs/refer/mujoco_vracer.yaml", None)],
     "ddpg": [("specs/refer/mujoco_ddpg.yaml", None)],
     "naf": [("specs/refer/mujoco_naf.yaml", None)],

@@ -56,6 +56,27 @@ class SRConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class SRConvConfig:
+    """The paper's Atari ConvNet (Supplement §6.6): conv layers of ``channels`` with square ``kernel_size`` and
+    ``stride``, ReLU, then FC ``fc_size`` + ReLU (the representation the memory stores); mirrors ``SRConvNetworkSpec``."""
+
+    channels: tuple[int, ...] = (32, 64, 64)
+    kernel_size: int = 3
+    stride: int = 2
+    fc_size: int = 256
+
+
+@dataclasses.dataclass(frozen=True)
+class AdamConfig:
+    """Adam (Skiing; Supplement "Atari Skiing Hyperparameter Sweep"); the learning rate and its schedule are
+    IMPALA's fields (``ImpalaConfig.learning_rate``, ``lr_schedule``), as is ``max_grad_norm``."""
+
+    b1: float = 0.9
+    b2: float = 0.85
+    eps: float = 3e-4
+
+
+@dataclasses.dataclass(frozen=True)
 class ImpalaSRConfig:
     """Everything the IMPALA+SR learner, actor and loop need (frozen: a jit static argument).
 
@@ -66,6 +87,8 @@ class ImpalaSRConfig:
       lstm_size: LSTM core width after the torso (paper: 256); None: feed-forward.
       rmsprop_eps_in_sqrt: TF1 RMSProp semantics (eps inside the square root).
       rmsprop_initial_scale: initial second-moment accumulator (TF1: 1).
+      conv: the Atari ConvNet torso (None: the MLP torso of ``impala.hidden_sizes``).
+      adam: Adam's constants (None: RMSProp with ``impala``'s constants).
     """
 
     impala: ImpalaConfig
@@ -73,10 +96,12 @@ class ImpalaSRConfig:
     lstm_size: int | None = 256
     rmsprop_eps_in_sqrt: bool = True
     rmsprop_initial_scale: float = 1.0
+    conv: SRConvConfig | None = None
+    adam: AdamConfig | None = None
 
     def __post_init__(self) -> None:
         if self.impala.conv_network is not None:
-            raise ValueError("invalid ImpalaSRConfig: image networks are not wired for impala_sr yet (use the MLP torso)")
+            raise ValueError("invalid ImpalaSRConfig: IMPALA's conv_network is not used by impala_sr (set conv)")
         if self.lstm_size is not None and self.lstm_size < 1:
             raise ValueError(f"invalid ImpalaSRConfig: lstm_size must be >= 1 or None, got {self.lstm_size}")
 

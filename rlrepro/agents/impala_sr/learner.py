@@ -79,6 +79,7 @@ class SRLearnerMetrics(NamedTuple):
     learning_rate: jax.Array
     sr_loss: jax.Array  # sum over T x B of the per-step SR loss (0 for the baseline)
     synthetic_return: jax.Array  # mean c(s_t) over the batch
+    synthetic_return_sd: jax.Array  # its standard deviation over the batch's states (c telling states apart)
     gate: jax.Array  # mean g(s_t)
 
 
@@ -90,8 +91,13 @@ class SRLearner(NamedTuple):
 
 
 def make_optimizer(config: ImpalaSRConfig) -> optax.GradientTransformation:
-    """RMSProp with the spec's eps placement and initial accumulator, after optional global-norm clipping."""
+    """RMSProp with the spec's eps placement and initial accumulator (or Adam, Skiing), after optional global-norm
+    clipping; the learning rate follows IMPALA's schedule either way."""
     impala = config.impala
+    if config.adam is not None:
+        adam = config.adam
+        optimizer = optax.adam(make_lr_schedule(impala), b1=adam.b1, b2=adam.b2, eps=adam.eps)
+        return optimizer if impala.max_grad_norm is None else optax.chain(optax.clip_by_global_norm(impala.max_grad_norm), optimizer)
     rmsprop = optax.rmsprop(
         make_lr_schedule(impala),
         decay=impala.rmsprop_decay,
@@ -165,10 +171,10 @@ def loss_fn(
         terms = sr_terms(network, params, outputs, batch, config)
         rl_rewards = augmented_reward(terms.c_t, clipped, alpha=config.sr.alpha, beta=config.sr.beta)
         sr_loss = jnp.sum(terms.loss)
-        c_mean, gate_mean = jnp.mean(terms.c_t), jnp.mean(terms.gate_t)
+        c_mean, c_sd, gate_mean = jnp.mean(terms.c_t), jnp.std(terms.c_t), jnp.mean(terms.gate_t)
     else:  # the baseline: alpha = 0, beta = 1, no SR loss
         rl_rewards, sr_loss = clipped, jnp.zeros((), jnp.float32)
-        c_mean = gate_mean = jnp.zeros((), jnp.float32)
+        c_mean = c_sd = gate_mean = jnp.zeros((), jnp.float32)
     discount_t = impala.discount * batch.env_discounts * (1.0 - batch.dones.astype(jnp.float32))
 
     stream_log_prob = _per_stream(log_prob)
@@ -185,13 +191,13 @@ def loss_fn(
     metrics = SRLearnerMetrics(
         total_loss=total_loss, pg_loss=pg_loss, baseline_loss=baseline_loss, entropy_loss=entropy_loss,
         entropy=jnp.mean(entropies), grad_norm=zero, mean_rho=jnp.mean(rho_tm1), learning_rate=zero,
-        sr_loss=sr_loss, synthetic_return=c_mean, gate=gate_mean,
+        sr_loss=sr_loss, synthetic_return=c_mean, synthetic_return_sd=c_sd, gate=gate_mean,
     )
     return total_loss, metrics
 
 
 def update(state: LearnerState, batch: SRBatch, config: ImpalaSRConfig) -> tuple[LearnerState, SRLearnerMetrics]:
-    """One learner step: gradient of ``loss_fn``, optional clipping, RMSProp with the lr schedule."""
+    """One learner step: gradient of ``loss_fn``, optional clipping, RMSProp (or Adam) with the lr schedule."""
     network = make_sr_network(config, batch.behaviour_logits.shape[-1])
     grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, batch, config, network)
     updates, opt_state = make_optimizer(config).update(grads, state.opt_state, state.params)

@@ -14,7 +14,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.impala.networks import MLPTorso, _ScannedLSTM
+from rlrepro.agents.impala.networks import MLPTorso, _scaled_nhwc, _ScannedLSTM
 from rlrepro.agents.impala_sr.config import ImpalaSRConfig
 
 CoreState = Any  # () or (c, h), each [B, lstm_size]
@@ -30,6 +30,25 @@ class ScalarMLP(nn.Module):
         for size in self.hidden_sizes:
             x = nn.relu(nn.Dense(size)(x))
         return nn.Dense(1)(x)[..., 0]
+
+
+class SRConvTorso(nn.Module):
+    """The paper's Atari ConvNet (Supplement §6.6): conv layers of ``channels`` (32, 64, 64), ``kernel_size`` 3,
+    ``stride`` 2, ReLU, on channels-first uint8 frames ``[N, C, H, W]``; then FC ``fc_size`` + ReLU. Padding is
+    not stated: SAME (84 -> 42 -> 21 -> 11). Its output is what the episodic memory stores."""
+
+    channels: Sequence[int] = (32, 64, 64)
+    kernel_size: int = 3
+    stride: int = 2
+    fc_size: int = 256
+
+    @nn.compact
+    def __call__(self, observations: jax.Array) -> jax.Array:
+        x = _scaled_nhwc(observations)
+        kernel, stride = (self.kernel_size, self.kernel_size), (self.stride, self.stride)
+        for features in self.channels:
+            x = nn.relu(nn.Conv(features, kernel, strides=stride, padding="SAME")(x))
+        return nn.relu(nn.Dense(self.fc_size)(x.reshape(x.shape[0], -1)))
 
 
 class SROutputs(NamedTuple):
@@ -102,9 +121,15 @@ def current_representation(out: SROutputs, current_repr: str) -> jax.Array:
 
 
 def make_sr_network(config: ImpalaSRConfig, num_actions: int) -> SRActorCritic:
-    """The network ``config`` describes (MLP torso of ``config.impala.hidden_sizes``)."""
+    """The network ``config`` describes: the Atari ConvNet of ``config.conv``, else the MLP of ``impala.hidden_sizes``."""
+    conv = config.conv
+    torso = (
+        MLPTorso(hidden_sizes=tuple(config.impala.hidden_sizes))
+        if conv is None
+        else SRConvTorso(channels=tuple(conv.channels), kernel_size=conv.kernel_size, stride=conv.stride, fc_size=conv.fc_size)
+    )
     return SRActorCritic(
-        torso=MLPTorso(hidden_sizes=tuple(config.impala.hidden_sizes)),
+        torso=torso,
         num_actions=num_actions,
         lstm_size=config.lstm_size,
         c_hidden=tuple(config.sr.c_hidden),
@@ -135,4 +160,4 @@ def init_sr_params(network: SRActorCritic, key: jax.Array, observation_shape: tu
 
 def representation_dim(config: ImpalaSRConfig) -> int:
     """Width d of the stored representation (the torso's last layer)."""
-    return int(config.impala.hidden_sizes[-1])
+    return int(config.impala.hidden_sizes[-1] if config.conv is None else config.conv.fc_size)

@@ -14,7 +14,13 @@ from rlrepro.specs.agents.common import ConvNetworkSpec, MLPNetworkSpec, Network
 from rlrepro.specs.agents.dqn import DQNAgentSpec, DQNLossSpec, LossSearchAgentSpec
 from rlrepro.specs.agents.frodo import FrodoAgentSpec
 from rlrepro.specs.agents.impala import ImpalaAgentSpec, ImpalaLossSpec
-from rlrepro.specs.agents.impala_sr import ImpalaSRAgentSpec, SRNetworkSpec, SyntheticReturnsSpec
+from rlrepro.specs.agents.impala_sr import (
+    ImpalaSRAgentSpec,
+    SRAdamSpec,
+    SRConvNetworkSpec,
+    SRNetworkSpec,
+    SyntheticReturnsSpec,
+)
 from rlrepro.specs.agents.td_lambda import TdLambdaAgentSpec
 from rlrepro.specs.agents.refer import DDPGAgentSpec, NAFAgentSpec, VRacerAgentSpec
 
@@ -60,6 +66,8 @@ __all__ = [
     "ImpalaAgentSpec",
     "ImpalaLossSpec",
     "ImpalaSRAgentSpec",
+    "SRAdamSpec",
+    "SRConvNetworkSpec",
     "SRNetworkSpec",
     "SyntheticReturnsSpec",
     "MLPNetworkSpec",

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal, Union
 
 from pydantic import Field, model_validator
 
 from rlrepro.specs.agents.common import RMSPropSpec
-from rlrepro.specs.agents.impala import ImpalaLossSpec
+from rlrepro.specs.agents.impala import ActorSpec, ImpalaLossSpec
 from rlrepro.specs.common import PositiveCount, SpecModel
 
 
@@ -21,6 +21,42 @@ class SRNetworkSpec(SpecModel):
     lstm_size: PositiveCount | None = Field(
         256, description="LSTM core width after the torso (paper: 256); null: feed-forward."
     )
+
+
+class SRConvNetworkSpec(SpecModel):
+    """The Atari actor-critic of the paper (Supplement §6.6, "Architecture details"): a ConvNet of 3x3 kernels with
+    stride 2 (channels 32, 64, 64), a fully connected layer (its width on Atari is not stated: ours 256, the Catch /
+    Key-to-Door width), then the LSTM 256. The FC output is the representation the episodic memory stores."""
+
+    kind: Literal["sr_conv"] = Field(description="Network kind: the paper's Atari ConvNet (Pong, Skiing).")
+    channels: list[PositiveCount] = Field(
+        default_factory=lambda: [32, 64, 64], min_length=1, description="Channels of the conv layers (paper: 32, 64, 64)."
+    )
+    kernel_size: PositiveCount = Field(3, description="Square kernel of every conv layer (paper: 3).")
+    stride: PositiveCount = Field(2, description="Stride of every conv layer (paper: 2).")
+    fc_size: PositiveCount = Field(
+        256, description="Width of the FC + ReLU layer after the convs: the stored representation d (Atari: not stated; ours 256)."
+    )
+    lstm_size: PositiveCount | None = Field(256, description="LSTM core width after the torso (paper: 256); null: feed-forward.")
+
+
+SRNetwork = Annotated[Union[SRNetworkSpec, SRConvNetworkSpec], Field(discriminator="kind")]
+
+
+class SRAdamSpec(SpecModel):
+    """Adam, the Skiing optimiser (Supplement "Atari Skiing Hyperparameter Sweep": lr, eps, beta1, beta2 searched)."""
+
+    kind: Literal["adam"] = Field(description="Optimiser kind.")
+    learning_rate: float = Field(gt=0, description="Step size (Skiing sweep: 1.25e-5 .. 4.5e-5, log-uniform).")
+    b1: float = Field(ge=0, le=1, description="First-moment decay beta1 (Skiing sweep: 0.85 .. 1).")
+    b2: float = Field(ge=0, lt=1, description="Second-moment decay beta2 (Skiing sweep: 0.8 .. 0.9).")
+    eps: float = Field(gt=0, description="Epsilon, outside the square root as in Adam (Skiing sweep: 1.84e-4 .. 4e-4).")
+    max_grad_norm: float | None = Field(None, gt=0, description="Clip the global gradient norm; null: no clipping (not stated).")
+    lr_schedule: Literal["linear_to_zero", "constant"] = Field("constant", description="Learning-rate schedule (not stated).")
+
+
+# No discriminator: RMSProp's ``kind`` has a default (the toy-task specs omit it), Adam's must be given.
+SROptimizer = Union[RMSPropSpec, SRAdamSpec]
 
 
 class SyntheticReturnsSpec(SpecModel):
@@ -65,10 +101,19 @@ class ImpalaSRAgentSpec(SpecModel):
     """IMPALA (V-trace actor-critic) with synthetic returns replacing the reward in both V-trace losses."""
 
     kind: Literal["impala_sr"] = Field(description="Agent kind.")
-    network: SRNetworkSpec = Field(default_factory=SRNetworkSpec, description="Actor-critic network.")
-    optimizer: RMSPropSpec = Field(description="Optimiser (paper: RMSProp, eps 1e-4, momentum 0, decay 0.99).")
+    network: SRNetwork = Field(
+        default_factory=SRNetworkSpec, description="Actor-critic network: mlp (toy tasks) or sr_conv (Atari)."
+    )
+    optimizer: SROptimizer = Field(
+        description="Optimiser (paper: RMSProp, eps 1e-4, momentum 0, decay 0.99; Skiing: Adam)."
+    )
     loss: ImpalaLossSpec = Field(description="IMPALA's loss and off-policy correction.")
     sr: SyntheticReturnsSpec = Field(description="The synthetic-returns module.")
     unroll_length: PositiveCount = Field(description="Unroll length T per batch entry (paper range 10-60).")
     batch_size: PositiveCount = Field(description="Trajectories per learner update and parallel environments (32-64).")
     policy_lag: int = Field(0, ge=0, description="Behaviour policy uses parameters this many updates old (0: on-policy).")
+    actor: ActorSpec | None = Field(
+        None,
+        description="How acting is organised on Atari (the host actor-learner: threaded or sync); required on Atari, "
+        "null on pure-JAX tasks (they act inside the jitted loop).",
+    )
