@@ -322,7 +322,9 @@ def _without_placement(agent: dict) -> dict:
 def _without_absent_additions(agent: dict) -> dict:
     """An IMPALA dump without the blocks added after runs had finished, when they are off: ``replay`` at fraction 0
     and ``multitask`` null are exactly what every IMPALA run did before the fields existed, so adding them retrains
-    nothing that finished."""
+    nothing that finished. Likewise DDPG's and NAF's ``per`` block (rank-based PER), null for every other variant."""
+    if agent.get("kind") in ("ddpg", "naf") and agent.get("per", False) is None:
+        return {key: value for key, value in agent.items() if key != "per"}
     if agent.get("kind") != "impala":
         return agent
     off = {"replay"} if (agent.get("replay") or {}).get("fraction") == 0 else set()

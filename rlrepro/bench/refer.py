@@ -1,6 +1,7 @@
 """ReF-ER / V-RACER speed: environment-only, learner-only and end-to-end steps/s on the same cores, and their ratio.
 
-``python -m rlrepro.bench refer [--env InvertedPendulum-v5] [--seeds 3] [--steps 500] [--rounds 3]``
+``python -m rlrepro.bench refer [--env InvertedPendulum-v5] [--seeds 3] [--steps 500] [--rounds 3]``; with
+``--memory N`` the far-fraction bookkeeping, with ``--per N`` rank-based PER's per-step cost, on a full memory of N.
 
 With F = 1 (one gradient step per environment step, Alg. 1) the host loop is serial: per lockstep step it
 steps every seed's environment, then makes one jitted call (update of every seed + next actions). So the parts
@@ -120,6 +121,36 @@ def bench_memory(capacity: int, batch_size: int, repeats: int, rounds: int) -> d
     return {name: timing.seconds_per_call for name, timing in timings.items()} | {"stored": replay.committed}
 
 
+def bench_priority(capacity: int, batch_size: int, sort_period: int, repeats: int, rounds: int) -> dict[str, float]:
+    """Seconds per step of drawing a minibatch from one seed's full memory of ``capacity`` steps and writing the
+    sampled steps' new |TD errors| back: uniform sampling (ER) beside rank-based PER re-ranking every
+    ``sort_period`` updates (the spec's value) and every update, side by side. ``repeats`` is a multiple of the
+    period, so each PER timing includes its share of the re-ranking merges."""
+    memories = {}
+    for name, period in (("uniform", None), ("per", sort_period), ("per_every_step", 1)):
+        replay = EpisodeReplay(capacity, 1000, 1, 1, 0.995, 0, None if period is None else (0.7, period))
+        for _ in range(capacity // 1000 + 1):
+            for _ in range(1000):
+                replay.add(np.zeros(1), np.zeros(1), 1.0, np.zeros(1), np.ones(1), 0.0)
+            replay.end_episode(np.zeros(1), False, 0.0)
+        if period is not None:
+            replay.update_priorities(replay.stored(), np.random.default_rng(1).exponential(size=replay.committed))
+            replay.sample(batch_size)  # the first full ranking (once per memory, not per step)
+        memories[name] = replay
+    rng = np.random.default_rng(0)
+
+    def step(replay: EpisodeReplay):
+        def call(_):
+            sample = replay.sample(batch_size, 0.7)
+            if replay.priorities is not None:
+                replay.update_priorities(sample.index, rng.exponential(size=batch_size))
+            return sample.weight
+        return call
+
+    timings = compare_calls({name: (step(replay), None) for name, replay in memories.items()}, repeats, rounds)
+    return {name: timing.seconds_per_call for name, timing in timings.items()} | {"stored": memories["per"].committed}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rlrepro.bench refer", description=__doc__)
     parser.add_argument("--env", default="InvertedPendulum-v5", help="gymnasium MuJoCo id")
@@ -130,7 +161,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-start", type=int, default=2000, help="warm-up steps before the first update")
     parser.add_argument("--memory", type=int, default=0, metavar="N",
                         help="instead: time the far-fraction bookkeeping of one full memory of N steps (paper: 262144)")
+    parser.add_argument("--per", type=int, default=0, metavar="N",
+                        help="instead: time rank-based PER's sampling and priority update on one full memory of N steps (paper: 262144)")
+    parser.add_argument("--sort-period", type=int, default=10, help="with --per: updates between re-rankings (spec default 10)")
     args = parser.parse_args(argv)
+    if args.per:
+        period = args.sort_period
+        m = bench_priority(args.per, args.batch_size, period, repeats=10 * period, rounds=args.rounds)
+        print(f"minibatch draw + priority write-back per step, one seed, {m['stored']:,} stored steps, B = {args.batch_size} "
+              f"({args.rounds} interleaved rounds, medians)")
+        print(f"  uniform (ER)                          {m['uniform'] * 1e3:8.3f} ms")
+        print(f"  rank-based PER, re-rank every {period:<3d}     {m['per'] * 1e3:8.3f} ms")
+        print(f"  rank-based PER, re-rank every update  {m['per_every_step'] * 1e3:8.3f} ms")
+        return 0
     if args.memory:
         m = bench_memory(args.memory, args.batch_size, repeats=20, rounds=args.rounds)
         print(f"far-fraction bookkeeping per step, one seed, {m['stored']:,} stored steps, B = {args.batch_size} "

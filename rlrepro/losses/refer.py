@@ -5,7 +5,8 @@ rule treats as a constant (beta, the near mask, c_max, the TBC target and the ad
 ``stop_gradient`` here (notes §1.6). The schedules and the beta update work on numpy or jax scalars alike.
 
 Variants (notes §1.2): ``refer`` = rule 1 + rule 2; ``refer1`` = rule 1 only (beta = 1, no KL);
-``refer2`` = rule 2 only (no skipping); ``er`` and ``per`` = plain replay (every sample, no KL).
+``refer2`` = rule 2 only (no skipping); ``er`` and ``per`` = plain replay (every sample, no KL; ``per`` samples by
+rank of |TD error| and weights each sample's loss by its importance weight, ``rlrepro.agents.refer.priority``).
 """
 
 from __future__ import annotations
