@@ -35,7 +35,9 @@ class RankPriorities:
         self.max_priority = 1.0
         self.live = np.zeros(size, bool)  # committed (sampleable) slots
         self.dirty = np.zeros(size, bool)  # priority set since the slot was last placed in ``order``
+        self.placed = np.zeros(size, bool)  # live and not dirty: still where the last sort put it
         self.order = np.zeros(0, np.int64)  # slots by decreasing priority (valid right after ``sort``)
+        self.keys = np.zeros(0, np.float64)  # -priority of ``order`` when placed: ascending
         self.updates_since_sort = 0
         self.members_changed = False  # steps entered or left since the last sort
         # sum_{r <= k + 1} r^-alpha for every possible count: the CDF of every memory size at once.
@@ -44,33 +46,37 @@ class RankPriorities:
     def add(self, slots: np.ndarray) -> None:
         """Steps entering the memory, at the largest priority seen so far (Schaul Alg. 1, line 6)."""
         self.priority[slots] = self.max_priority
-        self.live[slots], self.dirty[slots] = True, True
+        self.live[slots], self.dirty[slots], self.placed[slots] = True, True, False
         self.members_changed = True
 
     def remove(self, slots: np.ndarray) -> None:
         """Steps leaving the memory (FIFO eviction of whole episodes)."""
-        self.live[slots] = False
+        self.live[slots], self.placed[slots] = False, False
         self.members_changed = True
 
     def update(self, slots: np.ndarray, td_error: np.ndarray) -> None:
         """|TD error| of sampled steps after an update (``slots`` may repeat a step; Schaul Alg. 1, line 12)."""
         td = np.abs(np.asarray(td_error, np.float64))
         self.priority[slots] = td
-        self.dirty[slots] = True
+        self.dirty[slots], self.placed[slots] = True, False
         self.max_priority = max(self.max_priority, float(td.max(initial=0.0)))
         self.updates_since_sort += 1
 
     def sort(self) -> None:
         """Re-place the changed and new slots by merging them into the clean ones (still sorted: their priorities
-        did not change since they were placed), and drop slots that left. O(N) plus O(m log m) for m changes."""
-        old = self.order
-        clean = old[self.live[old] & ~self.dirty[old]]
+        did not change since they were placed), and drop slots that left. O(N) plus O(m log m) for m changes:
+        one gather of a flag per stored step; the placed keys are kept beside ``order`` so that no priority is
+        gathered in rank order (random access over the memory is what costs at N = 2^18)."""
+        keep = self.placed[self.order]
+        clean, clean_keys = self.order[keep], self.keys[keep]
         moved = np.flatnonzero(self.dirty & self.live)
-        moved = moved[np.argsort(-self.priority[moved], kind="stable")]
+        moved_keys = -self.priority[moved]
+        by_key = np.argsort(moved_keys, kind="stable")
+        moved, moved_keys = moved[by_key], moved_keys[by_key]
         # ascending in -priority; side="left": a moved slot goes before clean ones of equal priority (newest first)
-        at = np.searchsorted(-self.priority[clean], -self.priority[moved], side="left")
-        self.order = np.insert(clean, at, moved)
-        self.dirty[moved] = False
+        at = np.searchsorted(clean_keys, moved_keys, side="left")
+        self.order, self.keys = np.insert(clean, at, moved), np.insert(clean_keys, at, moved_keys)
+        self.dirty[moved], self.placed[moved] = False, True
         self.updates_since_sort, self.members_changed = 0, False
 
     def probabilities(self, count: int) -> np.ndarray:
