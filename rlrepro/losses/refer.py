@@ -35,6 +35,11 @@ def uses_rule2(variant: str) -> bool:
     return variant in ("refer", "refer2")
 
 
+def uses_priorities(variant: str) -> bool:
+    """Rank-based PER: samples drawn by rank of |TD error|, each sample's loss weighted by its importance weight."""
+    return variant == "per"
+
+
 def c_max_schedule(t: ArrayLike, c: float, a: float):
     """Eq. 13: c_max(t) = 1 + C / (1 + A t), t the environment step (C = 4, A = 5e-7: 5 at t = 0, 1.667 at 1e7)."""
     return 1.0 + c / (1.0 + a * t)

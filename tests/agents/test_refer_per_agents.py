@@ -64,16 +64,18 @@ def test_ddpg_weights_each_samples_critic_and_policy_gradient_by_its_importance_
     np.testing.assert_allclose(td, jnp.abs(q - (batch.reward + batch.discount * next_q)), rtol=1e-5)
 
 
-def test_ddpg_with_unit_weights_is_the_unweighted_update():
-    config = DDPGConfig(rules=ReferConfig(variant="er"), hidden_sizes=(8,))
-    state = dlearner.init(config, jax.random.key(2), OBS, ACT)
+def test_per_with_unit_weights_is_the_er_update_and_er_ignores_weights():
     obs = jnp.array([[1.0, 0.5, -0.5], [0.2, -1.0, 0.3]])
-    mean = PolicyNetwork(config.hidden_sizes, ACT).apply(state.policy, obs)
-    ones, default = _batch(obs, mean + 0.05, mean, [1.0, 1.0]), _batch(obs, mean + 0.05, mean, 1.0)._replace(weight=1.0)
-    a, _ = dlearner.update(config, ACT, state, ones, jnp.float32(1.0), jnp.float32(2.0), 1.0)
-    b, _ = dlearner.update(config, ACT, state, default, jnp.float32(1.0), jnp.float32(2.0), 1.0)
-    for x, y in zip(jax.tree.leaves(a), jax.tree.leaves(b)):
-        np.testing.assert_array_equal(x, y)
+    updates = {}
+    for variant, weight in (("per", [1.0, 1.0]), ("er", [1.0, 1.0]), ("er", list(WEIGHT))):
+        config = DDPGConfig(rules=ReferConfig(variant=variant), hidden_sizes=(8,))
+        state = dlearner.init(config, jax.random.key(2), OBS, ACT)
+        mean = PolicyNetwork(config.hidden_sizes, ACT).apply(state.policy, obs)
+        new, _ = dlearner.update(config, ACT, state, _batch(obs, mean + 0.05, mean, weight), jnp.float32(1.0), jnp.float32(2.0), 1.0)
+        updates[variant, tuple(weight)] = jax.tree.leaves(new)
+    for x, y, z in zip(updates["per", (1.0, 1.0)], updates["er", (1.0, 1.0)], updates["er", WEIGHT]):
+        np.testing.assert_allclose(x, y, rtol=1e-6, atol=1e-9)  # PER with unit weights = ER
+        np.testing.assert_array_equal(y, z)  # uniform replay never reads the weights
 
 
 def test_naf_weights_each_samples_gradient_by_its_importance_weight():

@@ -20,7 +20,7 @@ import optax
 
 from rlrepro.agents.ddpg.config import DDPGConfig
 from rlrepro.agents.ddpg.networks import CriticNetwork, PolicyNetwork
-from rlrepro.losses.refer import behaviour_kl, log_importance_ratio, near_policy, rule_weights, uses_rule1
+from rlrepro.losses.refer import behaviour_kl, log_importance_ratio, near_policy, rule_weights, uses_priorities, uses_rule1
 
 
 class LearnerState(NamedTuple):
@@ -74,6 +74,14 @@ def init(config: DDPGConfig, key: jax.Array, obs_dim: int, action_dim: int) -> L
     return LearnerState(policy, critic, policy, critic, policy_opt.init(policy), critic_opt.init(critic))
 
 
+def weighted_mean(config: Any, batch: Batch, per_sample: jax.Array) -> jax.Array:
+    """Mean over the minibatch, each sample weighted by its importance weight under PER (the other variants'
+    programs stay the ones they always were, bit for bit)."""
+    if uses_priorities(config.rules.variant):
+        return jnp.mean(batch.weight * per_sample)
+    return jnp.mean(per_sample)
+
+
 def _pi_terms(config: DDPGConfig, mean: jax.Array, batch: Batch, c_max: jax.Array):
     std = jnp.full_like(mean, config.sigma)
     log_rho = jax.vmap(log_importance_ratio)(batch.action, mean, std, batch.mu_mean, std)
@@ -88,7 +96,7 @@ def critic_loss(critic: Any, state: LearnerState, config: DDPGConfig, action_dim
     y = jax.lax.stop_gradient(batch.reward + batch.discount * next_q)
     mask = near if uses_rule1(config.rules.variant) else jnp.ones_like(near)
     td = critic_net.apply(critic, batch.obs, batch.action) - y
-    return jnp.mean(batch.weight * mask * 0.5 * td**2), jax.lax.stop_gradient(jnp.abs(td))
+    return weighted_mean(config, batch, mask * 0.5 * td**2), jax.lax.stop_gradient(jnp.abs(td))
 
 
 def policy_loss(policy: Any, state: LearnerState, config: DDPGConfig, action_dim: int, batch: Batch, beta, c_max):
@@ -96,7 +104,7 @@ def policy_loss(policy: Any, state: LearnerState, config: DDPGConfig, action_dim
     mean = policy_net.apply(policy, batch.obs)
     log_rho, near, kl = _pi_terms(config, mean, batch, c_max)
     w, k = rule_weights(config.rules.variant, near, beta)
-    loss = jnp.mean(batch.weight * (w * -critic_net.apply(state.critic, batch.obs, mean) + k * kl))
+    loss = weighted_mean(config, batch, w * -critic_net.apply(state.critic, batch.obs, mean) + k * kl)
     return loss, (log_rho, near, kl)
 
 

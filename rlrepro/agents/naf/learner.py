@@ -15,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from rlrepro.agents.ddpg.learner import Batch
+from rlrepro.agents.ddpg.learner import Batch, weighted_mean
 from rlrepro.agents.naf.config import NAFConfig
 from rlrepro.agents.naf.networks import NAFNetwork, naf_q
 from rlrepro.losses.refer import behaviour_kl, log_importance_ratio, near_policy, rule_weights, uses_rule1, uses_rule2
@@ -59,7 +59,7 @@ def loss_fn(params: Any, target: Any, config: NAFConfig, action_dim: int, batch:
     delta = naf_q(v, m_b, l, batch.action) - y
     td = 0.5 * delta**2
     kl = jax.vmap(lambda mm, mw, s: behaviour_kl(mm, s, mw, s, config.rules.kl_direction))(batch.mu_mean, m, std)
-    loss = jnp.mean(batch.weight * (c * td + k * kl))
+    loss = weighted_mean(config, batch, c * td + k * kl)
     return loss, UpdateOutput(log_rho, jnp.mean(td), jnp.mean(kl), jnp.mean(near), jax.lax.stop_gradient(jnp.abs(delta)))
 
 
