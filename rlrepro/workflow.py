@@ -319,16 +319,23 @@ def _without_placement(agent: dict) -> dict:
     return {**agent, "executor": {**executor, "kind": "local", "address": None}}
 
 
+#: Blocks added to an agent kind after runs had finished, left out of the hash while null (off): every run made before
+#: the field existed did exactly that, so adding the field retrains nothing that finished.
+NULL_ADDITIONS: dict[str, frozenset[str]] = {
+    "impala": frozenset({"multitask"}),  # the multi-task agent with PBT
+    "impala_sr": frozenset({"actor"}),  # Atari's host actors; null on every pure-JAX task
+    "ddpg": frozenset({"per"}),  # rank-based prioritised replay
+    "naf": frozenset({"per"}),
+}
+
+
 def _without_absent_additions(agent: dict) -> dict:
-    """An IMPALA (or IMPALA+SR) dump without the blocks added after runs had finished, when they are off: ``replay``
-    at fraction 0 and ``multitask`` null (IMPALA), ``actor`` null (IMPALA+SR on pure-JAX tasks) are exactly what every
-    run did before the fields existed, so adding them retrains nothing that finished."""
-    if agent.get("kind") == "impala_sr":  # ``actor`` (Atari's host actors) is null on every pure-JAX task
-        return {key: value for key, value in agent.items() if not (key == "actor" and value is None)}
-    if agent.get("kind") != "impala":
-        return agent
-    off = {"replay"} if (agent.get("replay") or {}).get("fraction") == 0 else set()
-    off |= {"multitask"} if agent.get("multitask", False) is None else set()
+    """An agent's dump without the blocks added after runs had finished, when they are off (NULL_ADDITIONS, and
+    IMPALA's ``replay`` at fraction 0)."""
+    kind = agent.get("kind")
+    off = {key for key in NULL_ADDITIONS.get(kind, ()) if key in agent and agent[key] is None}
+    if kind == "impala" and (agent.get("replay") or {}).get("fraction") == 0:
+        off.add("replay")
     return {key: value for key, value in agent.items() if key not in off}
 
 

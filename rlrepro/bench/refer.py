@@ -1,19 +1,24 @@
 """ReF-ER / V-RACER speed: environment-only, learner-only and end-to-end steps/s on the same cores, and their ratio.
 
-``python -m rlrepro.bench refer [--env InvertedPendulum-v5] [--seeds 3] [--steps 500] [--rounds 3]``
+``python -m rlrepro.bench refer [--env InvertedPendulum-v5] [--seeds 3] [--steps 500] [--rounds 3]``; with
+``--memory N`` the far-fraction bookkeeping, with ``--per N`` rank-based PER's per-step cost, on a full memory of N.
 
 With F = 1 (one gradient step per environment step, Alg. 1) the host loop is serial: per lockstep step it
 steps every seed's environment, then makes one jitted call (update of every seed + next actions). So the parts
 allow 1 / (t_env + t_learner) steps/s, the learner timed with the same fixed batch and blocked after every call
 (the loop needs each call's actions on the host). The end-to-end loop adds the replay work on the host (batch
-gathering and transfer, V/rho write-back and the n_far count, Q^ret refresh every 1000 steps). The three are timed in interleaved rounds
-(medians), so that a change of the machine's load hits all alike; the ratio end-to-end / allowed is the
-figure of merit (goal >= 0.8).
+gathering and transfer, V/rho write-back and the n_far count, Q^ret refresh every 1000 steps). A fourth part
+times the same jitted call with the environments stepped between calls (untimed), as the loop makes it: the
+call is slower when it does not run back to back (XLA's CPU worker threads go idle between calls), which is
+where most of the gap to the parts' rate was found. The parts are timed in interleaved rounds (medians), so
+that a change of the machine's load hits all alike; the ratio end-to-end / allowed is the figure of merit
+(goal >= 0.8).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import time
 
@@ -45,16 +50,22 @@ def _time_env(envs: list[MujocoHostEnv], rng: np.random.Generator, steps: int) -
     return (time.perf_counter() - started) / steps
 
 
-def _time_learner(vracer: HostVRacer, state, batch, steps: int) -> float:
+def _time_learner(vracer: HostVRacer, state, batch, steps: int, between=None) -> float:
+    """Seconds per jitted call (update + act), blocked per call; ``between()``, if given, runs between calls
+    untimed (the environment steps of the loop), so the calls are timed as the loop makes them: not back to back."""
     host, learner, keys = state.host, state.learner, state.keys
     obs = vracer._standardise(host, host.obs)
     beta = np.asarray(host.beta)
-    started = time.perf_counter()
+    seconds = 0.0
     for _ in range(steps):
+        if between is not None:
+            between()
+        started = time.perf_counter()
         learner, out, pending, keys = vracer._step(learner, batch, beta, 4.0, 1e-4, obs, keys)
         # the serial loop needs each step's actions (and V, rho) on the host before it can go on: block per call
         jax.block_until_ready((out, pending))
-    return (time.perf_counter() - started) / steps
+        seconds += time.perf_counter() - started
+    return seconds / steps
 
 
 def _time_end_to_end(vracer: HostVRacer, state, steps: int):
@@ -78,10 +89,11 @@ def bench(env: str, seeds: int, steps: int, rounds: int, batch_size: int, n_star
         env.reset()
     rng = np.random.default_rng(0)
     _time_learner(vracer, state, batch, 2)
-    parts: dict[str, list[float]] = {"env": [], "learner": [], "end_to_end": []}
+    parts: dict[str, list[float]] = {"env": [], "learner": [], "learner_env_between": [], "end_to_end": []}
     for _ in range(rounds):
         parts["env"].append(_time_env(envs, rng, steps))
         parts["learner"].append(_time_learner(vracer, state, batch, steps))
+        parts["learner_env_between"].append(_time_learner(vracer, state, batch, steps, lambda: _time_env(envs, rng, 1)))
         seconds, state = _time_end_to_end(vracer, state, steps)
         parts["end_to_end"].append(seconds)
     t = {name: statistics.median(values) for name, values in parts.items()}
@@ -89,6 +101,9 @@ def bench(env: str, seeds: int, steps: int, rounds: int, batch_size: int, n_star
     return {
         "env_steps_per_s": 1.0 / t["env"],
         "learner_updates_per_s": 1.0 / t["learner"],
+        "learner_call_ms": t["learner"] * 1e3,
+        "learner_call_env_between_ms": t["learner_env_between"] * 1e3,
+        "host_ms": (t["end_to_end"] - t["env"] - t["learner_env_between"]) * 1e3,
         "allowed_steps_per_s": allowed,
         "end_to_end_steps_per_s": 1.0 / t["end_to_end"],
         "ratio": (1.0 / t["end_to_end"]) / allowed,
@@ -120,6 +135,36 @@ def bench_memory(capacity: int, batch_size: int, repeats: int, rounds: int) -> d
     return {name: timing.seconds_per_call for name, timing in timings.items()} | {"stored": replay.committed}
 
 
+def bench_priority(capacity: int, batch_size: int, sort_period: int, repeats: int, rounds: int) -> dict[str, float]:
+    """Seconds per step of drawing a minibatch from one seed's full memory of ``capacity`` steps and writing the
+    sampled steps' new |TD errors| back: uniform sampling (ER) beside rank-based PER re-ranking every
+    ``sort_period`` updates (the spec's value) and every update, side by side. ``repeats`` is a multiple of the
+    period, so each PER timing includes its share of the re-ranking merges."""
+    memories = {}
+    for name, period in (("uniform", None), ("per", sort_period), ("per_every_step", 1)):
+        replay = EpisodeReplay(capacity, 1000, 1, 1, 0.995, 0, None if period is None else (0.7, period))
+        for _ in range(capacity // 1000 + 1):
+            for _ in range(1000):
+                replay.add(np.zeros(1), np.zeros(1), 1.0, np.zeros(1), np.ones(1), 0.0)
+            replay.end_episode(np.zeros(1), False, 0.0)
+        if period is not None:
+            replay.update_priorities(replay.stored(), np.random.default_rng(1).exponential(size=replay.committed))
+            replay.sample(batch_size)  # the first full ranking (once per memory, not per step)
+        memories[name] = replay
+    rng = np.random.default_rng(0)
+
+    def step(replay: EpisodeReplay):
+        def call(_):
+            sample = replay.sample(batch_size, 0.7)
+            if replay.priorities is not None:
+                replay.update_priorities(sample.index, rng.exponential(size=batch_size))
+            return sample.weight
+        return call
+
+    timings = compare_calls({name: (step(replay), None) for name, replay in memories.items()}, repeats, rounds)
+    return {name: timing.seconds_per_call for name, timing in timings.items()} | {"stored": memories["per"].committed}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rlrepro.bench refer", description=__doc__)
     parser.add_argument("--env", default="InvertedPendulum-v5", help="gymnasium MuJoCo id")
@@ -130,7 +175,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-start", type=int, default=2000, help="warm-up steps before the first update")
     parser.add_argument("--memory", type=int, default=0, metavar="N",
                         help="instead: time the far-fraction bookkeeping of one full memory of N steps (paper: 262144)")
+    parser.add_argument("--per", type=int, default=0, metavar="N",
+                        help="instead: time rank-based PER's sampling and priority update on one full memory of N steps (paper: 262144)")
+    parser.add_argument("--sort-period", type=int, default=10, help="with --per: updates between re-rankings (spec default 10)")
     args = parser.parse_args(argv)
+    if args.per:
+        period = args.sort_period
+        m = bench_priority(args.per, args.batch_size, period, repeats=10 * period, rounds=args.rounds)
+        print(f"minibatch draw + priority write-back per step, one seed, {m['stored']:,} stored steps, B = {args.batch_size} "
+              f"({args.rounds} interleaved rounds, medians)")
+        print(f"  uniform (ER)                          {m['uniform'] * 1e3:8.3f} ms")
+        print(f"  rank-based PER, re-rank every {period:<3d}     {m['per'] * 1e3:8.3f} ms")
+        print(f"  rank-based PER, re-rank every update  {m['per_every_step'] * 1e3:8.3f} ms")
+        return 0
     if args.memory:
         m = bench_memory(args.memory, args.batch_size, repeats=20, rounds=args.rounds)
         print(f"far-fraction bookkeeping per step, one seed, {m['stored']:,} stored steps, B = {args.batch_size} "
@@ -148,6 +205,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  parts allow         {r['allowed_steps_per_s']:9.1f} lockstep steps/s (serial: 1 / (t_env + t_learner))")
     print(f"  end to end          {r['end_to_end_steps_per_s']:9.1f} lockstep steps/s ({r['end_to_end_steps_per_s'] * s:9.1f} env steps/s)")
     print(f"  ratio end-to-end / allowed = {r['ratio']:.2f} (goal >= 0.8)")
+    print(f"  where the gap is: the jitted call takes {r['learner_call_ms']:.2f} ms back to back but "
+          f"{r['learner_call_env_between_ms']:.2f} ms with the environments stepped between calls (as in the loop); "
+          f"the loop's host work (replay sampling and write-back, transfers) is the remaining {r['host_ms']:.2f} ms per step")
+    print(f"  XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
     return 0
 
 

@@ -5,7 +5,8 @@ rule treats as a constant (beta, the near mask, c_max, the TBC target and the ad
 ``stop_gradient`` here (notes §1.6). The schedules and the beta update work on numpy or jax scalars alike.
 
 Variants (notes §1.2): ``refer`` = rule 1 + rule 2; ``refer1`` = rule 1 only (beta = 1, no KL);
-``refer2`` = rule 2 only (no skipping); ``er`` and ``per`` = plain replay (every sample, no KL).
+``refer2`` = rule 2 only (no skipping); ``er`` and ``per`` = plain replay (every sample, no KL; ``per`` samples by
+rank of |TD error| and weights each sample's loss by its importance weight, ``rlrepro.agents.refer.priority``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,11 @@ def uses_rule1(variant: str) -> bool:
 def uses_rule2(variant: str) -> bool:
     """Rule 2 (KL penalty with weight 1 - beta, beta driven by eq. 12): ReF-ER and ReF-ER-2."""
     return variant in ("refer", "refer2")
+
+
+def uses_priorities(variant: str) -> bool:
+    """Rank-based PER: samples drawn by rank of |TD error|, each sample's loss weighted by its importance weight."""
+    return variant == "per"
 
 
 def c_max_schedule(t: ArrayLike, c: float, a: float):

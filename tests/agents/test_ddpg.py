@@ -33,7 +33,7 @@ def _critic_grads(config, state, batch, beta):
     mean = PolicyNetwork(config.hidden_sizes, ACT).apply(state.policy, batch.obs)
     _, near, _ = dlearner._pi_terms(config, mean, batch, jnp.float32(2.0))
     del beta  # the critic loss has no beta: Alg. 4
-    return jax.grad(dlearner.critic_loss)(state.critic, state, config, ACT, batch, near)
+    return jax.grad(dlearner.critic_loss, has_aux=True)(state.critic, state, config, ACT, batch, near)[0]
 
 
 def _policy_grads(config, state, batch, beta):

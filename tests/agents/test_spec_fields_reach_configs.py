@@ -63,6 +63,8 @@ BASES: dict[str, list[tuple[str, str | None]]] = {
 # Changes validation only accepts together with another field's (the spec says why): the walk makes both.
 COMPANIONS: dict[str, dict[str, dict[tuple[str, ...], Any]]] = {
     "impala_sr": {"sr.enabled": {("sr", "alpha"): 0.0}},  # the baseline (enabled: false) must have alpha 0
+    "ddpg": {"per": {("rules", "variant"): "per"}},  # rank-based PER's block goes with its variant only
+    "naf": {"per": {("rules", "variant"): "per"}},
 }
 
 

@@ -10,7 +10,7 @@ from rlrepro.agents.vracer.build import host_program, require_mujoco
 
 def resolve_ddpg(agent: Any, env_spec: Any, *, frames: int, run: Any) -> DDPGConfig:
     """The one place a DDPG spec becomes its run's configuration (used by ``build_ddpg``)."""
-    return DDPGConfig.from_spec(agent)
+    return DDPGConfig.from_spec(agent, total_steps=frames // env_spec.frames_per_step)
 
 
 def build_ddpg(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:

@@ -1,10 +1,13 @@
 """DDPG + ReF-ER learner (Alg. 4): ``init`` and ``update`` pure functions, jit-able and vmappable over seeds.
 
 For each sampled step, rho = pi_w(a|s) / mu(a|s) with pi_w = N(m_w(s), sigma^2 I) and mu = N(m_mu, sigma^2 I).
-    critic:  L_Q  = mean_i [ c_i 1/2 (Q(s_i, a_i) - y_i)^2 ],  y = r + gamma' Q'(s', m'(s'))   (eq. 2; targets ')
-    policy:  L_pi = mean_i [ w_i (-Q(s_i, m_w(s_i))) + k_i D_KL(mu_i || pi_w(.|s_i)) ]          (eq. 3, eqs. 10-11)
+    critic:  L_Q  = mean_i [ u_i c_i 1/2 (Q(s_i, a_i) - y_i)^2 ],  y = r + gamma' Q'(s', m'(s'))   (eq. 2; targets ')
+    policy:  L_pi = mean_i [ u_i (w_i (-Q(s_i, m_w(s_i))) + k_i D_KL(mu_i || pi_w(.|s_i))) ]        (eq. 3, eqs. 10-11)
 with (w_i, k_i) from ``rule_weights`` and c_i = near_i under rule 1, 1 otherwise: the critic is masked on far
-samples but never beta-scaled (Alg. 4; smarties@2019 DPG.cpp).
+samples but never beta-scaled (Alg. 4; smarties@2019 DPG.cpp). u_i is the importance weight of prioritised replay
+(Schaul et al. 2016, §3.4; 1 with uniform sampling). It weights both losses: both are expectations over the
+memory's states s_k ~ B(s) (eqs. 2-3), which PER samples with other probabilities (smarties weights the gradient of
+every network by it); the critic's |Q - y| is returned as the sample's new priority.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ import optax
 
 from rlrepro.agents.ddpg.config import DDPGConfig
 from rlrepro.agents.ddpg.networks import CriticNetwork, PolicyNetwork
-from rlrepro.losses.refer import behaviour_kl, log_importance_ratio, near_policy, rule_weights, uses_rule1
+from rlrepro.losses.refer import behaviour_kl, log_importance_ratio, near_policy, rule_weights, uses_priorities, uses_rule1
 
 
 class LearnerState(NamedTuple):
@@ -30,7 +33,8 @@ class LearnerState(NamedTuple):
 
 
 class Batch(NamedTuple):
-    """B stored steps: standardised s, a (network units), scaled r, discount (0 after a terminal), s', mu's mean."""
+    """B stored steps: standardised s, a (network units), scaled r, discount (0 after a terminal), s', mu's mean,
+    and the importance weights of prioritised replay (1: uniform sampling)."""
 
     obs: jax.Array
     action: jax.Array
@@ -38,6 +42,7 @@ class Batch(NamedTuple):
     discount: jax.Array
     next_obs: jax.Array
     mu_mean: jax.Array
+    weight: jax.Array | float = 1.0
 
 
 class UpdateOutput(NamedTuple):
@@ -45,6 +50,7 @@ class UpdateOutput(NamedTuple):
     critic_loss: jax.Array
     kl: jax.Array
     near: jax.Array
+    td_error: jax.Array  # per sample |Q(s, a) - y| before the update (PER's priority)
 
 
 def _nets(config: DDPGConfig, action_dim: int) -> tuple[PolicyNetwork, CriticNetwork]:
@@ -68,6 +74,14 @@ def init(config: DDPGConfig, key: jax.Array, obs_dim: int, action_dim: int) -> L
     return LearnerState(policy, critic, policy, critic, policy_opt.init(policy), critic_opt.init(critic))
 
 
+def weighted_mean(config: Any, batch: Batch, per_sample: jax.Array) -> jax.Array:
+    """Mean over the minibatch, each sample weighted by its importance weight under PER (the other variants'
+    programs stay the ones they always were, bit for bit)."""
+    if uses_priorities(config.rules.variant):
+        return jnp.mean(batch.weight * per_sample)
+    return jnp.mean(per_sample)
+
+
 def _pi_terms(config: DDPGConfig, mean: jax.Array, batch: Batch, c_max: jax.Array):
     std = jnp.full_like(mean, config.sigma)
     log_rho = jax.vmap(log_importance_ratio)(batch.action, mean, std, batch.mu_mean, std)
@@ -76,11 +90,13 @@ def _pi_terms(config: DDPGConfig, mean: jax.Array, batch: Batch, c_max: jax.Arra
 
 
 def critic_loss(critic: Any, state: LearnerState, config: DDPGConfig, action_dim: int, batch: Batch, near: jax.Array):
+    """(L_Q, per-sample |TD error|)."""
     policy_net, critic_net = _nets(config, action_dim)
     next_q = critic_net.apply(state.target_critic, batch.next_obs, policy_net.apply(state.target_policy, batch.next_obs))
     y = jax.lax.stop_gradient(batch.reward + batch.discount * next_q)
-    weight = near if uses_rule1(config.rules.variant) else jnp.ones_like(near)
-    return jnp.mean(weight * 0.5 * (critic_net.apply(critic, batch.obs, batch.action) - y) ** 2)
+    mask = near if uses_rule1(config.rules.variant) else jnp.ones_like(near)
+    td = critic_net.apply(critic, batch.obs, batch.action) - y
+    return weighted_mean(config, batch, mask * 0.5 * td**2), jax.lax.stop_gradient(jnp.abs(td))
 
 
 def policy_loss(policy: Any, state: LearnerState, config: DDPGConfig, action_dim: int, batch: Batch, beta, c_max):
@@ -88,7 +104,7 @@ def policy_loss(policy: Any, state: LearnerState, config: DDPGConfig, action_dim
     mean = policy_net.apply(policy, batch.obs)
     log_rho, near, kl = _pi_terms(config, mean, batch, c_max)
     w, k = rule_weights(config.rules.variant, near, beta)
-    loss = jnp.mean(w * -critic_net.apply(state.critic, batch.obs, mean) + k * kl)
+    loss = weighted_mean(config, batch, w * -critic_net.apply(state.critic, batch.obs, mean) + k * kl)
     return loss, (log_rho, near, kl)
 
 
@@ -97,7 +113,9 @@ def update(config: DDPGConfig, action_dim: int, state: LearnerState, batch: Batc
     policy_grads, (log_rho, near, kl) = jax.grad(policy_loss, has_aux=True)(
         state.policy, state, config, action_dim, batch, beta, c_max
     )
-    c_loss, critic_grads = jax.value_and_grad(critic_loss)(state.critic, state, config, action_dim, batch, near)
+    (c_loss, td_error), critic_grads = jax.value_and_grad(critic_loss, has_aux=True)(
+        state.critic, state, config, action_dim, batch, near
+    )
     policy_opt_t, critic_opt_t = _optimizers(config)
     p_opt, c_opt = state.policy_opt, state.critic_opt
     p_opt.hyperparams["learning_rate"] = config.policy_learning_rate * lr_scale
@@ -109,4 +127,4 @@ def update(config: DDPGConfig, action_dim: int, state: LearnerState, batch: Batc
     target_policy = optax.incremental_update(policy, state.target_policy, tau)
     target_critic = optax.incremental_update(critic, state.target_critic, tau)
     new = LearnerState(policy, critic, target_policy, target_critic, p_opt, c_opt)
-    return new, UpdateOutput(log_rho, c_loss, jnp.mean(kl), jnp.mean(near))
+    return new, UpdateOutput(log_rho, c_loss, jnp.mean(kl), jnp.mean(near), td_error)

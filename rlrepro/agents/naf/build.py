@@ -10,7 +10,7 @@ from rlrepro.agents.vracer.build import host_program, require_mujoco
 
 def resolve_naf(agent: Any, env_spec: Any, *, frames: int, run: Any) -> NAFConfig:
     """The one place a NAF spec becomes its run's configuration (used by ``build_naf``)."""
-    return NAFConfig.from_spec(agent)
+    return NAFConfig.from_spec(agent, total_steps=frames // env_spec.frames_per_step)
 
 
 def build_naf(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:

@@ -1,9 +1,10 @@
 """NAF + ReF-ER learner: ``init`` and ``update`` pure functions, jit-able and vmappable over seeds.
 
-    L = mean_i [ c_i 1/2 (Q_b(s_i, a_i) - y_i)^2 + k_i ||m(s_i) - m_mu,i||^2 / (2 sigma^2) ],  y = r + gamma' V'(s')
+    L = mean_i u_i [ c_i 1/2 (Q_b(s_i, a_i) - y_i)^2 + k_i ||m(s_i) - m_mu,i||^2 / (2 sigma^2) ],  y = r + gamma' V'(s')
 Q_b is eq. 4 with the mean outputs entering as stop_grad(m) + beta (m - stop_grad(m)): the same value, with the TD
 gradient on m scaled by beta and the TD gradient on V and L unscaled (smarties@2019 NAF.cpp). c_i = near_i under
-rule 1 (far samples: no TD gradient), 1 otherwise; k_i = 1 - beta under rule 2.
+rule 1 (far samples: no TD gradient), 1 otherwise; k_i = 1 - beta under rule 2. u_i: the importance weight of
+prioritised replay (Schaul et al. 2016, §3.4; 1 with uniform sampling); |Q - y| is the sample's new priority.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from rlrepro.agents.ddpg.learner import Batch
+from rlrepro.agents.ddpg.learner import Batch, weighted_mean
 from rlrepro.agents.naf.config import NAFConfig
 from rlrepro.agents.naf.networks import NAFNetwork, naf_q
 from rlrepro.losses.refer import behaviour_kl, log_importance_ratio, near_policy, rule_weights, uses_rule1, uses_rule2
@@ -31,6 +32,7 @@ class UpdateOutput(NamedTuple):
     critic_loss: jax.Array
     kl: jax.Array
     near: jax.Array
+    td_error: jax.Array  # per sample |Q_NAF(s, a) - y| before the update (PER's priority)
 
 
 def _optimizer(config: NAFConfig) -> optax.GradientTransformation:
@@ -54,10 +56,11 @@ def loss_fn(params: Any, target: Any, config: NAFConfig, action_dim: int, batch:
     c = near if uses_rule1(config.rules.variant) else jnp.ones_like(near)
     b = jax.lax.stop_gradient(beta) if uses_rule2(config.rules.variant) else 1.0
     m_b = jax.lax.stop_gradient(m) + b * (m - jax.lax.stop_gradient(m))
-    td = 0.5 * (naf_q(v, m_b, l, batch.action) - y) ** 2
+    delta = naf_q(v, m_b, l, batch.action) - y
+    td = 0.5 * delta**2
     kl = jax.vmap(lambda mm, mw, s: behaviour_kl(mm, s, mw, s, config.rules.kl_direction))(batch.mu_mean, m, std)
-    loss = jnp.mean(c * td + k * kl)
-    return loss, UpdateOutput(log_rho, jnp.mean(td), jnp.mean(kl), jnp.mean(near))
+    loss = weighted_mean(config, batch, c * td + k * kl)
+    return loss, UpdateOutput(log_rho, jnp.mean(td), jnp.mean(kl), jnp.mean(near), jax.lax.stop_gradient(jnp.abs(delta)))
 
 
 def update(config: NAFConfig, action_dim: int, state: LearnerState, batch: Batch, beta, c_max, lr_scale):

@@ -7,7 +7,9 @@ is sampled) and its Retrace target Q^ret (in scaled-reward units). The far-polic
 as ratios are refreshed and episodes enter and leave (O(B) per step, not O(N): at N = 2^18 a recount per step
 cost more than the update), each step classified with the c_max of its last refresh; ``recount_far`` reclassifies
 the whole memory with the current c_max (the trainers call it with every full Q^ret refresh). Rewards are stored raw; the learner sees them
-divided by sqrt(mean r^2) + eps (eq. 16), so stored Q^ret are recomputed whenever the scale changes.
+divided by sqrt(mean r^2) + eps (eq. 16), so stored Q^ret are recomputed whenever the scale changes. With
+``priorities`` (rank-based PER, ``rlrepro.agents.refer.priority``) steps are drawn by rank of |TD error| instead of
+uniformly, the priority structure following every commit and eviction.
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ from typing import NamedTuple
 
 import numpy as np
 
+from rlrepro.agents.refer.priority import RankPriorities
+
 EPSILON = 1e-7  # App. B, eqs. 14-16
 
 
 class Sample(NamedTuple):
-    """A minibatch of stored steps of one seed (ring-buffer indices and what the learner reads)."""
+    """A minibatch of stored steps of one seed (ring-buffer indices and what the learner reads); ``weight``: the
+    importance weights of prioritised sampling (ones when uniform)."""
 
     index: np.ndarray
     obs: np.ndarray
@@ -29,12 +34,17 @@ class Sample(NamedTuple):
     mu_mean: np.ndarray
     mu_std: np.ndarray
     q_ret: np.ndarray
+    weight: np.ndarray
 
 
 class EpisodeReplay:
     """Episode-based FIFO replay of one seed, ``capacity`` = N committed steps at most (plus the running episode)."""
 
-    def __init__(self, capacity: int, max_episode_steps: int, obs_dim: int, action_dim: int, discount: float, seed: int):
+    def __init__(
+        self, capacity: int, max_episode_steps: int, obs_dim: int, action_dim: int, discount: float, seed: int,
+        priority: tuple[float, int] | None = None,
+    ):
+        """``priority``: (alpha, sort_period) of rank-based prioritised sampling; None: uniform sampling."""
         self.capacity, self.discount = capacity, discount
         self.size = capacity + max_episode_steps + 1  # room for N committed steps and one running episode
         n = self.size
@@ -59,12 +69,13 @@ class EpisodeReplay:
         self.running = 0  # steps of the episode in progress
         self.reward_scale = 1.0
         self.rng = np.random.default_rng(seed)
+        self.priorities = None if priority is None else RankPriorities(self.size, *priority)
 
     def __setstate__(self, state: dict) -> None:
         """Unpickle (checkpoints); a memory pickled before n_far was kept is recounted at its next refresh."""
         if "far" not in state:
             state = {**state, "far": np.zeros(len(state["log_rho"]), bool), "n_far": None}
-        self.__dict__.update(state)
+        self.__dict__.update({"priorities": None, **state})  # pickled before PER existed: uniform
 
     # --- writing -------------------------------------------------------------------------------------------------
     def add(self, obs: np.ndarray, action: np.ndarray, reward: float, mu_mean: np.ndarray, mu_std: np.ndarray, v: float) -> None:
@@ -93,9 +104,14 @@ class EpisodeReplay:
         self.committed += self.running
         self.n_far += int(np.count_nonzero(self.far[idx]))
         self.running = 0
+        if self.priorities is not None:
+            self.priorities.add(idx)
         while self.committed > self.capacity:  # FIFO removal of whole episodes (Alg. 1)
             start, length, _, _ = self.episodes.popleft()
-            self.n_far -= int(np.count_nonzero(self.far[(start + np.arange(length)) % self.size]))
+            gone = (start + np.arange(length)) % self.size
+            self.n_far -= int(np.count_nonzero(self.far[gone]))
+            if self.priorities is not None:
+                self.priorities.remove(gone)
             self.head = (self.head + length) % self.size
             self.committed -= length
 
@@ -104,10 +120,19 @@ class EpisodeReplay:
         """Ring indices of the committed steps, oldest first."""
         return (self.head + np.arange(self.committed)) % self.size
 
-    def sample(self, batch_size: int) -> Sample:
-        """``batch_size`` committed time steps drawn uniformly (not episodes; §3)."""
-        i = (self.head + self.rng.integers(0, self.committed, batch_size)) % self.size
-        return Sample(i, self.obs[i], self.action[i], self.mu_mean[i], self.mu_std[i], self.q_ret[i])
+    def sample(self, batch_size: int, beta: float = 1.0) -> Sample:
+        """``batch_size`` committed time steps (not episodes; §3): uniformly, or by rank of |TD error| with
+        importance exponent ``beta`` when prioritised."""
+        if self.priorities is None:
+            i = (self.head + self.rng.integers(0, self.committed, batch_size)) % self.size
+            weight = np.ones(batch_size, np.float32)
+        else:
+            i, weight = self.priorities.sample(batch_size, beta, self.rng)
+        return Sample(i, self.obs[i], self.action[i], self.mu_mean[i], self.mu_std[i], self.q_ret[i], weight)
+
+    def update_priorities(self, index: np.ndarray, td_error: np.ndarray) -> None:
+        """The sampled steps' |TD error| after an update (prioritised memories only)."""
+        self.priorities.update(index, td_error)
 
     def transitions(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """(scaled r_{t+1}, discount: gamma, or 0 after a terminal step; s_{t+1}, s_T at an episode's end) of steps

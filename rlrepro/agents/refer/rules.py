@@ -29,6 +29,17 @@ class ReferConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+class PriorityConfig:
+    """Rank-based PER (``rlrepro.specs.agents.refer.PrioritisedReplaySpec``); ``anneal_steps``: the environment steps
+    of the run, over which the importance exponent goes from beta0 to 1 (Schaul et al. 2016, §3.4)."""
+
+    alpha: float = 0.7
+    beta0: float = 0.5
+    sort_period: int = 10
+    anneal_steps: int = 1
+
+
+@dataclasses.dataclass(frozen=True)
 class ReplayAgentConfig:
     """What V-RACER, DDPG and NAF share: the rules, the memory (App. A: N = 2^18, refreshed every 1000 steps), the
     MLP widths, Adam's epsilon and gamma. Each agent's config adds its own fields; frozen (a jit static argument)."""
@@ -40,18 +51,22 @@ class ReplayAgentConfig:
     hidden_sizes: tuple[int, ...] = (128, 128)
     adam_eps: float = 1e-8
     discount: float = 0.995
+    per: PriorityConfig | None = None  # rank-based PER (DDPG and NAF with rules.variant per); None: uniform
 
     @classmethod
-    def from_spec(cls, agent):
+    def from_spec(cls, agent, total_steps: int = 1):
         """The one place a V-RACER, DDPG or NAF agent spec becomes its config: every other spec field maps to the
-        config field of the same name (a spec field the config lacks is a TypeError, never dropped)."""
-        data = agent.model_dump(exclude={"kind", "rules", "replay", "hidden_sizes"})
+        config field of the same name (a spec field the config lacks is a TypeError, never dropped).
+        ``total_steps``: the run's environment steps (PER anneals its importance exponent over them)."""
+        data = agent.model_dump(exclude={"kind", "rules", "replay", "hidden_sizes", "per"})
+        per = getattr(agent, "per", None)
         return cls(
             rules=ReferConfig.from_spec(agent.rules),
             capacity=agent.replay.capacity,
             n_start=agent.replay.n_start,
             refresh_period=agent.replay.refresh_period,
             hidden_sizes=tuple(agent.hidden_sizes),
+            per=None if per is None else PriorityConfig(**per.model_dump(), anneal_steps=max(int(total_steps), 1)),
             **data,
         )
 

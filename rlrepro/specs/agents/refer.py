@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from rlrepro.specs.common import PositiveCount, SpecModel
 
@@ -16,9 +16,10 @@ from rlrepro.specs.common import PositiveCount, SpecModel
 class ReferRulesSpec(SpecModel):
     """The replay rules (§3, eqs. 10-13) and which of them are on."""
 
-    variant: Literal["er", "refer", "refer1", "refer2"] = Field(
-        description="er: plain uniform replay; refer: rules 1 + 2; refer1: rule 1 only (skip far samples); "
-        "refer2: rule 2 only (KL penalty, no skipping)."
+    variant: Literal["er", "per", "refer", "refer1", "refer2"] = Field(
+        description="er: plain uniform replay; per: rank-based prioritised replay (DDPG and NAF; needs the agent's "
+        "'per' block); refer: rules 1 + 2; refer1: rule 1 only (skip far samples); refer2: rule 2 only (KL penalty, "
+        "no skipping)."
     )
     c: float = Field(4.0, gt=0, description="C of c_max(t) = 1 + C / (1 + A t) (§3: 4).")
     d: float = Field(0.1, gt=0, lt=1, description="Target far-policy fraction D of eq. 12 (§3: 0.1).")
@@ -55,6 +56,32 @@ class EpisodeReplaySpec(SpecModel):
     )
 
 
+class PrioritisedReplaySpec(SpecModel):
+    """Rank-based prioritised replay (Schaul et al. 2016, §3.3-3.4), the ReF-ER paper's PER for DDPG and NAF (Figs. 1
+    and 3: "rank-based PER"). The paper gives none of its parameters (notes §1.2)."""
+
+    alpha: float = Field(
+        0.7, gt=0, description="P(i) proportional to (1 / rank(i))^alpha (not in the paper; Schaul's rank-based 0.7. "
+        "smarties ranks with (1 / rank)^0.5).",
+    )
+    beta0: float = Field(
+        0.5, ge=0, le=1, description="Importance-weight exponent at the start, annealed linearly to 1 over the run "
+        "(not in the paper; Schaul's rank-based 0.5, as smarties starts).",
+    )
+    sort_period: PositiveCount = Field(
+        10, description="Updates between re-rankings of the steps whose |TD error| changed (new and evicted steps "
+        "re-rank at once); smarties re-ranks every 10 steps, Schaul keeps a binary heap.",
+    )
+
+
+def _priority_matches_variant(agent: "DDPGAgentSpec | NAFAgentSpec") -> None:
+    """'per' (rank-based PER) needs the per block and nothing else may have one (it would be ignored)."""
+    if agent.rules.variant == "per" and agent.per is None:
+        raise ValueError("rules.variant per: rank-based prioritised replay needs the agent's 'per' block (alpha, beta0, sort_period)")
+    if agent.rules.variant != "per" and agent.per is not None:
+        raise ValueError(f"per: set only with rules.variant per (it is {agent.rules.variant!r}: uniform sampling)")
+
+
 class VRacerAgentSpec(SpecModel):
     """V-RACER (§2, App. A, Alg. 3): one MLP -> (V, mean), state-independent diagonal std, Retrace/TBC targets."""
 
@@ -69,12 +96,19 @@ class VRacerAgentSpec(SpecModel):
     batch_size: PositiveCount = Field(256, description="B: time steps per gradient step (App. A: 256).")
     truncation: float = Field(3.0, gt=0, description="Actions drawn from the normal truncated at +-this many std (App. A: 3).")
 
+    @model_validator(mode="after")
+    def _no_prioritised_replay(self) -> "VRacerAgentSpec":
+        if self.rules.variant == "per":
+            raise ValueError("rules.variant per: V-RACER with PER is not implemented (the paper omits it from Fig. 4: "
+                             "'similar or worse than ReF-ER-1'); use er, refer, refer1 or refer2")
+        return self
+
 
 class DDPGAgentSpec(SpecModel):
     """DDPG with ReF-ER (§2, App. A, Alg. 4): tanh policy and critic MLPs with soft-updated targets.
 
     With ReF-ER the critic is masked on far samples but not beta-scaled (Alg. 4); pi_w = m_w + N(0, sigma^2 I)
-    defines rho and the KL. Exploration: Gaussian sigma for the ReF-ER variants, Ornstein-Uhlenbeck for ER.
+    defines rho and the KL. Exploration: Gaussian sigma for the ReF-ER variants, Ornstein-Uhlenbeck for ER and PER.
     """
 
     kind: Literal["ddpg"] = Field(description="Agent kind.")
@@ -96,6 +130,14 @@ class DDPGAgentSpec(SpecModel):
         "gaussian", description="Gaussian N(0, sigma^2 I) (ReF-ER variants) or an OU process (ER and PER, App. A)."
     )
     ou_theta: float = Field(0.15, gt=0, le=1, description="OU mean reversion theta (App. A: 0.15; its sigma is 'sigma').")
+    per: PrioritisedReplaySpec | None = Field(
+        None, description="Rank-based prioritised replay, with rules.variant per only; null: uniform sampling."
+    )
+
+    @model_validator(mode="after")
+    def _per_block(self) -> "DDPGAgentSpec":
+        _priority_matches_variant(self)
+        return self
 
 
 class NAFAgentSpec(SpecModel):
@@ -116,3 +158,11 @@ class NAFAgentSpec(SpecModel):
     batch_size: PositiveCount = Field(256, description="B (App. A: 256).")
     target_rate: float = Field(0.01, gt=0, le=1, description="Soft target update alpha (App. A: 0.01).")
     sigma: float = Field(0.2, gt=0, description="Gaussian exploration N(0, sigma^2 I); also defines pi_w for rho and the KL (App. A: 0.2).")
+    per: PrioritisedReplaySpec | None = Field(
+        None, description="Rank-based prioritised replay, with rules.variant per only; null: uniform sampling."
+    )
+
+    @model_validator(mode="after")
+    def _per_block(self) -> "NAFAgentSpec":
+        _priority_matches_variant(self)
+        return self

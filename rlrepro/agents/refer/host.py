@@ -1,0 +1,243 @@
+"""The host loop of the ReF-ER agents (Alg. 1), shared by V-RACER, DDPG and NAF: seeds stepped in lockstep.
+
+Per environment step t (F = 1): every seed's environment takes its pending action, the step enters the seed's
+episode memory (``EpisodeReplay``), ended episodes are committed; then the agent's ``_learn_and_act`` makes, once
+N_start steps are stored, one jitted call vmapped over seeds (every seed's update and next action) and refreshes
+the memory (V-RACER: V, rho and Q^ret; DDPG and NAF: rho, and the priorities under PER). ``ReferHost`` is that
+loop; ``TransitionHost`` adds what DDPG and NAF share (Q-learning targets from stored transitions, exploration
+around the deterministic m(s)); each agent's host supplies its compiled functions.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from rlrepro.agents.ddpg.learner import Batch
+from rlrepro.agents.refer.priority import importance_exponent
+from rlrepro.agents.refer.replay import EpisodeReplay, Sample, state_statistics
+from rlrepro.agents.refer.rules import initial_beta, next_beta, step_schedules
+from rlrepro.agents.vracer.actor import Action
+from rlrepro.environments.mujoco import MujocoHostEnv
+
+
+class HostState:
+    """Environments, replay memories, current observations, beta and the state statistics of every seed."""
+
+    def __init__(self, envs: list[MujocoHostEnv], replays: list[EpisodeReplay], obs: np.ndarray, beta: np.ndarray):
+        self.envs, self.replays, self.obs, self.beta = envs, replays, obs, beta
+        self.obs_mean = np.zeros((len(envs), obs.shape[1]), np.float32)
+        self.obs_inv_std = np.ones((len(envs), obs.shape[1]), np.float32)
+        self.running_return = np.zeros(len(envs), np.float64)
+        self.episode_returns: list[list[float]] = [[] for _ in envs]
+        self.steps = 0
+
+
+class LoopState(NamedTuple):
+    learner: Any
+    keys: jax.Array
+    pending: Action  # the actions chosen for the current observations (with their mu and V)
+    host: HostState
+
+
+class ChunkMetrics(NamedTuple):
+    """Per seed over the chunk: episodes and their mean return; the learner's mean loss, the minibatch KL(mu||pi)
+    (an estimate of the memory's average D_KL, Figs. 2 and 5), the near fraction of minibatches; at the chunk's end:
+    the far-policy fraction n_far/N of the memory, beta, c_max, eta and the reward scale."""
+
+    frames: np.ndarray
+    episodes: np.ndarray
+    mean_return: np.ndarray
+    loss: np.ndarray
+    kl: np.ndarray
+    near_fraction: np.ndarray
+    far_fraction: np.ndarray
+    beta: np.ndarray
+    c_max: np.ndarray
+    learning_rate: np.ndarray
+    reward_scale: np.ndarray
+
+
+class ReferHost:
+    """A compiled ReF-ER agent for one task: ``init`` a batch of seeds, ``run`` steps, read metrics.
+
+    Subclasses compile their functions in ``_compile`` and give ``_start`` (learner, keys and first actions),
+    ``_learn_and_act`` (one step's update and next actions) and ``_end_episodes`` (commit ended episodes).
+    """
+
+    def __init__(self, config: Any, env_spec: Any):
+        probe = MujocoHostEnv(env_spec, 0)
+        self.obs_dim, self.action_dim = int(probe.reset().shape[0]), probe.action_dim
+        self.max_episode_steps = int(env_spec.max_episode_steps or probe._env.spec.max_episode_steps)
+        # App. B: a' = a (upper - lower) / 2 (the env then clips to its box).
+        self.action_scale = (probe.action_high - probe.action_low) / 2.0
+        self.config, self.env_spec = config, env_spec
+        self._compile()
+
+    def _compile(self) -> None:
+        raise NotImplementedError
+
+    def _start(self, seeds: list[int], host: HostState) -> tuple[Any, jax.Array, Action]:
+        raise NotImplementedError
+
+    def _learn_and_act(self, host: HostState, learner: Any, keys: jax.Array) -> tuple[Any, jax.Array, Action, Any]:
+        raise NotImplementedError
+
+    def _end_episodes(self, host: HostState, ended: list[tuple[int, np.ndarray, bool]], learner: Any) -> None:
+        raise NotImplementedError
+
+    def init(self, seeds: list[int]) -> LoopState:
+        envs = [MujocoHostEnv(self.env_spec, seed=s) for s in seeds]
+        obs = np.stack([env.reset() for env in envs])
+        c = self.config
+        priority = None if c.per is None else (c.per.alpha, c.per.sort_period)
+        replays = [
+            EpisodeReplay(c.capacity, self.max_episode_steps, self.obs_dim, self.action_dim, c.discount, s + 1_000_003, priority)
+            for s in seeds
+        ]
+        host = HostState(envs, replays, obs, initial_beta(c.rules, len(seeds)))
+        learner, keys, pending = self._start(seeds, host)
+        return LoopState(learner, keys, pending, host)
+
+    def _standardise(self, host: HostState, obs: np.ndarray) -> np.ndarray:
+        return ((obs - host.obs_mean) * host.obs_inv_std).astype(np.float32)
+
+    def _set_state_statistics(self, host: HostState) -> None:
+        """Eqs. 14-15 from the first N_start samples of every seed."""
+        for i, replay in enumerate(host.replays):
+            host.obs_mean[i], host.obs_inv_std[i] = state_statistics(replay.observations())
+
+    def run(self, state: LoopState, steps: int) -> tuple[LoopState, ChunkMetrics]:
+        """``steps`` environment steps (and, after N_start, one update each) for every seed."""
+        host, learner, keys, pending = state.host, state.learner, state.keys, state.pending
+        first = [len(r) for r in host.episode_returns]
+        outs = []
+        for _ in range(steps):
+            self._store_and_step(host, pending, learner)
+            learner, keys, pending, out = self._learn_and_act(host, learner, keys)
+            if out is not None:
+                outs.append(out)
+        return LoopState(learner, keys, pending, host), self._metrics(host, first, outs)
+
+    def _store_and_step(self, host: HostState, pending: Action, learner: Any) -> None:
+        action, mean, std, v = (np.asarray(x) for x in pending)
+        ended: list[tuple[int, np.ndarray, bool]] = []
+        for i, env in enumerate(host.envs):
+            obs, reward, terminated, truncated = env.step(action[i] * self.action_scale)
+            host.replays[i].add(host.obs[i], action[i], reward, mean[i], std[i], v[i])
+            host.running_return[i] += reward
+            if terminated or truncated:
+                ended.append((i, obs, terminated))
+                host.episode_returns[i].append(float(host.running_return[i]))
+                host.running_return[i] = 0.0
+                obs = env.reset()
+            host.obs[i] = obs
+        if ended:
+            self._end_episodes(host, ended, learner)
+        host.steps += 1
+
+    def _metrics(self, host: HostState, first: list[int], outs: list) -> ChunkMetrics:
+        n = len(host.envs)
+        new = [host.episode_returns[i][first[i]:] for i in range(n)]
+        nan = np.full(n, np.nan)
+        if outs:
+            loss, kl, near = (np.mean(np.stack([np.asarray(o[j]) for o in outs]), axis=0) for j in range(3))
+            far, beta, c_max, eta = outs[-1][3], outs[-1][4], np.full(n, outs[-1][5]), np.full(n, outs[-1][6])
+        else:
+            loss = kl = near = far = c_max = eta = nan
+            beta = host.beta
+        return ChunkMetrics(
+            frames=np.full(n, host.steps * self.env_spec.frames_per_step, np.int64),
+            episodes=np.array([len(r) for r in new]),
+            mean_return=np.array([np.mean(r) if r else np.nan for r in new]),
+            loss=loss, kl=kl, near_fraction=near, far_fraction=far, beta=np.asarray(beta, np.float64),
+            c_max=c_max, learning_rate=eta,
+            reward_scale=np.array([r.reward_scale for r in host.replays]),
+        )
+
+
+class TransitionHost(ReferHost):
+    """DDPG and NAF (Alg. 4 and §2): Q-learning targets from stored transitions (so the periodic refresh only
+    updates the reward scale and recounts n_far), uniform or rank-based prioritised sampling, and exploration
+    m_w(s) + Gaussian N(0, sigma^2 I) noise (ReF-ER variants, NAF) or an Ornstein-Uhlenbeck process (DDPG with ER
+    or PER; reset at every episode start), drawn on the host from a generator per seed.
+
+    Subclasses compile ``self._init`` (keys -> learner), ``self._step`` (learner, batch, beta, c_max, lr_scale, obs
+    -> learner, output, m(obs)) and ``self._mean`` (acting parameters, obs -> m(obs)), and name the acting
+    parameters (``_acting_params``).
+    """
+
+    def _acting_params(self, learner: Any) -> Any:
+        raise NotImplementedError
+
+    def _start(self, seeds: list[int], host: HostState) -> tuple[Any, jax.Array, Action]:
+        keys = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in seeds])
+        learner = self._init(keys)
+        host.noise_rngs = [np.random.default_rng(s + 2_000_003) for s in seeds]
+        host.ou = np.zeros((len(seeds), self.action_dim), np.float32)
+        mean = np.asarray(self._mean(self._acting_params(learner), self._standardise(host, host.obs)))
+        return learner, keys, self._explore(host, mean)
+
+    def _explore(self, host: HostState, mean: np.ndarray) -> Action:
+        """m_w(s) + Gaussian or OU noise (App. A); mu = N(m_w(s), sigma^2 I) is what rho and the KL compare with."""
+        c = self.config
+        noise = np.stack([rng.standard_normal(self.action_dim) for rng in host.noise_rngs]).astype(np.float32)
+        if c.exploration == "ornstein_uhlenbeck":  # dx = -theta x + sigma dW, unit time step
+            host.ou = (1.0 - c.ou_theta) * host.ou + c.sigma * noise
+            noise = host.ou
+        else:
+            noise = c.sigma * noise
+        sigma = np.full_like(mean, c.sigma)
+        return Action(mean + noise, mean, sigma, np.zeros(len(mean), np.float32))
+
+    def _learn_and_act(self, host: HostState, learner: Any, keys: jax.Array):
+        c, t = self.config, host.steps
+        obs = self._standardise(host, host.obs)
+        if t < c.n_start:
+            return learner, keys, self._explore(host, np.asarray(self._mean(self._acting_params(learner), obs))), None
+        if t == c.n_start:
+            self._set_state_statistics(host)
+            obs = self._standardise(host, host.obs)
+        c_max, _ = step_schedules(c.rules, t, 1.0)
+        if (t - c.n_start) % c.refresh_period == 0:
+            for replay in host.replays:
+                replay.update_reward_scale()
+                replay.recount_far(c_max)
+        lr_scale = 1.0 / (1.0 + c.rules.a * t) if c.anneal_learning_rate else 1.0
+        is_beta = 1.0 if c.per is None else importance_exponent(c.per.beta0, t, c.per.anneal_steps)
+        samples = [replay.sample(c.batch_size, is_beta) for replay in host.replays]
+        learner, out, mean = self._step(learner, self._batch(host, samples), jnp.asarray(host.beta), c_max, lr_scale, obs)
+        log_rho = np.asarray(out.log_rho)
+        td_error = None if c.per is None else np.asarray(out.td_error)
+        far = np.empty(len(host.replays), np.float32)
+        for i, (replay, s) in enumerate(zip(host.replays, samples)):
+            replay.set_log_rho(s.index, log_rho[i], c_max)
+            if td_error is not None:
+                replay.update_priorities(s.index, td_error[i])
+            far[i] = replay.far_fraction()
+        eta = c.policy_learning_rate * lr_scale
+        host.beta = next_beta(c.rules, host.beta, far, eta)
+        metrics = (out.critic_loss, out.kl, out.near, far, host.beta.copy(), c_max, eta)
+        return learner, keys, self._explore(host, np.asarray(mean)), metrics
+
+    def _batch(self, host: HostState, samples: list[Sample]) -> Any:
+        """The vmapped learner's batch: every seed's transitions, states standardised with the seed's statistics."""
+        moves = [replay.transitions(s.index) for replay, s in zip(host.replays, samples)]
+        return Batch(
+            obs=np.stack([(s.obs - host.obs_mean[i]) * host.obs_inv_std[i] for i, s in enumerate(samples)]),
+            action=np.stack([s.action for s in samples]),
+            reward=np.stack([m[0] for m in moves]),
+            discount=np.stack([m[1] for m in moves]),
+            next_obs=np.stack([(m[2] - host.obs_mean[i]) * host.obs_inv_std[i] for i, m in enumerate(moves)]),
+            mu_mean=np.stack([s.mu_mean for s in samples]),
+            weight=np.stack([s.weight for s in samples]),
+        )
+
+    def _end_episodes(self, host: HostState, ended: list[tuple[int, np.ndarray, bool]], learner: Any) -> None:
+        """Commit ended episodes (Q-learning targets need s_T, not V(s_T)); restart their OU processes."""
+        for i, obs, terminated in ended:
+            host.replays[i].end_episode(obs, terminated, 0.0)
+            host.ou[i] = 0.0
