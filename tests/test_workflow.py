@@ -232,7 +232,7 @@ def test_an_agent_on_an_environment_kind_it_cannot_train_on_is_reported() -> Non
 
     assert not_implemented("impala", "atari") is None and not_implemented("dqn", "atari") is None
     assert "dqn on 'jax' environments is not implemented yet" in not_implemented("dqn", "jax")
-    assert "no trainer registered" in not_implemented("ppo", "jax")
+    assert "no trainer registered" in not_implemented("sac", "jax")
 
 
 # --- config hash ---------------------------------------------------------------------------------------------

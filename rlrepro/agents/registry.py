@@ -147,6 +147,8 @@ AGENTS: dict[str, AgentEntry] = {
                       host_step_chunks),
     "impala_sr": AgentEntry("rlrepro.agents.impala_sr.trainer:build_impala_sr", ("jax", "atari"),
                             "rlrepro.agents.impala_sr.trainer:resolve_impala_sr", impala_chunks),
+    "ppo": AgentEntry("rlrepro.agents.ppo.build:build_ppo", ("mujoco",), "rlrepro.agents.ppo.build:resolve_ppo",
+                      host_step_chunks),
 }
 
 

@@ -73,6 +73,11 @@ class ScaleSpec(SpecModel):
     environments: list[str] | None = Field(None, min_length=1, description="Environment ids to run (default: all).")
     variants: list[str] | None = Field(None, min_length=1, description="Variant names to run (default: all).")
     agent: Overrides = Field(default_factory=dict, description="Agent overrides at this scale (e.g. smaller batches).")
+    variant_agent: dict[str, Overrides] = Field(
+        default_factory=dict,
+        description="Agent overrides of single variants at this scale, applied after 'agent' (e.g. when variants are "
+        "agents of different kinds, each with its own fields).",
+    )
     env: Overrides = Field(
         default_factory=dict,
         description="Overrides of every environment at this scale (e.g. {evaluation.episodes: 10}).",
@@ -298,6 +303,7 @@ class ExperimentSpec(SpecModel):
             scale = self.scales[scale_name]
             _check_subset(f"scales.{scale_name}.environments", scale.environments, env_ids)
             _check_subset(f"scales.{scale_name}.variants", scale.variants, names)
+            _check_subset(f"scales.{scale_name}.variant_agent", list(scale.variant_agent), names)
         uninformative: list[str] = []
         for i, claim in enumerate(self.claims):
             if isinstance(claim, OrderingClaim):

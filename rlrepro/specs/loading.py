@@ -131,7 +131,8 @@ def _field_path(loc: tuple[Any, ...], prefix: str) -> str:
 
 
 def resolve_agent(spec: ExperimentSpec, variant: VariantSpec, scale: Scale, *, source: str = "<spec>") -> Any:
-    """The agent of one variant at one scale: spec agent, then variant overrides, then scale overrides.
+    """The agent of one variant at one scale: spec agent, then variant overrides, then scale overrides (the scale's
+    ``agent``, then its ``variant_agent`` entry for this variant).
 
     A variant whose overrides set another ``kind`` (e.g. FRODO's TD(lambda) baselines) gives the whole agent:
     its mapping replaces the spec's agent instead of being merged into it.
@@ -142,6 +143,8 @@ def resolve_agent(spec: ExperimentSpec, variant: VariantSpec, scale: Scale, *, s
     data = apply_overrides(data, variant.agent, source=source, where=f"variants '{variant.name}' agent")
     if scale != "paper":
         data = apply_overrides(data, spec.scales[scale].agent, source=source, where=f"scales.{scale}.agent")
+        if own := spec.scales[scale].variant_agent.get(variant.name):
+            data = apply_overrides(data, own, source=source, where=f"scales.{scale}.variant_agent.{variant.name}")
     try:
         return _AGENT_ADAPTER.validate_json(json.dumps(data))
     except ValidationError as error:

@@ -30,6 +30,7 @@ SPEC_OF_KIND = {
     "ddpg": "refer/mujoco_ddpg.yaml",
     "naf": "refer/mujoco_naf.yaml",
     "impala_sr": "synthetic_returns/chain.yaml",
+    "ppo": "refer/mujoco_baselines.yaml",
 }
 
 
@@ -110,7 +111,7 @@ def _run_to_the_end(kind: str, budget_chunks: float) -> tuple[int, ChunkPlan]:
     return int(np.asarray(jax.device_get(metrics.frames)).ravel()[0]), planned
 
 
-@pytest.mark.parametrize("kind", ["impala", "td_lambda", "dqn"])
+@pytest.mark.parametrize("kind", ["impala", "td_lambda", "dqn", "ppo"])
 def test_a_real_run_trains_what_its_chunk_plan_counts(kind: str):
     """1.5 chunks of budget: the agent itself counts 2 whole chunks of frames."""
     counted, planned = _run_to_the_end(kind, 1.5)

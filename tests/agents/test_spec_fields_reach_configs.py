@@ -57,6 +57,7 @@ BASES: dict[str, list[tuple[str, str | None]]] = {
     "vracer": [("specs/refer/mujoco_vracer.yaml", None)],
     "ddpg": [("specs/refer/mujoco_ddpg.yaml", None)],
     "naf": [("specs/refer/mujoco_naf.yaml", None)],
+    "ppo": [("specs/refer/mujoco_baselines.yaml", None)],
 }
 
 
