@@ -6,8 +6,8 @@
 # results (base folder; a scale writes to <results>/<scale>/), gpus (per training job, for cluster profiles),
 # project (MLflow run keys' namespace), search_executor/dask_address (where a loss search scores programs).
 # machine_cores (cores of a whole-machine job on a cluster, default 8), max_runtime (the partition's time limit in
-# minutes: longer jobs are cut there and resume from their checkpoints on retry), mem_mb (per training job on a
-# cluster, default 4000). See profiles/slurm.
+# minutes: longer jobs are cut there and resume from their checkpoints on retry), mem_mb (every training job's memory
+# on a cluster; default: the spec's measured memory at the scale with headroom, else 4000). See profiles/slurm.
 # MLFLOW_TRACKING_URI selects a tracking server.
 import os
 import sys
@@ -38,7 +38,7 @@ GPUS = int(config.get("gpus", 0))  # GPUs per training job (cluster profiles); 0
 # --cores, so there they take machine_cores (and a node of their own, rlrepro.cluster).
 MACHINE_CORES = int(config["machine_cores"]) if "machine_cores" in config else None
 MAX_RUNTIME = int(config["max_runtime"]) if "max_runtime" in config else None
-MEM_MB = int(config["mem_mb"]) if "mem_mb" in config else None  # per training job on a cluster
+MEM_MB = int(config["mem_mb"]) if "mem_mb" in config else None  # overrides every training job's (rlrepro.cluster)
 COMMON = dict(py=sys.executable, base=lambda wildcards: str(BASE), scale=SCALE)
 ENV = "envs/rlrepro.yaml"  # documents the software; no conda here: rules run in the current (pip) environment
 

@@ -166,7 +166,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         return 0
     print("\n".join(_plan_summary(plans, args.scale)))
     print("\n".join(["", "device-hours (frames over the stored throughput of one job; a GPU job runs one per GPU):",
-                      *_device_hours(plans)]))
+                      *_device_hours(plans, args.scale)]))
+    print("\n".join(["", *_memory(plans, args.scale)]))
     jobs = sum(len(p.jobs) for p in plans)
     if args.units:
         rows = [(u.paper, u.experiment, u.variant, u.env, str(u.seed), f"{trained[u][0]:,}", f"{u.frames:,}")
@@ -183,12 +184,20 @@ def cmd_plan(args: argparse.Namespace) -> int:
     return 0
 
 
-def _device_hours(plans: list) -> list[str]:
+def _device_hours(plans: list, scale: str | None = None) -> list[str]:
     """Per experiment: hours on a CPU machine (measured) and on the accelerator the stored figures name (estimates
     until measured there), from rlrepro/bench/throughput.csv (issue 12 item 9, issue 15)."""
     from rlrepro.bench.device_hours import device_hours_lines
 
-    return device_hours_lines(plans, _frames, REFERENCE_MACHINE)
+    return device_hours_lines(plans, _frames, REFERENCE_MACHINE, scale=scale)
+
+
+def _memory(plans: list, scale: str) -> list[str]:
+    """What each experiment's jobs ask a cluster for (--mem): the spec's measured memory with headroom, or the default
+    (named, so a cluster user knows which jobs need --config mem_mb)."""
+    from rlrepro.cluster import memory_lines
+
+    return memory_lines(plans, scale)
 
 
 def _print_power(plans: list, args: argparse.Namespace) -> None:

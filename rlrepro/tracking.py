@@ -1030,13 +1030,16 @@ def _present_experiment(client, experiment_id: str, spec: Mapping[str, Any], cal
 
 
 def summary_metrics(summary: Mapping[str, Any], timestamp_ms: int | None = None) -> list:
-    """summary.json's "final" values (and frames) as metrics ``summary.<key>`` at step = the run's frames."""
+    """summary.json's "final" values (and frames) as metrics ``summary.<key>`` at step = the run's frames, and the
+    job's peak resident memory as ``summary.memory.peak_rss_mb`` (MB; rlrepro.training.memory)."""
     from mlflow.entities import Metric
 
     ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
     frames = summary.get("frames", 0)
     step = int(frames) if _is_number(frames) and math.isfinite(frames) else 0
     values = {**(summary.get("final") or {}), "frames": frames}
+    if isinstance(summary.get("memory"), Mapping) and "peak_rss_mb" in summary["memory"]:
+        values["memory.peak_rss_mb"] = summary["memory"]["peak_rss_mb"]
     return [
         Metric(key=_safe_key(SUMMARY_METRIC_PREFIX + key), value=float(value), timestamp=ts, step=step)
         for key, value in values.items()

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -112,12 +113,14 @@ def _finished(cluster: Cluster) -> dict[str, dict[str, str]]:
 
 
 def _toy_spec(directory: Path, experiment: str, frames: int, updates_per_chunk: int, variants: list[str],
-              whole_machine: bool = False, seeds: int = 2) -> Path:
+              whole_machine: bool = False, seeds: int = 2, mem_mb: int | None = None) -> Path:
     from tests.conftest import toy_run_spec_data
 
     data = toy_run_spec_data(experiment=experiment, smoke_frames=frames, updates_per_chunk=updates_per_chunk,
                              smoke_environments=["catch"], smoke_seeds=seeds)
     data["scales"]["smoke"]["variants"] = variants
+    if mem_mb is not None:
+        data["scales"]["smoke"]["expected_mem_mb"] = mem_mb
     data["run"]["whole_machine"] = whole_machine
     return write_spec(directory, data)
 
@@ -126,12 +129,15 @@ def test_a_smoke_experiment_runs_through_the_shipped_profile_every_training_job_
     cluster: Cluster, tmp_path: Path
 ):
     specs = tmp_path / "specs"
-    _toy_spec(specs, "toy_slurm", frames=400, updates_per_chunk=5, variants=["vtrace", "none"])
+    # measured 600 MB: each job asks for 600 x 1.5 + 512 = 1,412 -> 1,500 MB (rlrepro.cluster.memory_mb)
+    _toy_spec(specs, "toy_slurm", frames=400, updates_per_chunk=5, variants=["vtrace", "none"], mem_mb=600)
     workdir = tmp_path / "work"
     workdir.mkdir()
     code, output, seconds = _snakemake(cluster, workdir, ["scale=smoke", f"specs={specs}"], timeout=600)
     print(f"smoke run through Slurm: {seconds:.0f} s wall")
     assert code == 0, output[-6000:]
+    # The profile chose the status command itself: this cluster keeps no accounting, so squeue (issue 15).
+    assert "profiles/slurm: job status via squeue (AccountingStorageType = accounting_storage/none)" in output
     root = workdir / "results" / "smoke"
     assert (root / "REPORT.md").exists() and (root / "tables" / "toytest" / "toy_slurm.md").exists()
 
@@ -147,10 +153,17 @@ def test_a_smoke_experiment_runs_through_the_shipped_profile_every_training_job_
         for slurm_id in ids:
             assert finished[slurm_id]["JobState"] == "COMPLETED", finished[slurm_id]
             assert finished[slurm_id]["ProcCnt"] == "1"  # one core each: the spec is not whole-machine
+            # the spec's measured memory with headroom reached sbatch (slurmctld keeps the job for MinJobAge, 300 s)
+            # (the plugin adds its array payload's size, >= 1 MB, to an array job's --mem: "memory fudge")
+            job = cluster.run("scontrol", "show", "job", slurm_id).stdout
+            asked = re.search(r"MinMemoryNode=(\d+)M", job)
+            assert asked and 1500 < int(asked.group(1)) <= 1510, job
     for variant in ("vtrace", "none"):
         for seed in (0, 1):
-            summary = root / "runs" / "toytest" / "toy_slurm" / variant / "catch" / f"seed{seed}" / "summary.json"
-            assert json.loads(summary.read_text())["frames"] == 400
+            summary = json.loads((root / "runs" / "toytest" / "toy_slurm" / variant / "catch" / f"seed{seed}" /
+                                  "summary.json").read_text())
+            assert summary["frames"] == 400
+            assert 100 < summary["memory"]["peak_rss_mb"] < 1500  # what the job used, under what it asked for
 
 
 def test_a_job_killed_at_its_time_limit_is_resubmitted_and_resumes_without_duplicate_metrics(
@@ -212,3 +225,71 @@ def test_a_job_killed_at_its_time_limit_is_resubmitted_and_resumes_without_dupli
     for run in runs:
         steps = sorted(m.step for m in client.get_metric_history(run.info.run_id, "total_loss"))
         assert steps == [per_chunk * (i + 1) for i in range(chunks)]
+
+
+def _bounded(command: list[str], env: dict[str, str], cwd: Path, timeout: float, cluster: Cluster) -> tuple[int, str, float]:
+    """Run ``command`` in its own session; its whole process group is killed at ``timeout`` (then the test fails)."""
+    log = cwd / f"{Path(command[0]).name}-{int(time.monotonic() * 1000)}.out"
+    started = time.monotonic()
+    with open(log, "w") as out:
+        process = subprocess.Popen(command, cwd=cwd, env=env, stdout=out, stderr=subprocess.STDOUT,
+                                   start_new_session=True)
+        try:
+            process.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+            pytest.fail(f"{' '.join(command[:6])} still running after {timeout:.0f} s (killed):\n"
+                        f"{log.read_text()[-6000:]}\n--- squeue\n{cluster.run('squeue', '--states=all').stdout}")
+        finally:
+            if process.poll() is None:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=30)
+    return process.returncode, log.read_text(), time.monotonic() - started
+
+
+def test_a_loss_search_scores_its_programs_on_dask_workers_submitted_through_sbatch(
+    cluster: Cluster, tmp_path: Path, subprocess_env: dict[str, str]
+):
+    """search_executor=dask-slurm on the real Slurm (dask-jobqueue's SLURMCluster, one single-core worker per Slurm
+    job): the workers go through sbatch, end with the search, and the programs, scores and config hash are the inline
+    executor's (smoke scale of search_dqnreg: the hurdle in the search's process, Empty-5x5 on the workers)."""
+    from rlrepro.search.executor import ADDRESS_ENV, EXECUTOR_ENV
+    from tests.search.test_executor_placement import search_command, search_outcome
+
+    def env_for(executor: str, extra: dict[str, str]) -> dict[str, str]:
+        env = {k: v for k, v in {**subprocess_env, **extra}.items() if k not in (EXECUTOR_ENV, ADDRESS_ENV)}
+        return {**env, EXECUTOR_ENV: executor}
+
+    code, output, seconds = _bounded(search_command(tmp_path / "inline"), env_for("inline", {}), tmp_path, 900, cluster)
+    print(f"search, inline: {seconds:.0f} s wall")
+    assert code == 0, output[-6000:]
+
+    # Every sbatch call of the search's process is logged on the way to the real one.
+    calls = tmp_path / "sbatch-calls.txt"
+    wrapper = tmp_path / "bin"
+    wrapper.mkdir()
+    (wrapper / "sbatch").write_text(f'#!/bin/sh\necho "$@" >> {calls}\nexec {shutil.which("sbatch", path=cluster.env["PATH"])} "$@"\n')
+    (wrapper / "sbatch").chmod(0o755)
+    env = env_for("dask-slurm", {"SLURM_CONF": cluster.env["SLURM_CONF"], "PATH": f"{wrapper}:{cluster.env['PATH']}",
+                                 "RLREPRO_DASK_SLURM_MEMORY": "2GB"})
+    before = {r["JobId"] for r in cluster.completed_jobs()}
+    try:
+        code, output, seconds = _bounded(search_command(tmp_path / "dask-slurm"), env, tmp_path, 900, cluster)
+        print(f"search, dask-slurm: {seconds:.0f} s wall")
+        assert code == 0, output[-6000:]
+
+        # The search's process ended: its workers' Slurm jobs end with it (dask-jobqueue cancels them on close;
+        # a worker also stops when its scheduler is gone).
+        deadline = time.monotonic() + 120
+        while cluster.run("squeue", "-h", "-n", "dask-worker", "-o", "%i").stdout.split():
+            assert time.monotonic() < deadline, cluster.run("squeue", "--states=all").stdout
+            time.sleep(2)
+    finally:
+        cluster.run("scancel", "--name", "dask-worker")  # nothing left running whatever happened
+    submitted = calls.read_text().splitlines() if calls.exists() else []
+    assert len(submitted) == 1, submitted  # the smoke spec's executor has 1 worker: one Slurm job
+    workers = [r for r in cluster.completed_jobs() if r["JobId"] not in before]
+    assert len(workers) == 1 and workers[0]["Name"] == "dask-worker", workers
+    assert workers[0]["JobState"] in ("CANCELLED", "COMPLETED") and workers[0]["ProcCnt"] == "1", workers[0]
+    assert search_outcome(tmp_path / "dask-slurm") == search_outcome(tmp_path / "inline")

@@ -3,12 +3,16 @@ dry runs). The real cluster runs are tests/test_cluster.py (`make test-cluster`)
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from rlrepro.cluster import RUNTIME_OVERHEAD_MINUTES, job_resources
-from rlrepro.specs import load_spec
+import pytest
+from snakemake.profiles import ProfileConfigFileParser
+
+from rlrepro.cluster import MEM_MB, RUNTIME_OVERHEAD_MINUTES, job_resources, memory_lines, status_command_for
+from rlrepro.specs import SpecError, load_spec
 from rlrepro.workflow import plan, plan_experiment
 from tests.conftest import toy_run_spec_data
 from tests.factories import write_spec
@@ -78,3 +82,117 @@ def test_mem_mb_from_config_reaches_every_training_job():
     result = _dry_run("scale=paper", "only=evolving_rl/eval_atari", "mem_mb=16000")
     lines = [line for line in result.stdout.splitlines() if "runtime=" in line and "gpu=" in line]
     assert lines and all("mem_mb=16000" in line for line in lines), result.stderr[-3000:]
+
+
+# --- memory from the spec's measured peak (issue 15) ----------------------------------------------------------------
+
+
+def _measured_toy(tmp_path: Path, mem_mb: float | None) -> Path:
+    data = toy_run_spec_data(smoke_environments=["catch"])
+    if mem_mb is not None:
+        data["scales"]["smoke"]["expected_mem_mb"] = mem_mb
+    return write_spec(tmp_path, data)
+
+
+def test_a_specs_measured_memory_reaches_slurm_with_headroom(tmp_path: Path):
+    # Measured 600 MB at smoke: 600 x 1.5 + 512 = 1,412 MB, rounded up to 1,500. With a GPU the CUDA allowance
+    # (2,048 MB) is added: 3,460 -> 3,500. --config mem_mb overrides; the cpu scale states none: the default.
+    path = _measured_toy(tmp_path / "specs", 600)
+    smoke, cpu = _experiment(path, "smoke"), _experiment(path, "cpu")
+    assert [job_resources(job, smoke, "smoke", gpus=0)["mem_mb"] for job in smoke.jobs] == [1500, 1500]
+    assert job_resources(smoke.jobs[0], smoke, "smoke", gpus=1)["mem_mb"] == 3500
+    assert job_resources(smoke.jobs[0], smoke, "smoke", gpus=0, mem_mb=8000)["mem_mb"] == 8000
+    assert job_resources(cpu.jobs[0], cpu, "cpu", gpus=0)["mem_mb"] == MEM_MB == 4000
+    # ... and through the Snakefile under the shipped profile (dry run): sbatch would get --mem 1500
+    result = _dry_run("scale=smoke", f"specs={tmp_path / 'specs'}")
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = [line for line in result.stdout.splitlines() if "runtime=" in line and "gpu=" in line]
+    assert len(lines) == 2 and all("mem_mb=1500" in line for line in lines), result.stdout[-3000:]
+
+
+@pytest.mark.parametrize("value", [0, -512])
+def test_a_measured_memory_that_is_not_positive_is_rejected(tmp_path: Path, value: int):
+    with pytest.raises(SpecError, match=rf"scales.smoke.expected_mem_mb: expected greater than 0; found {value}"):
+        load_spec(_measured_toy(tmp_path, value))
+
+
+def test_the_plan_names_the_experiments_whose_jobs_fall_back_to_the_default_memory(tmp_path: Path):
+    measured = _measured_toy(tmp_path / "a", 600)
+    data = toy_run_spec_data(experiment="unmeasured", smoke_environments=["catch"])
+    unmeasured = write_spec(tmp_path / "b", data)
+    plans = [_experiment(measured, "smoke"), _experiment(unmeasured, "smoke")]
+    lines = memory_lines(plans, "smoke")
+    assert "  toytest/toy: 1,500 MB per job (measured peak 600 MB x 1.5 + 512 MB)" in lines
+    fallback = lines.index("no measured memory at scale 'smoke': these jobs fall back to the default 4,000 MB "
+                           "(set --config mem_mb=N):")
+    assert lines[fallback + 1:] == ["  toytest/unmeasured: 2 job(s)"]
+    # the CLI prints it
+    result = subprocess.run([sys.executable, "-m", "rlrepro", "plan", "--specs", str(tmp_path / "b"), "--scale",
+                             "smoke"], capture_output=True, text=True, timeout=300, cwd=REPO)
+    assert result.returncode == 0, result.stderr
+    assert "these jobs fall back to the default 4,000 MB" in result.stdout and "toytest/unmeasured: 2 job(s)" in result.stdout
+
+
+def test_every_spec_the_smoke_run_trains_states_its_measured_smoke_memory():
+    from rlrepro.workflow import cannot_run
+
+    missing = [p.key for p in plan([REPO / "specs"], "smoke") if cannot_run(p) is None
+               and p.spec.scale("smoke").expected_mem_mb is None]
+    assert not missing, f"no scales.smoke.expected_mem_mb: {missing}"
+
+
+# --- job status: sacct where Slurm keeps accounting, squeue where not (issue 15) -----------------------------------
+
+# Excerpts of `scontrol show config` (Slurm 22.05). Without accounting: the test cluster's (tests/slurm_cluster.py),
+# as slurmctld prints it. With accounting: a cluster with slurmdbd.
+SCONTROL_NO_ACCOUNTING = """\
+Configuration data as of 2026-11-24T06:40:00
+AccountingStorageBackupHost = (null)
+AccountingStorageEnforce = none
+AccountingStorageHost   = localhost
+AccountingStorageExternalHost = (null)
+AccountingStorageParameters = (null)
+AccountingStoragePort   = 0
+AccountingStorageTRES   = cpu,mem,energy,node,billing,fs/disk,vmem,pages
+AccountingStorageType   = accounting_storage/none
+AccountingStorageUser   = root
+AccountingStoreFlags    = (null)
+AcctGatherEnergyType    = acct_gather_energy/none
+MinJobAge               = 300 sec
+"""
+SCONTROL_SLURMDBD = SCONTROL_NO_ACCOUNTING.replace("AccountingStorageType   = accounting_storage/none",
+                                                   "AccountingStorageType   = accounting_storage/slurmdbd").replace(
+    "AccountingStoragePort   = 0", "AccountingStoragePort   = 6819")
+
+
+def test_the_status_command_is_sacct_only_where_slurm_keeps_accounting():
+    assert status_command_for(SCONTROL_SLURMDBD, sacct_installed=True) == "sacct"
+    assert status_command_for(SCONTROL_NO_ACCOUNTING, sacct_installed=True) == "squeue"
+    assert status_command_for(SCONTROL_SLURMDBD, sacct_installed=False) == "squeue"  # nothing to ask it with
+    assert status_command_for(None, sacct_installed=True) == "squeue"  # scontrol did not answer
+    assert status_command_for("MinJobAge = 300 sec\n", sacct_installed=True) == "squeue"  # no such line
+
+
+def _fake_slurm(directory: Path, scontrol_output: str) -> dict[str, str]:
+    """A PATH whose scontrol prints ``scontrol_output`` and whose sacct exists (for the profile's detection)."""
+    directory.mkdir()
+    (directory / "config.txt").write_text(scontrol_output)
+    (directory / "scontrol").write_text(f"#!/bin/sh\ncat {directory / 'config.txt'}\n")
+    (directory / "sacct").write_text("#!/bin/sh\nexit 0\n")
+    for tool in ("scontrol", "sacct"):
+        (directory / tool).chmod(0o755)
+    return {"PATH": f"{directory}:{os.environ['PATH']}"}
+
+
+@pytest.mark.parametrize(("output", "expected"), [(SCONTROL_SLURMDBD, "sacct"), (SCONTROL_NO_ACCOUNTING, "squeue")])
+def test_the_shipped_profile_read_by_snakemake_chooses_the_status_command(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture, output: str, expected: str
+):
+    # Snakemake's own profile parser (YTE templating) on profiles/slurm/config.yaml as shipped: no hand edit.
+    for name, value in _fake_slurm(tmp_path / "bin", output).items():
+        monkeypatch.setenv(name, value)
+    with open(REPO / "profiles" / "slurm" / "config.yaml") as stream:
+        settings = ProfileConfigFileParser().parse(stream)
+    assert settings["slurm-status-command"] == expected
+    assert settings["executor"] == "slurm" and "__use_yte__" not in settings and "__definitions__" not in settings
+    assert f"profiles/slurm: job status via {expected} (AccountingStorageType = accounting_storage/" in capsys.readouterr().err

@@ -131,6 +131,9 @@ def test_runs_are_mirrored_in_mlflow_once_per_unit_with_tags_and_steps(pipeline:
     assert {run.data.tags["rlrepro.project"] for run in mlflow_runs} == {project}
     for run in mlflow_runs:  # each job's device placement is a param (issue 15): JAX's CPU here
         assert run.data.params["device.platform"] == "cpu" and int(run.data.params["device.device_count"]) >= 1
+    for run in mlflow_runs:  # and its job's peak memory a metric, as in summary.json (issue 15)
+        summary = json.loads((pipeline.run_dir(run.data.tags["variant"], int(run.data.tags["seed"])) / "summary.json").read_text())
+        assert run.data.metrics["summary.memory.peak_rss_mb"] == summary["memory"]["peak_rss_mb"] > 100
     for run in mlflow_runs:
         tags = run.data.tags
         run_dir = pipeline.run_dir(tags["variant"], int(tags["seed"]))
@@ -176,6 +179,7 @@ def test_two_training_jobs_ran_side_by_side_without_a_database_error(pipeline: P
         log = pipeline.log(variant).read_text()
         for sign in ("TrackingWarning", "tracking disabled", "database is locked", "OperationalError", "Traceback"):
             assert sign not in log, f"{pipeline.log(variant)}:\n{log}"
+        assert "peak memory: " in log  # the job's peak resident memory (issue 15)
 
 
 def test_running_snakemake_again_does_nothing(pipeline: Pipeline, subprocess_env):

@@ -85,6 +85,15 @@ class ScaleSpec(SpecModel):
     expected_minutes: float | None = Field(
         None, ge=0, description="Wall time of the whole experiment at this scale on 2 CPU cores (for planning)."
     )
+    expected_mem_mb: float | None = Field(
+        None,
+        gt=0,
+        description="Measured peak resident memory of one training job at this scale, in MB (2**20 bytes): the "
+        "largest job of the experiment, its process plus its children (a loss search's pool workers), as every job "
+        "records it in summary.json 'memory' (kernel high-water marks, VmHWM/ru_maxrss, children polled each "
+        "second). A Slurm job asks for it with headroom (rlrepro/cluster.py); without it the job asks for "
+        "--config mem_mb or 4000 MB. Say in a comment where and when it was measured.",
+    )
 
 
 class BudgetSpec(SpecModel):

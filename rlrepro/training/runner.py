@@ -29,6 +29,7 @@ from rlrepro.provenance import git_commit
 from rlrepro.run_lock import own_run_dir
 from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, resolve_agent, resolve_env, spec_hash
 from rlrepro.training import checkpoint
+from rlrepro.training.memory import PeakMemory, memory_line
 from rlrepro.training.progress import Progress
 from rlrepro.workflow import MULTITASK_ENV, RunUnit, config_hash, multitask_env_ids, results_root
 
@@ -81,6 +82,7 @@ def train_job(
     with contextlib.ExitStack() as owned:
         for run_dir in run_dirs:  # before anything in them is written or cut
             owned.enter_context(own_run_dir(run_dir))
+        memory = owned.enter_context(PeakMemory())  # the job's peak resident memory: summary.json, log, MLflow
         device = device_placement()
         print(f"devices: {device['device_count']} x {device['platform']} ({device['device_kind']})", flush=True)
         for unit, run_dir in zip(units, run_dirs):
@@ -93,7 +95,7 @@ def train_job(
         label = f"{spec.paper}/{spec.experiment} {variant} {env} seeds {','.join(map(str, seeds))}"
         trackers = _trackers(run_dirs, results) if track else []
         _train_chunks(program, state, start_chunk, wall_offset, run_dirs, ckpt, digest, seeds, label, progress,
-                      trackers, spec.run.final_fraction, spec.run.checkpoint_every)  # fmt: skip
+                      trackers, spec.run.final_fraction, spec.run.checkpoint_every, memory)  # fmt: skip
     return run_dirs
 
 
@@ -127,9 +129,10 @@ def _train_chunks(
     trackers: list[Any],
     final_fraction: float,
     checkpoint_every: int = 1,
+    memory: PeakMemory | None = None,
 ) -> None:
     """Run the remaining chunks (metrics appended and mirrored to MLflow after each, a checkpoint after every
-    ``checkpoint_every``-th and the last), then the summaries."""
+    ``checkpoint_every``-th and the last), then the summaries (with the job's peak memory when ``memory`` is given)."""
     bar = Progress(
         program.num_chunks * program.frames_per_chunk,
         label=label,
@@ -159,8 +162,11 @@ def _train_chunks(
             bar.update(records[0]["frames"], _nanmean([r["episode_return"] for r in records]))
         if program.write_artifacts is not None:
             program.write_artifacts(state, run_dirs)
+        peak = memory.peak() if memory is not None else None
+        if peak is not None:
+            print(memory_line(peak), flush=True)
         for run_dir in run_dirs:  # summary.json last: it marks the run complete (and is mirrored on finish)
-            _write_summary(run_dir, final_fraction=final_fraction)
+            _write_summary(run_dir, final_fraction=final_fraction, memory=peak)
 
 
 def _can_resume(
@@ -283,7 +289,9 @@ def final_values(records: list[dict], fraction: float) -> dict[str, float]:
     return values
 
 
-def _write_summary(run_dir: Path, *, final_fraction: float) -> None:
+def _write_summary(run_dir: Path, *, final_fraction: float, memory: dict[str, Any] | None = None) -> None:
+    """summary.json; ``memory`` is the whole job's peak resident memory (all its seeds or environments, the last
+    attempt when it was resumed: rlrepro.training.memory), what a cluster job must ask for."""
     records = read_metrics(run_dir / "metrics.jsonl")
     last = records[-1]
     value, episodes = final_return(records, last["frames"], final_fraction)
@@ -301,6 +309,8 @@ def _write_summary(run_dir: Path, *, final_fraction: float) -> None:
         "final": {**final, **final_values(records, final_fraction)},
         "completed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    if memory is not None:
+        summary["memory"] = memory
     _write_json_atomic(run_dir / "summary.json", summary)
 
 

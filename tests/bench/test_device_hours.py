@@ -89,3 +89,24 @@ def test_plan_at_paper_scale_prints_device_hours_and_their_sources(monkeypatch, 
     assert "(estimate)" in rows["impala/atari57_deep"] and "A100" in rows["impala/atari57_deep"]
     assert rows["refer/mujoco_vracer"].endswith("- (a CPU job: no accelerator figure)")
     assert "sources (stored figures: throughput.csv" in table
+
+
+def test_the_stored_cpu_atari_rows_give_paper_hours_and_the_cpu_scale_keeps_its_measured_minutes(monkeypatch, capsys):
+    """The measured CPU rows (the quiet 2-core machine, `python -m rlrepro.bench impala-atari`, end to end): at paper
+    scale impala/atari57_shallow is 57 games x 200M frames = 11.4e9 frames / 3,463 frames/s / 3,600 = 914.4 h. At cpu
+    scale the spec's own measured minutes (60: the pipeline at that scale's smaller batches) stay the CPU figure, the
+    same as the plan's time column, not the paper configuration's benchmark."""
+    rows = [row for row in load_throughput() if row.device == "cpu"]
+    assert {row.status for row in rows} == {"measured"} and all("rlrepro.bench impala-atari" in r.command for r in rows)
+    shallow = next(row for row in rows if row.matches("impala/atari57_shallow"))
+    assert shallow.frames_per_s == 3463 and shallow.hardware == "2-core x86-64 CPU, 24 GiB, no GPU"
+    monkeypatch.chdir(REPO)
+    assert main(["plan", "--scale", "paper", "--only", "impala/atari57_shallow"]) == 0
+    table = capsys.readouterr().out.partition("device-hours (")[2]
+    row = next(line for line in table.splitlines() if line.startswith("impala/atari57_shallow"))
+    assert row.split()[1:3] == ["914.4", "h"]
+    assert "CPU measured on 2-core x86-64 CPU, 24 GiB, no GPU: python -m rlrepro.bench impala-atari --chunks 3" in table
+    assert main(["plan", "--scale", "cpu", "--only", "impala/atari57_shallow"]) == 0
+    table = capsys.readouterr().out.partition("device-hours (")[2]
+    row = next(line for line in table.splitlines() if line.startswith("impala/atari57_shallow"))
+    assert row.split()[1:3] == ["1.0", "h"] and "the spec's cpu-scale minutes" in table  # 60 min

@@ -77,14 +77,23 @@ def test_dask_on_slurm_writes_one_single_core_worker_per_job(monkeypatch):
     assert "distributed.cli.dask_worker" in script and "--nthreads 1" in script
 
 
+def search_command(results: Path) -> list[str]:
+    """The smoke-scale search_dqnreg job (one seed; the hurdle in process, Empty-5x5 through the executor)."""
+    return [sys.executable, "-m", "rlrepro", "train", "--spec", str(SEARCH), "--scale", "smoke", "--variant",
+            "default", "--env", "cpu_cartpole_empty5x5", "--results", str(results), "--no-mlflow", "--progress", "lines"]
+
+
 def _search(results: Path, executor: str | None, env: dict[str, str]) -> dict:
     env = {k: v for k, v in env.items() if k not in (EXECUTOR_ENV, ADDRESS_ENV)}
     if executor:
         env[EXECUTOR_ENV] = executor
-    command = [sys.executable, "-m", "rlrepro", "train", "--spec", str(SEARCH), "--scale", "smoke", "--variant",
-               "default", "--env", "cpu_cartpole_empty5x5", "--results", str(results), "--no-mlflow", "--progress", "lines"]
-    result = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800, cwd=REPO)
+    result = subprocess.run(search_command(results), capture_output=True, text=True, env=env, timeout=1800, cwd=REPO)
     assert result.returncode == 0, result.stderr[-3000:]
+    return search_outcome(results)
+
+
+def search_outcome(results: Path) -> dict:
+    """What must not depend on the executor: config hash, best programs and scores, programs evaluated, metrics."""
     run = results / "smoke/runs/evolving_rl/search_dqnreg/default/cpu_cartpole_empty5x5/seed0"
     search = json.loads((run / "search.json").read_text())
     metrics = [{k: v for k, v in r.items() if k not in ("wall_time", "eval_minutes")}

@@ -114,6 +114,10 @@ def test_a_run_writes_resolved_spec_metrics_and_summary(finished: Path, spec: Pa
         assert summary["final"]["run_episodes"] == NUM_CHUNKS * 20
         assert summary["final"]["run_return"] == pytest.approx(np.mean([r["episode_return"] for r in records]))
         assert (run_dir / "summary.json").stat().st_mtime_ns >= (run_dir / "metrics.jsonl").stat().st_mtime_ns
+        # the job's peak resident memory (issue 15): this process (Python + JAX alone are > 100 MB) plus children
+        memory = summary["memory"]
+        assert memory["peak_rss_mb"] == pytest.approx(memory["self_mb"] + memory["children_mb"], abs=0.11)
+        assert 100 < memory["self_mb"] < 24 * 1024 and memory["child_processes"] >= 0
     assert checkpoint.load_meta(_checkpoint(finished))["chunk"] == NUM_CHUNKS
 
 
