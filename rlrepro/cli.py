@@ -102,7 +102,8 @@ def _plan_summary(plans, scale: str) -> list[str]:
     note = f"; {unknown} experiment(s) without an estimate" if unknown else ""
     lines += ["", f"estimated total: {_hours(total_hours)}{note}.",
               f"* on {REFERENCE_MACHINE}, 2 jobs at a time: the spec's minutes measured at this scale, or",
-              "  (paper scale) its cpu-scale minutes scaled by frames; a GPU cluster divides this by its speed-up."]
+              "  (paper scale) its cpu-scale minutes scaled by frames, at the cpu scale's batch sizes; the",
+              "  device-hours below use a benchmark's stored throughput where one exists (the paper's batches)."]
     return lines
 
 
