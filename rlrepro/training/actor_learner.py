@@ -499,6 +499,29 @@ class HostActorLearner:
         else:
             self._source.record(params, version)
 
+    def _learn_chunk(
+        self, learner: Any, version: int, to_batch: Callable[[list[Unroll]], Any], metrics_type: Any, *,
+        batch_size: int, total_updates: int, frames_per_update: int,
+    ) -> tuple[Any, int, Any]:
+        """``updates_per_chunk`` updates (``self.update``), each on ``batch_size`` streams of unrolls from the actors'
+        queue made into a batch by ``to_batch``, publishing the parameters after each; returns the learner state, its
+        version and the chunk's ``metrics_type`` (``_chunk_metrics``)."""
+        started = time.monotonic()
+        lags, returns, learner_metrics = [], [], []
+        for _ in range(self.updates_per_chunk):
+            unrolls = [self._next_unroll() for _ in range(batch_size // self.envs_per_actor)]
+            lags.extend(version - u.param_version for u in unrolls)
+            returns.extend(r for u in unrolls for r in u.episode_returns)
+            learner, metrics = self.update(learner, to_batch(unrolls))
+            version += 1
+            self._publish(learner.params, version)
+            learner_metrics.append(metrics)
+        metrics = self._chunk_metrics(
+            metrics_type, learner.params, version, total_updates=total_updates, frames_per_update=frames_per_update,
+            started=started, returns=returns, lags=lags, learner_metrics=learner_metrics,
+        )  # fmt: skip
+        return learner, version, metrics
+
     def _chunk_metrics(
         self, metrics_type: Any, params: Any, version: int, *, total_updates: int, frames_per_update: int,
         started: float, returns: list[float], lags: list[int], learner_metrics: list[Any],

@@ -125,21 +125,10 @@ class HostImpalaTrainer(HostActorLearner):
             self._start(state)
         if self.actor_spec.mode == "a3c":
             return self._run_a3c_chunk(state)
-        started = time.monotonic()
-        learner, version = state.learner, int(state.version)
-        lags, returns, learner_metrics = [], [], []
-        for _ in range(self.updates_per_chunk):
-            unrolls = [self._next_unroll() for _ in range(self.config.batch_size // self.envs_per_actor)]
-            lags.extend(version - u.param_version for u in unrolls)
-            returns.extend(r for u in unrolls for r in u.episode_returns)
-            learner, metrics = self.update(learner, batch_from_unrolls(unrolls))
-            version += 1
-            self._publish(learner.params, version)
-            learner_metrics.append(metrics)
-        metrics = self._chunk_metrics(
-            HostMetrics, learner.params, version, total_updates=self.config.total_updates,
+        learner, version, metrics = self._learn_chunk(
+            state.learner, int(state.version), batch_from_unrolls, HostMetrics, batch_size=self.config.batch_size,
+            total_updates=self.config.total_updates,
             frames_per_update=self.config.frames_per_update * self.env_spec.action_repeat,
-            started=started, returns=returns, lags=lags, learner_metrics=learner_metrics,
         )  # fmt: skip
         return HostState(learner, state.rng, jnp.asarray(version, jnp.int32)), metrics
 

@@ -14,7 +14,6 @@ on it with its current parameters (the memory holds the actor's stale, stop-grad
 from __future__ import annotations
 
 import functools
-import time
 from typing import Any, NamedTuple
 
 import jax
@@ -157,20 +156,9 @@ class HostImpalaSRTrainer(HostActorLearner):
     def run_chunk(self, state: HostState) -> tuple[HostState, SRHostMetrics]:
         if self._source is None:
             self._start_actors(state.learner.params, state.rng, int(state.version))
-        started = time.monotonic()
-        learner, version = state.learner, int(state.version)
-        lags, returns, learner_metrics = [], [], []
-        for _ in range(self.updates_per_chunk):
-            unrolls = [self._next_unroll() for _ in range(self.config.impala.batch_size // self.envs_per_actor)]
-            lags.extend(version - u.param_version for u in unrolls)
-            returns.extend(r for u in unrolls for r in u.episode_returns)
-            learner, metrics = self.update(learner, sr_batch_from_unrolls(unrolls))
-            version += 1
-            self._publish(learner.params, version)
-            learner_metrics.append(metrics)
-        metrics = self._chunk_metrics(
-            SRHostMetrics, learner.params, version, total_updates=self.config.impala.total_updates,
+        learner, version, metrics = self._learn_chunk(
+            state.learner, int(state.version), sr_batch_from_unrolls, SRHostMetrics,
+            batch_size=self.config.impala.batch_size, total_updates=self.config.impala.total_updates,
             frames_per_update=self.config.frames_per_update * self.env_spec.action_repeat,
-            started=started, returns=returns, lags=lags, learner_metrics=learner_metrics,
         )  # fmt: skip
         return HostState(learner, state.rng, jnp.asarray(version, jnp.int32)), metrics
