@@ -75,6 +75,8 @@ def judge_claims(
             verdicts.append(_judge_ordering_aggregate(claim, spec, cells, reps))
         elif isinstance(claim, OrderingClaim):
             verdicts.append(_judge_ordering(claim, spec, cells))
+        elif isinstance(claim, ThresholdClaim) and claim.best_of is not None:
+            verdicts.append(_judge_best_of(claim, cells, runs=spec.scale(scale).seeds))
         elif isinstance(claim, ThresholdClaim):
             verdicts.append(_judge_threshold(claim, cells))
         else:
@@ -349,6 +351,38 @@ def _judge_threshold(claim: ThresholdClaim, cells: dict[tuple[str, str], CellRes
         n = max(2, math.ceil(stats.seeds_to_detect(sd, gap) / 2))  # one sample: half the two-sample count
         detail += f". About {n} seeds would decide it at the observed mean (SD {sd:.3g}; normal approximation, 80% power)"
     return _threshold_verdict(claim, code, detail + (f" ({seed_note}; those searches are left out)" if seed_note else ""))
+
+
+def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult], *, runs: int) -> Verdict:
+    """'The best k of the n runs reach the value' (the paper's selection): a count of runs, not a mean.
+
+    At least k passing runs reproduce it whatever the missing runs would show; fewer than k, with too few runs
+    missing to make up the count, do not. The share of passing runs gets a Clopper-Pearson interval: what a
+    reader should expect of one more seed, which the best k alone hide.
+    """
+    k = claim.best_of
+    cell = cells.get((claim.variant, claim.environment))
+    values = _finite(cell.values(claim.metric)) if cell else []
+    where = f"{claim.metric} of {claim.variant} on {claim.environment}"
+    if not values:
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, f"{claim.variant} on {claim.environment} not run at this scale", claim.paper_evidence)
+    runs = max(runs, len(values))
+    passing = sum(claim.passes(v) for v in values)
+    best = sorted(values, reverse=claim.op == ">=")[:k]
+    low, high = stats.binomial_interval(passing, len(values))
+    facts = (
+        f"{where}: {passing} of {len(values)} finished runs (of {runs}) reach {claim.op} {claim.value:g} (tolerance "
+        f"{claim.tolerance:g}); the best {min(k, len(values))}: {', '.join(f'{v:.4g}' for v in best)}; the claim is "
+        f"the paper's selection, the best {k} of the runs. All {len(values)} runs: median {float(np.median(values)):.4g}; "
+        f"share of runs that reach it {passing / len(values):.2f} [95% Clopper-Pearson {low:.2f}, {high:.2f}]"
+    )
+    if passing >= k:
+        return _threshold_verdict(claim, stats.SUPPORTED, facts)
+    missing = runs - len(values)
+    if passing + missing >= k:
+        detail = f"{facts}; {missing} run(s) missing: they decide whether {k} reach it"
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence)
+    return _threshold_verdict(claim, stats.CONTRADICTED, f"{facts}; fewer than {k} can reach it")
 
 
 def _drop_unchanged_seeds(cell: CellResult, metric: str) -> tuple[list[float], str]:

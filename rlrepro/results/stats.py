@@ -165,6 +165,21 @@ def decide_at_least(
     return np.where(rejections >= k, SUPPORTED, np.where(possible < k, CONTRADICTED, UNDECIDED))
 
 
+def binomial_interval(successes: int, trials: int, confidence: float = CONFIDENCE) -> tuple[float, float]:
+    """Clopper-Pearson (exact) interval of a success probability from ``successes`` of ``trials``.
+
+    The beta-quantile form (Clopper & Pearson 1934): low = Beta(alpha; x, n - x + 1), high =
+    Beta(1 - alpha; x + 1, n - x), with low = 0 at x = 0 and high = 1 at x = n. Its coverage is at least
+    ``confidence`` for every true probability (conservative), which the seed counts here need.
+    """
+    if not 0 <= successes <= trials or trials < 1:
+        raise ValueError(f"need 0 <= successes <= trials and trials >= 1; got {successes} of {trials}")
+    tail = (1.0 - confidence) / 2.0
+    low = 0.0 if successes == 0 else float(_scipy_stats.beta.ppf(tail, successes, trials - successes + 1))
+    high = 1.0 if successes == trials else float(_scipy_stats.beta.ppf(1.0 - tail, successes + 1, trials - successes))
+    return low, high
+
+
 # --- power -----------------------------------------------------------------------------------------------------
 
 

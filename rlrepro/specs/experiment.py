@@ -226,6 +226,14 @@ class ThresholdClaim(SpecModel):
         "required, and the verdict is reported apart as uninformative, never as reproduced).",
     )
     informative_reason: str = Field("", description="Why the claim is kept although a random policy passes it.")
+    best_of: PositiveCount | None = Field(
+        None,
+        description="The paper's seed selection, when it reports only its best k runs (e.g. Synthetic Returns' "
+        "Skiing: 'the best 4 of 40 seeds'): the claim reads 'the best k of the n runs reach the value', i.e. at "
+        "least k runs pass on their own. Reproduced when at least k of our runs pass, not reproduced when the "
+        "finished runs cannot reach k; never a statement about the mean. Every scale in judged_at must run at "
+        "least k seeds. Default: the mean over all seeds (a t interval).",
+    )
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
 
@@ -234,6 +242,10 @@ class ThresholdClaim(SpecModel):
         if not self.informative and not self.informative_reason.strip():
             raise ValueError(f"claim {self.id}: informative: false needs an informative_reason")
         return self
+
+    def passes(self, value: float) -> bool:
+        """One run's value is on the claimed side of the bound."""
+        return value >= self.bound if self.op == ">=" else value <= self.bound
 
     @property
     def bound(self) -> float:
@@ -324,6 +336,7 @@ class ExperimentSpec(SpecModel):
                 _check_subset(f"claims[{i}].variant", [claim.variant], names)
                 _check_subset(f"claims[{i}].environment", [claim.environment], env_ids)
                 uninformative += self._uninformative(i, claim)
+                self._check_best_of(i, claim)
             else:
                 _check_subset(f"claims[{i}].variant", [claim.variant], names)
         if uninformative:
@@ -352,15 +365,23 @@ class ExperimentSpec(SpecModel):
         if claim.metric not in RETURN_METRICS or not claim.informative:
             return []
         random = self.random_score(claim.environment)
-        if random is None:
-            return []
-        passes = random >= claim.bound if claim.op == ">=" else random <= claim.bound
-        if not passes:
+        if random is None or not claim.passes(random):
             return []
         return [
             f"claims[{i}] ({claim.id}): random policy {random:g} on {claim.environment} satisfies {claim.op} "
             f"{claim.value:g} (tolerance {claim.tolerance:g})"
         ]
+
+    def _check_best_of(self, i: int, claim: ThresholdClaim) -> None:
+        """'The best k of n runs' needs at least k runs at every scale the claim is judged at."""
+        if claim.best_of is None:
+            return
+        short = [f"{s} runs {self.scale(s).seeds}" for s in claim.judged_at if self.scale(s).seeds < claim.best_of]
+        if short:
+            raise ValueError(
+                f"claims[{i}] ({claim.id}): best_of {claim.best_of} needs at least {claim.best_of} seeds at every "
+                f"scale in judged_at; {', '.join(short)} (raise the scale's seeds or drop it from judged_at)"
+            )
 
     def _check_ordering_form(self, i: int, claim: OrderingClaim) -> None:
         """at_least fits the environments; an aggregate can normalise every environment's scores."""

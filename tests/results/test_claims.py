@@ -347,3 +347,65 @@ def test_a_missing_better_variant_is_named_once() -> None:
     spec = make_spec(ordering(worse=("b", "c")))
     [verdict] = judge_claims(spec, "cpu", cells({("b", "catch"): LOW, ("c", "catch"): LOW}))
     assert verdict.detail == "not run at this scale: a on catch"
+
+
+# --- 'the best k of n runs' (the paper's seed selection) ---------------------------------------------------------
+
+
+def best_of(k: int, value: float = 4.0, op: str = ">=") -> dict[str, Any]:
+    return threshold(op, value, 0.0, best_of=k)
+
+
+def test_best_k_of_n_counts_runs_that_pass_on_their_own() -> None:
+    # 3 of the 4 runs reach 4 (5, 6, 7; not 0.5): the best 2 are 7 and 6. The mean 4.625 is not what is judged.
+    [verdict] = judge_claims(make_spec(best_of(2)), "cpu", cells({("a", "catch"): [5.0, 6.0, 0.5, 7.0]}))
+    assert verdict.verdict == REPRODUCED
+    assert "final_return of a on catch: 3 of 4 finished runs (of 4) reach >= 4 (tolerance 0); the best 2: 7, 6;" in verdict.detail
+    assert "All 4 runs: median 5.5; share of runs that reach it 0.75" in verdict.detail
+
+
+def test_best_k_of_n_is_not_a_mean() -> None:
+    # Two runs at 10 and two at 0: the mean 5 with s = 5.77 gives the t interval 5 +- 3.182 * 2.887 = [-4.19, 14.2]
+    # (inconclusive against >= 5), while 'the best 2 of 4 reach 5' holds: 10 and 10 both pass.
+    values = [10.0, 0.0, 10.0, 0.0]
+    [by_mean] = judge_claims(make_spec(threshold(">=", 5.0, 0.0)), "cpu", cells({("a", "catch"): values}))
+    [best] = judge_claims(make_spec(best_of(2, value=5.0)), "cpu", cells({("a", "catch"): values}))
+    assert (by_mean.verdict, best.verdict) == (INCONCLUSIVE, REPRODUCED)
+    [three] = judge_claims(make_spec(best_of(3, value=5.0)), "cpu", cells({("a", "catch"): values}))
+    assert three.verdict == NOT_REPRODUCED and "fewer than 3 can reach it" in three.detail
+
+
+def test_best_k_of_n_below_the_bound_on_the_other_side() -> None:
+    # op <=: the best runs are the lowest; 1 of 4 is at or below 1 (0.5), so 2 of 4 cannot be.
+    [verdict] = judge_claims(make_spec(best_of(2, value=1.0, op="<=")), "cpu", cells({("a", "catch"): [5.0, 6.0, 0.5, 7.0]}))
+    assert verdict.verdict == NOT_REPRODUCED
+    assert "1 of 4 finished runs (of 4) reach <= 1 (tolerance 0); the best 2: 0.5, 5;" in verdict.detail
+
+
+def test_best_k_of_n_waits_for_the_runs_that_could_still_make_the_count() -> None:
+    # 4 seeds at cpu scale, 3 finished, 1 passes: the missing run could be the second -> not judged yet.
+    [verdict] = judge_claims(make_spec(best_of(2)), "cpu", cells({("a", "catch"): [5.0, 0.5, 0.2]}))
+    assert verdict.verdict == NOT_JUDGED
+    assert "1 of 3 finished runs (of 4)" in verdict.detail and "1 run(s) missing" in verdict.detail
+    # ... but with none passing, one missing run cannot make two.
+    [verdict] = judge_claims(make_spec(best_of(2)), "cpu", cells({("a", "catch"): [0.1, 0.5, 0.2]}))
+    assert verdict.verdict == NOT_REPRODUCED
+
+
+def test_best_k_of_n_needs_k_seeds_at_every_judged_scale() -> None:
+    with pytest.raises(ValueError, match=r"best_of 5 needs at least 5 seeds at every scale in judged_at; cpu runs 4"):
+        make_spec(best_of(5))
+
+
+def test_clopper_pearson_at_the_closed_form_ends() -> None:
+    from rlrepro.results.stats import binomial_interval
+
+    # x = 0: the upper end solves (1 - p)^n = 0.025, p = 1 - 0.025^(1/n); x = n: the lower end is 0.025^(1/n).
+    assert np.allclose(binomial_interval(0, 4), (0.0, 1.0 - 0.025**0.25))  # (0, 0.6024)
+    assert np.allclose(binomial_interval(4, 4), (0.025**0.25, 1.0))  # (0.3976, 1)
+    assert np.allclose(binomial_interval(0, 40)[1], 1.0 - 0.025 ** (1 / 40))  # 0.0881
+    # x = 1 of 2: the lower end solves 1 - (1 - p)^2 = 0.025, p = 1 - sqrt(0.975); the upper end by symmetry.
+    low, high = binomial_interval(1, 2)
+    assert np.isclose(low, 1.0 - math.sqrt(0.975)) and np.isclose(high, math.sqrt(0.975))
+    with pytest.raises(ValueError, match="0 <= successes <= trials"):
+        binomial_interval(5, 4)
