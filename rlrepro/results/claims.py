@@ -66,9 +66,10 @@ def judge_claims(
     verdicts = []
     for claim in spec.claims:
         if scale not in claim.judged_at:
+            seeds = spec.scale(scale).seeds
             detail = (
-                f"the claim is judged at scale(s) {', '.join(claim.judged_at)}; at '{scale}' {spec.scale(scale).seeds} "
-                f"seeds of {frame_count(spec, scale).text()} are too small to tell"
+                f"the claim is judged at scale(s) {', '.join(claim.judged_at)}; at '{scale}' {seeds} "
+                f"seed{'s' if seeds != 1 else ''} of {frame_count(spec, scale).text()} are too small to tell"
             )
             verdicts.append(Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence))
         elif isinstance(claim, OrderingClaim) and claim.holds_on == "aggregate":

@@ -285,7 +285,19 @@ class PaperTableSpec(SpecModel):
 
     caption: str = Field(description="What the numbers are and where they come from.")
     columns: list[str] = Field(min_length=1, description="Column headers.")
-    rows: list[list[Any]] = Field(description="Rows, as printed in the paper.")
+    rows: list[list[Any]] = Field(description="Rows, as printed in the paper (one value per column).")
+
+    @model_validator(mode="after")
+    def _check_widths(self) -> "PaperTableSpec":
+        # A YAML flow list splits an unquoted cell at its commas ("[Agent57 (steps, best seed), ...]"): the row
+        # then has more cells than columns and every cell after it lands under the wrong heading.
+        bad = [f"rows[{i}] has {len(row)} cells: {row}" for i, row in enumerate(self.rows) if len(row) != len(self.columns)]
+        if bad:
+            raise ValueError(
+                f"one cell per column in every row ({len(self.columns)}: {self.columns}); " + "; ".join(bad)
+                + " (quote a cell that contains a comma)"
+            )
+        return self
 
 
 class ExperimentSpec(SpecModel):

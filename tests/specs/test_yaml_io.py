@@ -139,3 +139,29 @@ def test_a_duplicate_key_in_a_spec_file_names_the_file(tmp_path: Path) -> None:
 
 def test_a_key_written_after_a_merge_overrides_it_without_error() -> None:
     assert loads_yaml("base: &b {x: 1, y: 2}\nuse: {<<: *b, x: 3}\n")["use"] == {"x": 3, "y": 2}
+
+
+PAPER_TABLE = """\
+paper_table:
+  caption: reference scores
+  columns: [agent, score, source]
+  rows:
+    - [Human, -4336.9, standard table]
+    - [{cell}, 43.5e9 steps, paper]
+"""
+
+
+def test_a_paper_table_row_split_at_an_unquoted_comma_is_rejected_naming_the_row(tmp_path: Path) -> None:
+    # YAML's flow list reads "[Agent57 (steps, best seed), ...]" as four cells: every later cell would sit under the
+    # wrong heading of the rendered table.
+    path = tmp_path / "mini.yaml"
+    path.write_text(MINIMAL_YAML + PAPER_TABLE.format(cell="Agent57 (steps, best seed)"), encoding="utf-8")
+    with pytest.raises(SpecError) as caught:
+        load_spec(path)
+    message = str(caught.value)
+    assert str(path) in message and "paper_table" in message
+    assert "one cell per column in every row (3: ['agent', 'score', 'source'])" in message
+    assert "rows[1] has 4 cells: ['Agent57 (steps', 'best seed)', '43.5e9 steps', 'paper']" in message
+    assert "quote a cell that contains a comma" in message
+    path.write_text(MINIMAL_YAML + PAPER_TABLE.format(cell='"Agent57 (steps, best seed)"'), encoding="utf-8")
+    assert load_spec(path).paper_table.rows[1] == ["Agent57 (steps, best seed)", "43.5e9 steps", "paper"]
