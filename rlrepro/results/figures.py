@@ -154,6 +154,19 @@ def plot_interval_estimates(panels: list[tuple[str, dict[str, np.ndarray]]], pat
     return _save(fig, path, plt)
 
 
+def profile_thresholds(scores: npt.ArrayLike, points: int = 101) -> np.ndarray:
+    """The taus of a profile: the scores' range padded by 5% on each side.
+
+    Equal scores (one run, or every run at a ceiling) get a pad of 5% of their size (at least 1), not a sliver
+    of width 2e-9 that matplotlib labels with an offset nobody can read.
+    """
+    scores = np.asarray(scores, dtype=float)
+    low_end, high_end = float(scores.min()), float(scores.max())
+    span = high_end - low_end
+    pad = 0.05 * span if span > 0 else max(1.0, 0.05 * abs(high_end))
+    return np.linspace(low_end - pad, high_end + pad, points)
+
+
 def plot_performance_profiles(panels: list[tuple[str, dict[str, np.ndarray]]], path: Path, *, metric: str, title: str) -> Path:
     """Fraction of runs scoring above tau, per variant, with bootstrap bands; one panel per task group."""
     plt = _setup_matplotlib()
@@ -161,10 +174,7 @@ def plot_performance_profiles(panels: list[tuple[str, dict[str, np.ndarray]]], p
     style = styles(variants)
     fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 3.8), squeeze=False)
     for ax, (name, matrices) in zip(axes[0], panels):
-        everything = np.concatenate([m.ravel() for m in matrices.values()])
-        low_end, high_end = float(everything.min()), float(everything.max())
-        pad = max(1e-9, 0.05 * (high_end - low_end))
-        taus = np.linspace(low_end - pad, high_end + pad, 101)
+        taus = profile_thresholds(np.concatenate([m.ravel() for m in matrices.values()]))
         for v, m in matrices.items():
             point, low, high = performance_profile_ci(m, taus)
             ax.plot(taus, point, label=f"{v} (n={m.shape[0]})", linewidth=1.4, **style[v])

@@ -34,7 +34,8 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
     provenance = _provenance(plan, scale, cells)
     searches = search_results(plan, root)
     _write_csv(paths["csv"], rows, provenance)
-    title = f"{plan.key} at scale '{scale}' ({provenance['seeds']} seeds)"
+    seeds = provenance["seeds"]
+    title = f"{plan.key} at scale '{scale}' ({seeds} seed{'' if seeds == 1 else 's'})"
     plot_learning_curves(cells, paths["png"], title=title, metric=spec.run.curve_metric, x_label=x_axis_label(spec))
     figures = experiment_figures(spec, cells, paths["png"], title=title)
     figures += diagnostic_figures(spec_path, spec, cells, paths["png"], title=title)

@@ -39,6 +39,18 @@ def test_performance_profile_by_hand() -> None:
     assert performance_profile([[1.0, 2.0], [3.0, 4.0]], [0.0, 2.0, 4.0]).tolist() == [1.0, 0.5, 0.0]
 
 
+def test_profile_thresholds_span_the_scores_and_stay_readable_when_they_are_equal() -> None:
+    from rlrepro.results.figures import profile_thresholds
+
+    # scores 0..10: 5% pad on each side -> [-0.5, 10.5]
+    taus = profile_thresholds([0.0, 4.0, 10.0])
+    assert (taus[0], taus[-1], len(taus)) == (-0.5, 10.5, 101)
+    # one run (Skiing's cpu scale): 2.93 % human-normalised -> +-1 (the pad's floor), not +-1e-9
+    assert np.allclose(profile_thresholds([2.93])[[0, -1]], [1.93, 3.93])
+    # equal large scores: 5% of their size
+    assert np.allclose(profile_thresholds([-16_724.0, -16_724.0])[[0, -1]], [-16_724 - 836.2, -16_724 + 836.2])
+
+
 @pytest.mark.parametrize(
     ("value", "text"), [(500, "500"), (12_800, "12.8k"), (100_000, "100k"), (1_000_000, "1M"), (1_500_000, "1.5M"),
                         (2e9, "2B"), (0, "0"), (0.25, "0.25")],
