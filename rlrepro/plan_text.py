@@ -2,8 +2,8 @@
 
 Tables list experiments under their paper (named once, its experiments indented); what a cell's figure rests on is a
 short marker (``[m]``, ``[1]``, ``~``) explained once under its table; prose wraps at :data:`WIDTH` with a hanging
-indent. The figures are computed here and in ``rlrepro.bench.device_hours`` / ``rlrepro.cluster``; nothing here
-rounds one away. Imports no JAX: planning stays light.
+indent. The figures come from ``rlrepro.workflow``, ``rlrepro.bench.device_hours`` and ``rlrepro.cluster``; the
+layout drops none of them. Imports no JAX: planning stays light.
 """
 
 from __future__ import annotations
@@ -291,7 +291,7 @@ def power_lines(plans: list, scale: str, results_root: Path) -> list[str]:
     from the claim's expected_sd; else from the experiment's last table), under its experiment."""
     from rlrepro.results.claims import POWER_UNKNOWN, POWER_UNKNOWN_MEANING, claim_power
 
-    lines = []
+    lines, unknown = [], False
     for experiment in plans:
         table_json = Path(experiment.table_paths(results_root)["md"]).with_suffix(".json")
         if claims := claim_power(experiment.spec, scale, table_json):
@@ -299,11 +299,12 @@ def power_lines(plans: list, scale: str, results_root: Path) -> list[str]:
             lines.append(f"  {experiment.key} ({seeds} seed{'s' if seeds != 1 else ''} per side):")
             for claim, text in claims:
                 lines += wrap(f"{claim}: {text}", indent="    ")
+                unknown = unknown or text == POWER_UNKNOWN
     if not lines:
         return []
+    meaning = f"; {POWER_UNKNOWN}: {POWER_UNKNOWN_MEANING}" if unknown else ""
     return wrap("power of the ordering claims judged at this scale: the smallest difference the seeds detect with "
-                f"80% power (t-based, one-sided 0.025); {POWER_UNKNOWN}: {POWER_UNKNOWN_MEANING}.",
-                hanging="  ") + lines
+                f"80% power (t-based, one-sided 0.025){meaning}.", hanging="  ") + lines
 
 
 def plan_lines(plans: list, scale: str, *, units: bool, results_root: Path) -> list[str]:

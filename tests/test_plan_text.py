@@ -102,3 +102,22 @@ def test_the_plan_says_in_full_why_an_experiment_cannot_run_here(monkeypatch, ca
     notes = " ".join(out.partition("cannot run here:")[2].split())
     assert notes.startswith("impala/dmlab30: DeepMind Lab is not installed (python module 'deepmind_lab').")
     assert "and run this spec again." in notes  # the whole reason, with what to do about it
+
+
+def test_the_power_of_each_ordering_claim_is_listed_under_its_experiment(tmp_path, capsys):
+    """cpu scale: 4 seeds per side; (t_{0.975,6} + t_{0.8,6}) sqrt(2/4) * SD 2 = (2.4469 + 0.9057) * 0.7071 * 2 = 4.74.
+    The second claim states no spread and has no table: 'unknown', whose meaning the heading gives once."""
+    claim = {"kind": "ordering", "statement": "a beats b", "better": "a", "worse": ["b"], "judged_at": ["cpu"],
+             "paper_evidence": "Table 2"}
+    data = toy_spec_data(variants=[{"name": "a"}, {"name": "b"}], scales={"smoke": {"frames": 100, "seeds": 1},
+                                                                         "cpu": {"frames": 200, "seeds": 4}},
+                         claims=[{**claim, "id": "order", "expected_sd": 2.0}, {**claim, "id": "spread_unknown"}])
+    write_spec(tmp_path / "specs", data)
+    assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path / "specs"), "--results", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    power = out.partition("\npower of the ordering claims")[2].splitlines()
+    assert " ".join(" ".join(power[:3]).split()) == (
+        "judged at this scale: the smallest difference the seeds detect with 80% power (t-based, one-sided 0.025); "
+        "unknown: no expected_sd in the spec and no table yet.")
+    assert power[3:] == ["  toy/mini (4 seeds per side):", "    order: 4.74 in final_return at the expected SD 2",
+                         "    spread_unknown: unknown"]
