@@ -48,169 +48,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return 0
 
 
-#: The machine the specs' cpu-scale minutes were measured on (README "Benchmarks"; STACK.md has its figures).
-REFERENCE_MACHINE = "2-core x86-64 CPU, 24 GiB, no GPU"
-
-
-def _rate(spec) -> float | None:
-    """Frames per second (all of an experiment's jobs, 2 at a time) on the reference machine: the cpu scale's
-    frames over its measured expected minutes. None when the spec states no minutes."""
-    from rlrepro.workflow import plan_experiment
-
-    minutes = spec.scale("cpu").expected_minutes
-    if not minutes:
-        return None
-    return _frames(plan_experiment(Path("x.yaml"), spec, "cpu")) / (minutes * 60.0)
-
-
-def _frames(experiment) -> int:
-    return sum(job.frames_emulated for job in experiment.jobs)
-
-
-def _hours(hours: float) -> str:
-    return f"{hours:,.1f} h" if hours >= 1 else f"{hours * 60:,.0f} min"
-
-
-def _plan_summary(plans, scale: str) -> list[str]:
-    """One line per experiment: runs, jobs, frames, estimated time on the reference machine."""
-    from rlrepro.workflow import cannot_run
-
-    header = ("experiment", "runs", "jobs", "frames trained (budget)", "estimated time*")
-    rows, total_hours, unknown = [], 0.0, 0
-    for experiment in plans:
-        frames = _frames(experiment)
-        reason = cannot_run(experiment)
-        rate = _rate(experiment.spec)
-        if reason:
-            cost = "cannot run here: " + reason.split(" (")[0].split(":")[0][:50]
-        elif experiment.spec.scale(scale).expected_minutes:  # measured at this scale (includes compilation)
-            hours = experiment.spec.scale(scale).expected_minutes / 60.0
-            total_hours += hours
-            cost = _hours(hours) + " (the spec's measured minutes)"
-        elif rate is None:
-            cost, unknown = "no measured minutes in the spec", unknown + 1
-        else:
-            hours = frames / rate / 3600.0
-            total_hours += hours
-            cost = _hours(hours)
-        runs = sum(len(job.units) for job in experiment.jobs)
-        rows.append((experiment.key, f"{runs:,}", f"{len(experiment.jobs):,}", _frames_cell(experiment, scale), cost))
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(c.ljust(w) if i in (0, 4) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
-             for row in [header, *rows]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    note = f"; {unknown} experiment(s) without an estimate" if unknown else ""
-    lines += ["", f"estimated total: {_hours(total_hours)}{note}.",
-              f"* on {REFERENCE_MACHINE}, 2 jobs at a time: the spec's minutes measured at this scale, or",
-              "  (paper scale) its cpu-scale minutes scaled by frames, at the cpu scale's batch sizes; the",
-              "  device-hours below use a benchmark's stored throughput where one exists (the paper's batches)."]
-    return lines
-
-
-def _trained_by_unit(plans: list, scale: str) -> dict:
-    """Each run unit -> (what it trains, what that counts): whole chunks (``workflow.chunk_plan``), in frames or,
-    for a loss search, proposals; the budget for a unit that cannot train here."""
-    from rlrepro.workflow import chunk_plan
-
-    trained = {}
-    for experiment in plans:
-        for job in experiment.jobs:
-            chunks = chunk_plan(experiment.spec, job.variant, job.env, scale)
-            for unit in job.units:
-                trained[unit] = (chunks.frames, chunks.unit) if chunks is not None else (unit.frames, "frames")
-    return trained
-
-
-def _trained_by_job(plans: list, scale: str) -> list[tuple[int, str, int]]:
-    """(trained, what it counts, budget) per job: every unit's whole chunks, or (multi-task) each member's chunks
-    once for all its games, like ``Job.frames_emulated`` counts the budget."""
-    rows = []
-    trained = _trained_by_unit(plans, scale)
-    for experiment in plans:
-        for job in experiment.jobs:
-            counts = [trained[unit] for unit in job.units]
-            kind = counts[0][1] if counts else "frames"
-            if job.population:
-                total = counts[0][0] * job.population * len(job.seeds) if counts else 0
-            else:
-                total = sum(count for count, _ in counts)
-            rows.append((total, kind, job.frames_emulated))
-    return rows
-
-
-def _frames_cell(experiment, scale: str) -> str:
-    """The plan's frames column: what the experiment's runs train, its budget beside it where they differ."""
-    jobs = _trained_by_job([experiment], scale)
-    total, budget = sum(count for count, _, _ in jobs), _frames(experiment)
-    unit = " proposals" if any(kind == "proposals" for _, kind, _ in jobs) else ""  # a search counts programs
-    return f"{total:,}{unit}" + (f" ({budget:,})" if total != budget else "")
-
-
-def _total_text(plans: list, scale: str) -> str:
-    """The plan's last line: what is trained in total by unit (frames, proposals), the budget where it differs."""
-    jobs, parts = _trained_by_job(plans, scale), []
-    for kind in sorted({kind for _, kind, _ in jobs}):  # frames, then proposals
-        total = sum(count for count, k, _ in jobs if k == kind)
-        budget = sum(b for _, k, b in jobs if k == kind)
-        parts.append(f"{total:,} {kind} trained" + (f" (budget {budget:,}: training runs whole chunks)" if total != budget else ""))
-    return "total " + ("; ".join(parts) or "0 frames")
-
-
 def cmd_plan(args: argparse.Namespace) -> int:
+    from rlrepro.plan_text import plan_lines, trained_by_unit
     from rlrepro.workflow import plan
 
     plans = plan(args.specs, args.scale, args.only)
-    units = [unit for experiment in plans for job in experiment.jobs for unit in job.units]
-    trained = _trained_by_unit(plans, args.scale)
     if args.json:  # "frames" is the budget, "frames_trained" whole chunks of it, counted in "counts"
+        trained = trained_by_unit(plans, args.scale)
+        units = [unit for experiment in plans for job in experiment.jobs for unit in job.units]
         print(json.dumps([{**dataclasses.asdict(u), "frames_trained": trained[u][0], "counts": trained[u][1]} for u in units]))
         return 0
-    print("\n".join(_plan_summary(plans, args.scale)))
-    print("\n".join(["", "device-hours (frames over the stored throughput of one job; a GPU job runs one per GPU):",
-                      *_device_hours(plans, args.scale)]))
-    print("\n".join(["", *_memory(plans, args.scale)]))
-    jobs = sum(len(p.jobs) for p in plans)
-    if args.units:
-        rows = [(u.paper, u.experiment, u.variant, u.env, str(u.seed), f"{trained[u][0]:,}", f"{u.frames:,}")
-                for u in units]
-        header = ("paper", "experiment", "variant", "env", "seed", "trained", "budget")
-        widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-        print()
-        for row in [header, *rows]:
-            print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)))
-    else:
-        print("(list every run unit with --units)")
-    print(f"\n{len(units):,} run unit(s) in {jobs:,} job(s) at scale '{args.scale}'; {_total_text(plans, args.scale)}")
-    _print_power(plans, args)
+    print("\n".join(plan_lines(plans, args.scale, units=args.units, results_root=_results_root(args))))
     return 0
-
-
-def _device_hours(plans: list, scale: str | None = None) -> list[str]:
-    """Per experiment: hours on a CPU machine (measured) and on the accelerator the stored figures name (estimates
-    until measured there), from rlrepro/bench/throughput.csv (issue 12 item 9, issue 15)."""
-    from rlrepro.bench.device_hours import device_hours_lines
-
-    return device_hours_lines(plans, _frames, REFERENCE_MACHINE, scale=scale)
-
-
-def _memory(plans: list, scale: str) -> list[str]:
-    """What each experiment's jobs ask a cluster for (--mem): the spec's measured memory with headroom, or the default
-    (named, so a cluster user knows which jobs need --config mem_mb)."""
-    from rlrepro.cluster import memory_lines
-
-    return memory_lines(plans, scale)
-
-
-def _print_power(plans: list, args: argparse.Namespace) -> None:
-    """Per ordering claim: the smallest difference the scale's seeds can detect (before a run, from expected_sd)."""
-    from rlrepro.results.claims import power_lines
-    from rlrepro.workflow import results_root
-
-    root = results_root(args.results, args.scale)
-    lines = [line for p in plans for line in power_lines(p.spec, args.scale, Path(p.table_paths(root)["md"]).with_suffix(".json"))]
-    if lines:
-        print("\npower of the ordering claims judged at this scale (80%, one-sided 0.025):")
-        print("\n".join(f"  {line}" for line in lines))
 
 
 def cmd_schema(args: argparse.Namespace) -> int:

@@ -50,14 +50,14 @@ def estimated_minutes(job: Job, experiment: ExperimentPlan, scale: Scale) -> flo
     scale, or else its cpu-scale rate (frames over measured minutes), both for 2 jobs at a time on 2 cores; a job
     gets its share by frames. None when the spec states no measured minutes.
     """
-    from rlrepro.cli import _frames, _rate
+    from rlrepro.plan_text import cpu_rate, frames_of
 
     concurrency = 1 if job.whole_machine else 2
     frames = sum(unit.frames for unit in job.units)
     measured = experiment.spec.scale(scale).expected_minutes
     if measured:
-        return measured * min(concurrency, len(experiment.jobs)) * frames / _frames(experiment)
-    rate = _rate(experiment.spec)
+        return measured * min(concurrency, len(experiment.jobs)) * frames / frames_of(experiment)
+    rate = cpu_rate(experiment.spec)
     if rate is None:
         return None
     return frames / (rate / concurrency) / 60.0
@@ -113,26 +113,6 @@ def memory_mb(experiment: ExperimentPlan, scale: Scale, *, gpus: int = 0) -> tup
         return MEM_MB, False
     wanted = measured * MEM_FACTOR + MEM_OVERHEAD_MB + (GPU_HOST_MB if gpus else 0)
     return int(math.ceil(wanted / 100.0) * 100), True
-
-
-def memory_lines(plans: list[ExperimentPlan], scale: Scale) -> list[str]:
-    """``rlrepro plan``'s memory section: what each experiment's jobs ask a cluster for (profiles/slurm), and which
-    fall back to the default because the spec states no measured memory at this scale."""
-    measured, fallback = [], []
-    for experiment in plans:
-        mb, known = memory_mb(experiment, scale)
-        if known:
-            peak = experiment.spec.scale(scale).expected_mem_mb
-            measured.append(f"  {experiment.key}: {mb:,} MB per job (measured peak {peak:,.0f} MB x {MEM_FACTOR:g} + "
-                            f"{MEM_OVERHEAD_MB} MB)")
-        else:
-            fallback.append(f"  {experiment.key}: {len(experiment.jobs):,} job(s)")
-    lines = [f"cluster memory per training job (profiles/slurm, --mem; jobs with GPUs add {GPU_HOST_MB:,} MB):"]
-    lines += measured or ["  (no spec states a measured memory at this scale)"]
-    if fallback:
-        lines += [f"no measured memory at scale '{scale}': these jobs fall back to the default {MEM_MB:,} MB "
-                  "(set --config mem_mb=N):", *fallback]
-    return lines
 
 
 #: ``scontrol show config``'s key naming the accounting plugin: ``accounting_storage/slurmdbd`` where sacct has a

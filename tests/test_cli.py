@@ -31,6 +31,17 @@ def write(folder: Path, data: dict[str, Any] | None = None) -> Path:
     return write_spec(folder, spec_data() if data is None else data)
 
 
+def plan_row(out: str, section: str, key: str) -> list[str]:
+    """The cells of experiment ``key``'s row (paper/experiment: the experiment under its paper's heading) in the table
+    under the line ``section`` of `rlrepro plan`'s text (columns at least two spaces apart, a figure and its marker
+    one)."""
+    paper, name = key.split("/")
+    lines = out.splitlines()
+    lines = lines[lines.index(paper, lines.index(section)):]
+    row = next(line for line in lines if line.startswith(f"  {name} "))
+    return re.split(r"\s{2,}", row.strip())
+
+
 def bad_spec(folder: Path) -> Path:
     """A spec whose learning rate is the quoted string '1e-3'."""
     path = write(folder)
@@ -105,28 +116,32 @@ def test_plan_lists_units_and_the_total(tmp_path: Path, capsys: pytest.CaptureFi
     assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path), "--units"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert lines[0].split() == ["experiment", "runs", "jobs", "frames", "trained", "(budget)", "estimated", "time*"]
-    header = lines.index(next(line for line in lines if line.split()[:2] == ["paper", "experiment"]))
-    assert lines[header].split() == ["paper", "experiment", "variant", "env", "seed", "trained", "budget"]
-    units = [line.split() for line in lines[header + 1:] if line.startswith("toy ")]
+    assert lines[0].split() == ["experiment", "runs", "jobs", "frames", "trained", "(budget)"]
+    listing = lines[lines.index("run units (trained: whole chunks of the budget):") + 1:]
+    assert listing[0] == "toy/mini"  # the units of an experiment under its name
+    assert listing[1].split() == ["variant", "env", "seed", "trained", "budget"]
+    units = [line.split() for line in listing[2:] if line.startswith("  ") and line.split()[0] in "abc"]
     # 3 variants x 2 envs x 4 seeds, 1,500 frames each, jobs of 2 seeds
     assert len(units) == 24
     # a chunk is unroll 5 x batch 4 x 50 updates = 1,000 frames: a budget of 1,500 trains 2 whole chunks, 2,000
-    assert ["toy", "mini", "b", "cartpole", "3", "2,000", "1,500"] in units
-    assert out.rstrip().endswith(
+    assert ["b", "cartpole", "3", "2,000", "1,500"] in units
+    assert " ".join(out.split()).endswith(  # the sentence wraps at 80 columns
         "24 run unit(s) in 12 job(s) at scale 'cpu'; total 48,000 frames trained (budget 36,000: training runs whole chunks)"
     )
-    assert "estimated total: 0 min; 1 experiment(s) without an estimate." in out
+    assert "estimated total time: 0 min; 1 experiment(s) without an estimate." in out
 
 
 def test_plan_without_units_is_one_line_per_experiment(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     write(tmp_path)
     assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path)]) == 0
-    lines = capsys.readouterr().out.splitlines()
-    # 24 runs of 2 whole chunks of 1,000 frames (budget 1,500 each)
-    assert lines[2].split() == ["toy/mini", "24", "12", "48,000", "(36,000)", "no", "measured", "minutes", "in", "the", "spec"]
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    # the experiments under their paper: 24 runs of 2 whole chunks of 1,000 frames (budget 1,500 each)
+    assert lines[2:4] == ["toy", "  mini        24    12          48,000 (36,000)"]
+    assert plan_row(out, "time and device-hours:", "toy/mini") == ["mini", "unknown", "-", "-"]
+    assert "unknown: the spec states no measured minutes." in " ".join(out.split())
     assert "(list every run unit with --units)" in lines
-    assert not any(line.startswith("toy ") for line in lines)
+    assert "run units" not in out
 
 
 def test_plan_sums_the_expected_minutes(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -139,13 +154,12 @@ def test_plan_sums_the_expected_minutes(tmp_path: Path, capsys: pytest.CaptureFi
     write(tmp_path, other)
     assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path)]) == 0
     out = capsys.readouterr().out
-    assert "estimated total: 42 min.\n" in out  # 12.5 + 30, as measured
+    assert "estimated total time: 42 min.\n" in out  # 12.5 + 30, as measured
     assert "2-core x86-64 CPU" in out  # the hardware the estimate is for is named
     # At paper scale the cpu rate is scaled by frames: toy/mini runs 36,000 frames in 12.5 min at cpu scale
     # (48 frames/s); its paper scale is 18 units x 2e9 = 3.6e10 frames -> 3.6e10 / 48 / 3600 = 208,333.3 h.
     assert main(["plan", "--scale", "paper", "--specs", str(tmp_path)]) == 0
-    row = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("toy/mini"))
-    assert row.split()[-2:] == ["208,333.3", "h"]
+    assert plan_row(capsys.readouterr().out, "time and device-hours:", "toy/mini")[1] == "208,333.3 h"
 
 
 def test_plan_into_head_ends_without_a_traceback() -> None:
@@ -161,10 +175,11 @@ def test_plan_at_smoke_and_paper_scale(tmp_path: Path, capsys: pytest.CaptureFix
     assert main(["plan", "--scale", "smoke", "--specs", str(tmp_path)]) == 0
     # a budget of 100 frames trains one whole chunk of 1,000
     assert ("2 run unit(s) in 2 job(s) at scale 'smoke'; total 2,000 frames trained (budget 200: training runs whole "
-            "chunks)\n") in capsys.readouterr().out
+            "chunks)") in " ".join(capsys.readouterr().out.split())
     assert main(["plan", "--scale", "paper", "--specs", str(tmp_path)]) == 0
     # 3 x 2 x 3 = 18 units of 2e9 frames (beyond int32), jobs of seeds (0, 1) and (2,)
-    assert "18 run unit(s) in 12 job(s) at scale 'paper'; total 36,000,000,000 frames trained\n" in capsys.readouterr().out
+    assert " ".join(capsys.readouterr().out.split()).endswith(
+        "18 run unit(s) in 12 job(s) at scale 'paper'; total 36,000,000,000 frames trained")
 
 
 def test_plan_only_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -175,7 +190,7 @@ def test_plan_only_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
     assert main(["plan", "--scale", "smoke", "--specs", str(tmp_path), "--only", "other"]) == 0
     out = capsys.readouterr().out
     assert "2 run unit(s) in 2 job(s)" in out
-    assert all(not line.startswith("toy ") for line in out.splitlines())
+    assert "other" in out.splitlines() and "toy" not in out.splitlines()  # the paper headings
 
 
 def test_plan_total_of_the_real_specs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
@@ -192,7 +207,7 @@ def test_plan_total_of_the_real_specs(monkeypatch: pytest.MonkeyPatch, capsys: p
         expected_frames += envs * variants * size.seeds * size.frames
     monkeypatch.chdir(REPO)
     assert main(["plan", "--scale", "smoke"]) == 0
-    summary = capsys.readouterr().out.strip().splitlines()[-1]
+    summary = " ".join(capsys.readouterr().out.split())  # the total wraps at 80 columns
     match = re.search(r"([\d,]+) run unit\(s\) in [\d,]+ job\(s\) at scale 'smoke'; total [\d,]+ frames trained "
                       r"\(budget ([\d,]+): training runs whole chunks\); ([\d,]+) proposals trained", summary)
     assert match, summary
@@ -320,4 +335,5 @@ def test_plan_states_the_frames_the_toy_trains_at_smoke_scale_beside_its_budget(
     out = capsys.readouterr().out
     trained = sum(r["frames_trained"] for r in rows)
     assert f"{trained:,} ({12_800 * len(rows):,})" in out
-    assert out.rstrip().endswith(f"total {trained:,} frames trained (budget {12_800 * len(rows):,}: training runs whole chunks)")
+    assert " ".join(out.split()).endswith(
+        f"total {trained:,} frames trained (budget {12_800 * len(rows):,}: training runs whole chunks)")

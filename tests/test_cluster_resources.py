@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from snakemake.profiles import ProfileConfigFileParser
 
-from rlrepro.cluster import MEM_MB, RUNTIME_OVERHEAD_MINUTES, job_resources, memory_lines, status_command_for
+from rlrepro.cluster import MEM_MB, RUNTIME_OVERHEAD_MINUTES, job_resources, status_command_for
+from rlrepro.plan_text import memory_lines
 from rlrepro.specs import SpecError, load_spec
 from rlrepro.workflow import plan, plan_experiment
 from tests.conftest import toy_run_spec_data
@@ -122,15 +123,19 @@ def test_the_plan_names_the_experiments_whose_jobs_fall_back_to_the_default_memo
     unmeasured = write_spec(tmp_path / "b", data)
     plans = [_experiment(measured, "smoke"), _experiment(unmeasured, "smoke")]
     lines = memory_lines(plans, "smoke")
-    assert "  toytest/toy: 1,500 MB per job (measured peak 600 MB x 1.5 + 512 MB)" in lines
-    fallback = lines.index("no measured memory at scale 'smoke': these jobs fall back to the default 4,000 MB "
-                           "(set --config mem_mb=N):")
-    assert lines[fallback + 1:] == ["  toytest/unmeasured: 2 job(s)"]
+    # per experiment under its paper: jobs, --mem (600 x 1.5 + 512 = 1,412 -> 1,500 MB), the measured peak
+    assert lines[3:6] == ["toytest", "  toy            2  1,500 MB             600 MB",
+                          "  unmeasured     2  4,000 MB [d]              -"]
+    notes = " ".join(" ".join(lines[6:]).split())  # wrapped at 80 columns
+    assert notes == ("--mem: the measured peak x 1.5 + 512 MB (rounded up to 100 MB; jobs with GPUs add 2,048 MB). "
+                     "[d] the default 4,000 MB: the spec states no measured memory at scale 'smoke' (or set --config "
+                     "mem_mb=N).")
     # the CLI prints it
     result = subprocess.run([sys.executable, "-m", "rlrepro", "plan", "--specs", str(tmp_path / "b"), "--scale",
                              "smoke"], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert result.returncode == 0, result.stderr
-    assert "these jobs fall back to the default 4,000 MB" in result.stdout and "toytest/unmeasured: 2 job(s)" in result.stdout
+    assert "  unmeasured     2  4,000 MB [d]              -" in result.stdout
+    assert "[d] the default 4,000 MB: the spec states no measured memory at scale 'smoke'" in result.stdout
 
 
 def test_every_spec_the_smoke_run_trains_states_its_measured_smoke_memory():

@@ -454,28 +454,33 @@ def _finite(values: list[float]) -> list[float]:
 # --- power up front (rlrepro plan) -----------------------------------------------------------------------------
 
 
-def power_lines(spec: ExperimentSpec, scale: str, table_json: Path | None = None) -> list[str]:
-    """Per ordering claim judged at ``scale``: the smallest difference its seeds can detect with 80% power.
+#: What ``claim_power`` says when neither the spec nor a table gives a spread, and what that means.
+POWER_UNKNOWN = "unknown"
+POWER_UNKNOWN_MEANING = "no expected_sd in the spec and no table yet"
+
+
+def claim_power(spec: ExperimentSpec, scale: str, table_json: Path | None = None) -> list[tuple[str, str]]:
+    """Per ordering claim judged at ``scale`` (claim id, text): the smallest difference the scale's seeds per side
+    can detect with 80% power (t-based, one-sided 0.025).
 
     From the claim's ``expected_sd`` (before any run), else from the spread seen in the experiment's last table
-    (``table_json``), else a note that neither is known.
+    (``table_json``), else POWER_UNKNOWN.
     """
     seen = {}
     if table_json is not None and table_json.exists():
         seen = {c["claim"]: c.get("power", "") for c in json.loads(table_json.read_text())["claims"]}
     seeds = spec.scale(scale).seeds
-    lines = []
+    powers = []
     for claim in spec.claims:
         if not isinstance(claim, OrderingClaim) or scale not in claim.judged_at:
             continue
         gap = f" (margin {claim.margin:g})" if claim.margin is not None else ""
         if claim.expected_sd is not None:
             d = stats.detectable_difference(claim.expected_sd, seeds)
-            text = (f"{seeds} seeds per side detect a difference of {d:.3g} in {claim.metric} with 80% power at the "
-                    f"expected SD {claim.expected_sd:g}{gap} (t-based, one-sided 0.025)")
+            text = f"{d:.3g} in {claim.metric} at the expected SD {claim.expected_sd:g}{gap}"
         elif seen.get(claim.id):
             text = f"from the last table: {seen[claim.id]}{gap}"
         else:
-            text = f"{seeds} seeds per side; no expected_sd in the spec and no table yet: the detectable difference is unknown"
-        lines.append(f"{spec.paper}/{spec.experiment} {claim.id}: {text}")
-    return lines
+            text = POWER_UNKNOWN
+        powers.append((claim.id, text))
+    return powers

@@ -4,6 +4,7 @@ throughput figures (CPU measured here, GPU marked as estimates until measured), 
 from __future__ import annotations
 
 import csv
+import re
 from pathlib import Path
 
 import pytest
@@ -79,16 +80,31 @@ def test_a_measured_cpu_row_replaces_the_specs_minutes(tmp_path):
     assert "  [1] CPU measured on Ref CPU: python -m rlrepro.bench impala-atari (2026-11-24)" in lines
 
 
+def _cost_row(out: str, key: str) -> list[str]:
+    """The cells of experiment ``key``'s row in `rlrepro plan`'s time and device-hours table (the experiment under
+    its paper's heading; columns at least two spaces apart, a figure and its marker one)."""
+    paper, name = key.split("/")
+    lines = out.splitlines()
+    lines = lines[lines.index(paper, lines.index("time and device-hours:")):]
+    return re.split(r"\s{2,}", next(line for line in lines if line.startswith(f"  {name} ")).strip())
+
+
+def _source(out: str, mark: str) -> str:
+    """The source line ``[mark] ...`` of the device-hours, its wrapped lines joined."""
+    text = " ".join(out.partition("sources (stored figures:")[2].split())
+    return text.partition(f"{mark} ")[2].partition(" [")[0]
+
+
 def test_plan_at_paper_scale_prints_device_hours_and_their_sources(monkeypatch, capsys):
     monkeypatch.chdir(REPO)
     assert main(["plan", "--scale", "paper"]) == 0
     out = capsys.readouterr().out
-    table = out.partition("device-hours (")[2].partition("(list every run unit")[0]
-    assert "all GPU-hours (estimates, the hardware above):" in table
-    rows = {line.split()[0]: line for line in table.splitlines() if "/" in line.split(" ")[0]}
-    assert "(estimate)" in rows["impala/atari57_deep"] and "A100" in rows["impala/atari57_deep"]
-    assert rows["refer/mujoco_vracer"].endswith("- (a CPU job: no accelerator figure)")
-    assert "sources (stored figures: throughput.csv" in table
+    assert "all GPU-hours (estimates, the hardware above):" in out
+    gpu = _cost_row(out, "impala/atari57_deep")[3]
+    assert gpu.startswith("~") and gpu.endswith("]")  # an estimate, and its source
+    assert _source(out, gpu.split()[-1]).startswith("GPU estimate on 1x NVIDIA A100")
+    assert _cost_row(out, "refer/mujoco_vracer")[3] == "-"  # a CPU job: no accelerator figure
+    assert "sources (stored figures: throughput.csv" in out
 
 
 def test_the_stored_cpu_atari_rows_give_paper_hours_and_the_cpu_scale_keeps_its_measured_minutes(monkeypatch, capsys):
@@ -102,11 +118,13 @@ def test_the_stored_cpu_atari_rows_give_paper_hours_and_the_cpu_scale_keeps_its_
     assert shallow.frames_per_s == 3463 and shallow.hardware == "2-core x86-64 CPU, 24 GiB, no GPU"
     monkeypatch.chdir(REPO)
     assert main(["plan", "--scale", "paper", "--only", "impala/atari57_shallow"]) == 0
-    table = capsys.readouterr().out.partition("device-hours (")[2]
-    row = next(line for line in table.splitlines() if line.startswith("impala/atari57_shallow"))
-    assert row.split()[1:3] == ["914.4", "h"]
-    assert "CPU measured on 2-core x86-64 CPU, 24 GiB, no GPU: python -m rlrepro.bench impala-atari --chunks 3" in table
+    out = capsys.readouterr().out
+    cpu = _cost_row(out, "impala/atari57_shallow")[2]
+    assert cpu.startswith("914.4 h [")
+    assert _source(out, cpu.split()[-1]) == ("CPU measured on 2-core x86-64 CPU, 24 GiB, no GPU: python -m "
+                                             "rlrepro.bench impala-atari --chunks 3 --updates-per-chunk 10 (2026-11-24)")
     assert main(["plan", "--scale", "cpu", "--only", "impala/atari57_shallow"]) == 0
-    table = capsys.readouterr().out.partition("device-hours (")[2]
-    row = next(line for line in table.splitlines() if line.startswith("impala/atari57_shallow"))
-    assert row.split()[1:3] == ["1.0", "h"] and "the spec's cpu-scale minutes" in table  # 60 min
+    out = capsys.readouterr().out
+    time, cpu = _cost_row(out, "impala/atari57_shallow")[1:3]
+    assert time == "1.0 h [m]" and cpu.startswith("1.0 h [")  # 60 min
+    assert _source(out, cpu.split()[-1]).endswith("the spec's cpu-scale minutes (the pipeline, 2 jobs at a time)")

@@ -326,21 +326,18 @@ def test_every_claim_gets_a_verdict_in_order_with_its_power() -> None:
     assert np.isclose((2.4469 + 0.9057) * np.sqrt(0.5) * 0.7569, 1.794, atol=1e-3)
 
 
-def test_power_lines_before_any_run_from_expected_sd(tmp_path) -> None:
-    from rlrepro.results.claims import power_lines
+def test_claim_power_before_any_run_from_expected_sd(tmp_path) -> None:
+    from rlrepro.results.claims import POWER_UNKNOWN, claim_power
 
     spec = make_spec(ordering(expected_sd=2.0), threshold(">=", 1.0, 0.0))
     # cpu: 4 seeds; (t_{0.975,6} + t_{0.8,6}) sqrt(2/4) * 2 = (2.4469 + 0.9057) * 0.7071 * 2 = 4.741
-    [line] = power_lines(spec, "cpu")
-    assert line == ("toy/mini order: 4 seeds per side detect a difference of 4.74 in final_return with 80% power at "
-                    "the expected SD 2 (t-based, one-sided 0.025)")
-    assert power_lines(spec, "smoke") == []  # not judged at smoke
+    assert claim_power(spec, "cpu") == [("order", "4.74 in final_return at the expected SD 2")]
+    assert claim_power(spec, "smoke") == []  # not judged at smoke
     table = tmp_path / "mini.json"
     table.write_text('{"claims": [{"claim": "order", "power": "4 seeds per side detect a difference of 1.79"}]}')
-    [seen] = power_lines(make_spec(ordering()), "cpu", table)
-    assert seen == "toy/mini order: from the last table: 4 seeds per side detect a difference of 1.79"
-    [unknown] = power_lines(make_spec(ordering()), "cpu", tmp_path / "missing.json")
-    assert "no expected_sd in the spec and no table yet" in unknown
+    seen = claim_power(make_spec(ordering()), "cpu", table)
+    assert seen == [("order", "from the last table: 4 seeds per side detect a difference of 1.79")]
+    assert claim_power(make_spec(ordering()), "cpu", tmp_path / "missing.json") == [("order", POWER_UNKNOWN)]
 
 
 def test_a_missing_better_variant_is_named_once() -> None:

@@ -1,0 +1,321 @@
+"""What ``rlrepro plan`` prints, laid out for an 80-column terminal (the project's standard).
+
+Tables list experiments under their paper (named once, its experiments indented); what a cell's figure rests on is a
+short marker (``[m]``, ``[1]``, ``~``) explained once under its table; prose wraps at :data:`WIDTH` with a hanging
+indent. The figures come from ``rlrepro.workflow``, ``rlrepro.bench.device_hours`` and ``rlrepro.cluster``; the
+layout drops none of them. Imports no JAX: planning stays light.
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Collection, Iterable, Sequence
+from pathlib import Path
+
+#: The terminal width every line of ``rlrepro plan`` fits (tested on every scale of the real specs).
+WIDTH = 80
+#: The machine the specs' cpu-scale minutes were measured on (README "Benchmarks"; STACK.md has its figures).
+REFERENCE_MACHINE = "2-core x86-64 CPU, 24 GiB, no GPU"
+
+# --- layout -------------------------------------------------------------------------------------------------------
+
+
+def table(header: Sequence[str], rows: Iterable[Sequence[str]], *, left: Collection[int] = (0,), rule: bool = True,
+          indent: str = "") -> list[str]:
+    """Columns two spaces apart, each as wide as its widest cell; the columns in ``left`` left-aligned (names), the
+    others right-aligned (figures), a trailing marker such as `` [m]`` set apart so the figures stay aligned; a rule
+    of dashes under the header unless ``rule`` is False."""
+    columns = [_aligned(column, i in left) for i, column in enumerate(zip(header, *rows))]
+    lines = [indent + "  ".join(cells).rstrip() for cells in zip(*columns)]
+    if rule:
+        lines.insert(1, indent + "  ".join("-" * len(column[0]) for column in columns))
+    return lines
+
+
+_MARKED = re.compile(r"(.*?)((?: \[[^\]]+\])?)")  # a figure and its marker, e.g. "1 min" " [m]"
+_FIGURE = re.compile(r"[~\d-]")  # a figure ("1,700 MB", "~0 min", "-") rather than words ("cannot run")
+
+
+def _aligned(column: Sequence[str], left: bool) -> list[str]:
+    """A column's cells (header first) padded to one width: left-aligned; or right-aligned, the figures' markers in
+    a column of their own so the figures line up, words (a cell that is no figure) flush right."""
+    if left:
+        width = max(map(len, column))
+        return [cell.ljust(width) for cell in column]
+    split = [_MARKED.fullmatch(cell).groups() if _FIGURE.match(cell) else None for cell in column[1:]]
+    figures = [parts for parts in split if parts is not None]
+    fw = max((len(figure) for figure, _ in figures), default=0)
+    mw = max((len(mark) for _, mark in figures), default=0)
+    cells = [cell if parts is None else parts[0].rjust(fw) + parts[1].ljust(mw)
+             for cell, parts in zip(column[1:], split)]
+    width = max(len(cell) for cell in [column[0], *cells])
+    return [cell.rjust(width) for cell in [column[0], *cells]]
+
+
+def by_paper(rows: Iterable[Sequence[str]]) -> list[tuple[str, ...]]:
+    """Rows whose first cell is ``paper/experiment``, each paper's under one heading row naming it: the experiment
+    column is then as wide as the longest experiment name (+2), not paper and experiment together."""
+    grouped, paper = [], None
+    for key, *cells in rows:
+        head, _, name = key.partition("/")
+        if head != paper:
+            paper = head
+            grouped.append((head, *[""] * len(cells)))
+        grouped.append((f"  {name}", *cells))
+    return grouped
+
+
+def wrap(text: str, indent: str = "", hanging: str = "    ") -> list[str]:
+    """``text`` in lines of at most WIDTH characters: the first at ``indent``, the rest at ``indent + hanging``.
+    Words are never broken (a command or a path stays whole)."""
+    return textwrap.wrap(text, WIDTH, initial_indent=indent, subsequent_indent=indent + hanging,
+                         break_long_words=False, break_on_hyphens=False)
+
+
+# --- figures ------------------------------------------------------------------------------------------------------
+
+
+def frames_of(experiment) -> int:
+    """The experiment's frame budget (a multi-task member counts once for all its games: ``Job.frames_emulated``)."""
+    return sum(job.frames_emulated for job in experiment.jobs)
+
+
+def cpu_rate(spec) -> float | None:
+    """Frames per second (all of an experiment's jobs, 2 at a time) on the reference machine: the cpu scale's
+    frames over its measured expected minutes. None when the spec states no minutes."""
+    from rlrepro.workflow import plan_experiment
+
+    minutes = spec.scale("cpu").expected_minutes
+    if not minutes:
+        return None
+    return frames_of(plan_experiment(Path("x.yaml"), spec, "cpu")) / (minutes * 60.0)
+
+
+def hours_text(hours: float) -> str:
+    return f"{hours:,.1f} h" if hours >= 1 else f"{hours * 60:,.0f} min"
+
+
+def trained_by_unit(plans: list, scale: str) -> dict:
+    """Each run unit -> (what it trains, what that counts): whole chunks (``workflow.chunk_plan``), in frames or,
+    for a loss search, proposals; the budget for a unit that cannot train here."""
+    from rlrepro.workflow import chunk_plan
+
+    trained = {}
+    for experiment in plans:
+        for job in experiment.jobs:
+            chunks = chunk_plan(experiment.spec, job.variant, job.env, scale)
+            for unit in job.units:
+                trained[unit] = (chunks.frames, chunks.unit) if chunks is not None else (unit.frames, "frames")
+    return trained
+
+
+def _trained_by_job(plans: list, scale: str) -> list[tuple[int, str, int]]:
+    """(trained, what it counts, budget) per job: every unit's whole chunks, or (multi-task) each member's chunks
+    once for all its games, like ``Job.frames_emulated`` counts the budget."""
+    rows = []
+    trained = trained_by_unit(plans, scale)
+    for experiment in plans:
+        for job in experiment.jobs:
+            counts = [trained[unit] for unit in job.units]
+            kind = counts[0][1] if counts else "frames"
+            if job.population:
+                total = counts[0][0] * job.population * len(job.seeds) if counts else 0
+            else:
+                total = sum(count for count, _ in counts)
+            rows.append((total, kind, job.frames_emulated))
+    return rows
+
+
+def _frames_cell(experiment, scale: str) -> str:
+    """The summary's frames column: what the experiment's runs train, its budget beside it where they differ."""
+    jobs = _trained_by_job([experiment], scale)
+    total, budget = sum(count for count, _, _ in jobs), frames_of(experiment)
+    unit = " proposals" if any(kind == "proposals" for _, kind, _ in jobs) else ""  # a search counts programs
+    return f"{total:,}{unit}" + (f" ({budget:,})" if total != budget else "")
+
+
+def _total_text(plans: list, scale: str) -> str:
+    """What is trained in total by unit (frames, proposals), the budget where it differs."""
+    jobs, parts = _trained_by_job(plans, scale), []
+    for kind in sorted({kind for _, kind, _ in jobs}):  # frames, then proposals
+        total = sum(count for count, k, _ in jobs if k == kind)
+        budget = sum(b for _, k, b in jobs if k == kind)
+        budget_note = f" (budget {budget:,}: training runs whole chunks)" if total != budget else ""
+        parts.append(f"{total:,} {kind} trained{budget_note}")
+    return "total " + ("; ".join(parts) or "0 frames")
+
+
+# --- sections -----------------------------------------------------------------------------------------------------
+
+
+def summary_lines(plans: list, scale: str) -> list[str]:
+    """One row per experiment: runs, jobs, frames trained (the budget beside it where whole chunks train more)."""
+    rows = [(e.key, f"{sum(len(job.units) for job in e.jobs):,}", f"{len(e.jobs):,}", _frames_cell(e, scale))
+            for e in plans]
+    return table(("experiment", "runs", "jobs", "frames trained (budget)"), by_paper(rows))
+
+
+def _time_cell(experiment, scale: str) -> tuple[str, float | None]:
+    """The estimated wall time on the reference machine and its hours: the spec's minutes measured at this scale
+    ([m]; they include compilation), else the cpu-scale rate scaled by frames; no hours when it cannot run here or
+    the spec states no minutes."""
+    from rlrepro.workflow import cannot_run
+
+    if cannot_run(experiment):
+        return "cannot run", None
+    if measured := experiment.spec.scale(scale).expected_minutes:
+        return hours_text(measured / 60.0) + " [m]", measured / 60.0
+    rate = cpu_rate(experiment.spec)
+    if rate is None:
+        return "unknown", None
+    hours = frames_of(experiment) / rate / 3600.0
+    return hours_text(hours), hours
+
+
+def _device_hours(experiment, scale: str, stored: list, sources: dict, totals: dict) -> list[str]:
+    """The experiment's CPU and accelerator cells (``~`` an estimate, ``[n]`` its source, ``-`` no figure), numbering
+    new sources in ``sources`` and adding the hours to ``totals`` per (device, hardware, estimate)."""
+    from rlrepro.bench.device_hours import accelerator_hours, cpu_hours
+
+    frames, cells = frames_of(experiment), []
+    for figure in (cpu_hours(experiment.key, frames, stored, experiment.spec, REFERENCE_MACHINE, scale),
+                   accelerator_hours(experiment.key, frames, stored)):
+        if figure is None:
+            cells.append("-")
+            continue
+        estimate = "~" if figure.status == "estimate" else ""
+        mark = sources.setdefault((figure.device, figure.hardware, figure.status, figure.source), len(sources) + 1)
+        cells.append(f"{estimate}{hours_text(figure.hours)} [{mark}]")
+        key = (figure.device, figure.hardware, estimate)
+        totals[key] = totals.get(key, 0.0) + figure.hours
+    return cells
+
+
+def cost_lines(plans: list, scale: str, throughput: Path | None = None) -> list[str]:
+    """Per experiment: the estimated wall time here, and device-hours on a CPU machine (measured) and on the
+    accelerator the stored figures name (estimates until measured there), from rlrepro/bench/throughput.csv
+    (issue 12 item 9, issue 15); then the total time, what the markers mean, why some cannot run here, the
+    device-hour totals and every figure's source. ``throughput``: the stored figures (default: throughput.csv)."""
+    from rlrepro.bench.device_hours import THROUGHPUT_CSV, load_throughput
+    from rlrepro.workflow import cannot_run
+
+    throughput = throughput or THROUGHPUT_CSV
+    stored = load_throughput(throughput)
+    rows, times, sources, totals, reasons = [], [], {}, {}, {}
+    for experiment in plans:
+        time, hours = _time_cell(experiment, scale)
+        times.append((time, hours))
+        if reason := cannot_run(experiment):
+            reasons.setdefault(reason, []).append(experiment.key)
+        rows.append((experiment.key, time, *_device_hours(experiment, scale, stored, sources, totals)))
+    header = ("experiment", "time here", "CPU machine-hours", "accelerator-hours")
+    lines = ["time and device-hours:", *table(header, by_paper(rows)), ""]
+    unknown = sum(time == "unknown" for time, _ in times)
+    note = f"; {unknown} experiment(s) without an estimate" if unknown else ""
+    lines.append(f"estimated total time: {hours_text(sum(hours or 0.0 for _, hours in times))}{note}.")
+    lines += wrap(f"time here: on {REFERENCE_MACHINE}, 2 jobs at a time: [m] the spec's minutes measured at this "
+                  "scale; else (paper scale) its cpu-scale minutes scaled by frames, at the cpu scale's batch sizes"
+                  + ("; unknown: the spec states no measured minutes." if unknown else "."), hanging="  ")
+    lines += wrap("device-hours: frames over the stored throughput of one job (a GPU job runs one per GPU), a "
+                  "benchmark's where one exists (the paper's batches); [n] its source below; ~ an estimate, not "
+                  "measured; - no figure (a CPU job has no accelerator figure).", hanging="  ")
+    if reasons:
+        lines.append("cannot run here:")
+        for reason, keys in reasons.items():
+            lines += wrap(f"{', '.join(keys)}: {reason}", indent="  ")
+    lines += ["", *_totals_lines(totals), "", f"sources (stored figures: {throughput.name}, rlrepro/bench/):"]
+    for (device, hardware, status, source), mark in sources.items():
+        lines += wrap(f"[{mark}] {device.upper()} {status} on {hardware}: {source}", indent="  ")
+    return lines
+
+
+def _totals_lines(totals: dict[tuple[str, str, str], float]) -> list[str]:
+    """Device-hours summed per (device, hardware, estimate mark), CPU first; then all GPU- and all TPU-hours."""
+    lines = ["device-hour totals:"]
+    for (device, hardware, estimate), hours in sorted(totals.items(), key=lambda item: _device_order(item[0])):
+        lines += wrap(f"{estimate}{hours_text(hours)} {device.upper()}-hours on {hardware}", indent="  ")
+    for device in ("gpu", "tpu"):
+        if summed := sum(hours for (d, _, _), hours in totals.items() if d == device):
+            lines.append(f"  all {device.upper()}-hours (estimates, the hardware above): {hours_text(summed)}")
+    return lines
+
+
+def _device_order(total: tuple[str, str, str]) -> tuple[int, str, str]:
+    device, hardware, estimate = total
+    return ("cpu", "gpu", "tpu").index(device), hardware, estimate
+
+
+def memory_lines(plans: list, scale: str) -> list[str]:
+    """What each experiment's training jobs ask a cluster for (profiles/slurm, ``--mem``): the spec's measured peak
+    with headroom, or the default, marked (so a cluster user knows which jobs need ``--config mem_mb``)."""
+    from rlrepro.cluster import GPU_HOST_MB, MEM_FACTOR, MEM_MB, MEM_OVERHEAD_MB, memory_mb
+
+    rows = []
+    for experiment in plans:
+        mb, measured = memory_mb(experiment, scale)
+        peak = experiment.spec.scale(scale).expected_mem_mb
+        rows.append((experiment.key, f"{len(experiment.jobs):,}", f"{mb:,} MB" + ("" if measured else " [d]"),
+                     f"{peak:,.0f} MB" if measured else "-"))
+    lines = ["cluster memory per training job (profiles/slurm):",
+             *table(("experiment", "jobs", "--mem", "measured peak"), by_paper(rows))]
+    lines += wrap(f"--mem: the measured peak x {MEM_FACTOR:g} + {MEM_OVERHEAD_MB} MB (rounded up to 100 MB; jobs with "
+                  f"GPUs add {GPU_HOST_MB:,} MB).", hanging="  ")
+    if any(row[3] == "-" for row in rows):
+        lines += wrap(f"[d] the default {MEM_MB:,} MB: the spec states no measured memory at scale '{scale}' (or "
+                      "set --config mem_mb=N).", hanging="  ")
+    return lines
+
+
+def unit_lines(plans: list, trained: dict) -> list[str]:
+    """Every run unit, under its experiment: variant, env, seed, frames (or proposals) trained and the budget.
+    An experiment whose rows would not fit WIDTH lists its units under one heading per variant."""
+    lines = ["run units (trained: whole chunks of the budget):"]
+    for experiment in plans:
+        units = [unit for job in experiment.jobs for unit in job.units]
+        rows = [(u.variant, u.env, str(u.seed), f"{trained[u][0]:,}", f"{u.frames:,}") for u in units]
+        flat = table(("variant", "env", "seed", "trained", "budget"), rows, left=(0, 1), rule=False, indent="  ")
+        lines.append(experiment.key)
+        if max(map(len, flat)) <= WIDTH:
+            lines += flat
+            continue
+        for variant in dict.fromkeys(row[0] for row in rows):  # the spec's order
+            lines.append(f"  {variant}")
+            lines += table(("env", "seed", "trained", "budget"), [row[1:] for row in rows if row[0] == variant],
+                           left=(0,), rule=False, indent="    ")
+    return lines
+
+
+def power_lines(plans: list, scale: str, results_root: Path) -> list[str]:
+    """Per ordering claim judged at ``scale``: the smallest difference the scale's seeds can detect (before a run,
+    from the claim's expected_sd; else from the experiment's last table), under its experiment."""
+    from rlrepro.results.claims import POWER_UNKNOWN, POWER_UNKNOWN_MEANING, claim_power
+
+    lines, unknown = [], False
+    for experiment in plans:
+        table_json = Path(experiment.table_paths(results_root)["md"]).with_suffix(".json")
+        if claims := claim_power(experiment.spec, scale, table_json):
+            seeds = experiment.spec.scale(scale).seeds
+            lines.append(f"  {experiment.key} ({seeds} seed{'s' if seeds != 1 else ''} per side):")
+            for claim, text in claims:
+                lines += wrap(f"{claim}: {text}", indent="    ")
+                unknown = unknown or text == POWER_UNKNOWN
+    if not lines:
+        return []
+    meaning = f"; {POWER_UNKNOWN}: {POWER_UNKNOWN_MEANING}" if unknown else ""
+    return wrap("power of the ordering claims judged at this scale: the smallest difference the seeds detect with "
+                f"80% power (t-based, one-sided 0.025){meaning}.", hanging="  ") + lines
+
+
+def plan_lines(plans: list, scale: str, *, units: bool, results_root: Path) -> list[str]:
+    """The whole text of ``rlrepro plan`` (without ``--json``)."""
+    trained = trained_by_unit(plans, scale)
+    lines = [*summary_lines(plans, scale), "", *cost_lines(plans, scale), "", *memory_lines(plans, scale), ""]
+    lines += unit_lines(plans, trained) if units else ["(list every run unit with --units)"]
+    count = sum(len(job.units) for experiment in plans for job in experiment.jobs)
+    jobs = sum(len(experiment.jobs) for experiment in plans)
+    lines += ["", *wrap(f"{count:,} run unit(s) in {jobs:,} job(s) at scale '{scale}'; {_total_text(plans, scale)}",
+                        hanging="  ")]
+    if power := power_lines(plans, scale, results_root):
+        lines += ["", *power]
+    return lines

@@ -1,0 +1,123 @@
+"""`rlrepro plan` reads in an 80-column terminal (the project's standard): every line of the real specs' plan fits,
+through the real command line, and the layout keeps every figure (a marker per cell, its meaning once below)."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from rlrepro.bench.device_hours import COLUMNS
+from rlrepro.cli import main
+from rlrepro.plan_text import WIDTH, by_paper, cost_lines, table, unit_lines, wrap
+from rlrepro.workflow import plan
+from tests.factories import toy_spec_data, write_spec
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+# --units prints the whole plan and then every run unit: one run per scale covers both. The cpu and paper plans
+# take a few seconds each (loading and planning every spec), so they run with the slow tests.
+@pytest.mark.parametrize("scale", ["smoke", pytest.param("cpu", marks=pytest.mark.slow),
+                                   pytest.param("paper", marks=pytest.mark.slow)])
+def test_every_line_of_the_plan_of_the_real_specs_fits_80_columns(monkeypatch, capsys, scale):
+    monkeypatch.chdir(REPO)
+    monkeypatch.setenv("COLUMNS", "80")
+    assert main(["plan", "--scale", scale, "--units"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert "time and device-hours:" in lines and "run units (trained: whole chunks of the budget):" in lines
+    too_wide = [line for line in lines if len(line) > WIDTH]
+    assert not too_wide, f"{len(too_wide)} line(s) wider than {WIDTH}:\n" + "\n".join(too_wide[:5])
+
+
+def test_a_table_aligns_figures_apart_from_their_markers_and_words_flush_right():
+    lines = table(("name", "time"), [("a", "1 min [m]"), ("bb", "12.5 h"), ("c", "cannot run"), ("d", "-")])
+    assert lines == [
+        "name        time",
+        "----  ----------",
+        "a      1 min [m]",  # the figures end in one column, the markers in the next
+        "bb    12.5 h",
+        "c     cannot run",  # words are no figure: flush right
+        "d          -",
+    ]
+
+
+def test_experiments_are_listed_under_their_paper_named_once():
+    rows = [("impala/throughput", "6"), ("impala/dmlab30", "1"), ("refer/mujoco_ddpg", "3")]
+    assert by_paper(rows) == [("impala", ""), ("  throughput", "6"), ("  dmlab30", "1"), ("refer", ""),
+                              ("  mujoco_ddpg", "3")]
+
+
+def test_prose_wraps_at_80_columns_with_a_hanging_indent_and_never_breaks_a_word():
+    command = "python -m rlrepro.bench impala-atari --spec specs/impala/atari57_deep.yaml --network impala_deep"
+    lines = wrap(f"[4] CPU measured on 2-core x86-64 CPU, 24 GiB, no GPU: {command} (2026-11-24)", indent="  ")
+    assert lines == [
+        "  [4] CPU measured on 2-core x86-64 CPU, 24 GiB, no GPU: python -m rlrepro.bench",
+        "      impala-atari --spec specs/impala/atari57_deep.yaml --network impala_deep",
+        "      (2026-11-24)",
+    ]
+
+
+def test_units_too_wide_for_80_columns_are_listed_under_one_heading_per_variant(tmp_path):
+    """A 60-character variant name with the 8-character env: 2 + 60 + 2 + 8 + 2 + 4 + 2 + 7 + 2 + 6 = 95 columns in
+    one row, so the variant becomes a heading and its rows list env, seed, trained and budget."""
+    long = "corr=vtrace__lag=32__replay=0.0__a_long_variant_name_for_this"
+    data = toy_spec_data(variants=[{"name": long}, {"name": "b"}],
+                         scales={"smoke": {"frames": 100, "seeds": 1}, "cpu": {"frames": 100, "seeds": 1}})
+    plans = plan([write_spec(tmp_path, data)], "smoke")
+    units = {unit: (1_000, "frames") for experiment in plans for job in experiment.jobs for unit in job.units}
+    lines = unit_lines(plans, units)
+    assert lines[1] == "toy/mini" and lines[2] == f"  {long}"
+    assert lines[3].split() == ["env", "seed", "trained", "budget"]
+    assert [line.split() for line in lines[4:6]] == [["catch", "0", "1,000", "100"], ["cartpole", "0", "1,000", "100"]]
+    assert "  b" in lines and max(map(len, lines)) <= WIDTH
+
+
+def test_the_cost_table_marks_estimates_and_numbers_their_sources(tmp_path):
+    """impala/atari57_deep at paper scale: 57 games x 1 seed x 200M frames = 11.4e9 frames; on a stored 24,000
+    frames/s: 11.4e9 / 24,000 / 3,600 = 131.94 GPU-hours, an estimate (~) with its source [2]; its CPU figure, with no
+    stored CPU row, is the spec's cpu minutes scaled by frames [1]."""
+    path = tmp_path / "throughput.csv"
+    with open(path, "w", newline="", encoding="utf-8") as handle:
+        writer = csv.DictWriter(handle, COLUMNS)
+        writer.writeheader()
+        writer.writerow({"experiments": "impala/atari57_deep", "device": "gpu", "hardware": "1x Test GPU",
+                         "frames_per_s": "24000", "status": "estimate", "date": "2026-11-24",
+                         "command": "python -m rlrepro.bench impala-atari", "source": "a published figure"})
+    lines = cost_lines(plan([REPO / "specs/impala/atari57_deep.yaml"], "paper"), "paper", path)
+    assert lines[3] == "impala"
+    assert lines[4].split()[-3:] == ["~131.9", "h", "[2]"] and lines[4].split()[-4] == "[1]"
+    assert "  ~131.9 h GPU-hours on 1x Test GPU" in lines
+    assert "  [2] GPU estimate on 1x Test GPU: a published figure" in lines
+    assert "sources (stored figures: throughput.csv, rlrepro/bench/):" in lines
+
+
+def test_the_plan_says_in_full_why_an_experiment_cannot_run_here(monkeypatch, capsys):
+    monkeypatch.chdir(REPO)
+    assert main(["plan", "--scale", "smoke", "--specs", "specs/impala/dmlab30.yaml"]) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("  dmlab30 ") and "cannot run" in line)
+    assert row.split()[1:3] == ["cannot", "run"]
+    notes = " ".join(out.partition("cannot run here:")[2].split())
+    assert notes.startswith("impala/dmlab30: DeepMind Lab is not installed (python module 'deepmind_lab').")
+    assert "and run this spec again." in notes  # the whole reason, with what to do about it
+
+
+def test_the_power_of_each_ordering_claim_is_listed_under_its_experiment(tmp_path, capsys):
+    """cpu scale: 4 seeds per side; (t_{0.975,6} + t_{0.8,6}) sqrt(2/4) * SD 2 = (2.4469 + 0.9057) * 0.7071 * 2 = 4.74.
+    The second claim states no spread and has no table: 'unknown', whose meaning the heading gives once."""
+    claim = {"kind": "ordering", "statement": "a beats b", "better": "a", "worse": ["b"], "judged_at": ["cpu"],
+             "paper_evidence": "Table 2"}
+    data = toy_spec_data(variants=[{"name": "a"}, {"name": "b"}], scales={"smoke": {"frames": 100, "seeds": 1},
+                                                                         "cpu": {"frames": 200, "seeds": 4}},
+                         claims=[{**claim, "id": "order", "expected_sd": 2.0}, {**claim, "id": "spread_unknown"}])
+    write_spec(tmp_path / "specs", data)
+    assert main(["plan", "--scale", "cpu", "--specs", str(tmp_path / "specs"), "--results", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    power = out.partition("\npower of the ordering claims")[2].splitlines()
+    assert " ".join(" ".join(power[:3]).split()) == (
+        "judged at this scale: the smallest difference the seeds detect with 80% power (t-based, one-sided 0.025); "
+        "unknown: no expected_sd in the spec and no table yet.")
+    assert power[3:] == ["  toy/mini (4 seeds per side):", "    order: 4.74 in final_return at the expected SD 2",
+                         "    spread_unknown: unknown"]
