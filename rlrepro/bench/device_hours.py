@@ -99,7 +99,8 @@ def cpu_hours(key: str, frames: int, rows: list[Throughput], spec: Any, referenc
         return None
     from rlrepro.workflow import plan_experiment
 
-    cpu_frames = sum(unit.frames for job in plan_experiment(Path("x.yaml"), spec, "cpu").jobs for unit in job.units)
+    # counted as the plan counts ``frames``: a multi-task job's frames once for all its games
+    cpu_frames = sum(job.frames_emulated for job in plan_experiment(Path("x.yaml"), spec, "cpu").jobs)
     return DeviceHours("cpu", reference_machine, frames / (cpu_frames / (minutes * 60.0)) / 3600.0, "measured",
                        "the spec's cpu-scale minutes (the pipeline, 2 jobs at a time)")
 
@@ -111,48 +112,3 @@ def accelerator_hours(key: str, frames: int, rows: list[Throughput]) -> DeviceHo
         return None
     source = row.source if row.status == "estimate" else f"{row.command} ({row.date})"
     return DeviceHours(row.device, row.hardware, frames / row.frames_per_s / 3600.0, row.status, source)
-
-
-def _hours(hours: float) -> str:
-    return f"{hours:,.1f} h" if hours >= 1 else f"{hours * 60:,.0f} min"
-
-
-def device_hours_lines(plans: list, frames_of: Any, reference_machine: str, path: Path = THROUGHPUT_CSV,
-                       scale: str | None = None) -> list[str]:
-    """The plan's device-hours table: per experiment, hours on a CPU machine and on the accelerator its stored figures
-    name, each marked measured or estimate; then totals per device and the figures' sources. ``scale``: the plan's
-    (at a reduced scale the spec's minutes measured there are the CPU figure)."""
-    rows = load_throughput(path)
-    header = ("experiment", "CPU machine-hours", "accelerator-hours", "accelerator")
-    table, sources, totals = [], {}, {}
-    for experiment in plans:
-        frames = frames_of(experiment)
-        cpu = cpu_hours(experiment.key, frames, rows, experiment.spec, reference_machine, scale)
-        accelerator = accelerator_hours(experiment.key, frames, rows)
-        cells = []
-        for estimate in (cpu, accelerator):
-            if estimate is None:
-                cells.append("-")
-                continue
-            key = (estimate.device, estimate.hardware, estimate.status, estimate.source)
-            mark = sources.setdefault(key, len(sources) + 1)
-            flag = "" if estimate.status == "measured" else " (estimate)"
-            cells.append(f"{_hours(estimate.hours)}{flag} [{mark}]")
-            unit = f"{estimate.device.upper()}-hours on {estimate.hardware}" + (
-                " (estimate)" if estimate.status == "estimate" else "")
-            totals[unit] = totals.get(unit, 0.0) + estimate.hours
-        name = accelerator.hardware if accelerator else "- (a CPU job: no accelerator figure)"
-        table.append((experiment.key, cells[0], cells[1], name))
-    widths = [max(len(h), *(len(r[i]) for r in table)) if table else len(h) for i, h in enumerate(header)]
-    lines = ["  ".join(c.ljust(w) if i in (0, 3) else c.rjust(w) for i, (c, w) in enumerate(zip(row, widths))).rstrip()
-             for row in [header, *table]]
-    lines.insert(1, "  ".join("-" * w for w in widths))
-    lines += ["", "totals:"] + [f"  {_hours(hours)} {unit}" for unit, hours in sorted(totals.items())]
-    for device in ("gpu", "tpu"):
-        summed = sum(hours for unit, hours in totals.items() if unit.startswith(f"{device.upper()}-hours"))
-        if summed:
-            lines.append(f"  all {device.upper()}-hours (estimates, the hardware above): {_hours(summed)}")
-    lines += ["", f"sources (stored figures: {path.name}, rlrepro/bench/):"]
-    for (device, hardware, status, source), mark in sorted(sources.items(), key=lambda item: item[1]):
-        lines.append(f"  [{mark}] {device.upper()} {status} on {hardware}: {source}")
-    return lines

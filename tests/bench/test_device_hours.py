@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rlrepro.bench.device_hours import COLUMNS, THROUGHPUT_CSV, device_hours_lines, load_throughput
+from rlrepro.bench.device_hours import COLUMNS, THROUGHPUT_CSV, load_throughput
 from rlrepro.cli import main
 from rlrepro.specs import load_specs
 from rlrepro.workflow import plan
@@ -51,33 +51,6 @@ def test_a_bad_figure_is_an_error_naming_the_file_row_and_field(tmp_path, field,
     path = _write(tmp_path / "throughput.csv", [ROW, {**ROW, field: value}])
     with pytest.raises(ValueError, match=f"throughput.csv:3: {message}"):
         load_throughput(path)
-
-
-def test_hours_are_frames_over_the_stored_throughput(tmp_path):
-    """impala/atari57_deep at paper scale: 57 games x 1 seed x 200M frames = 11.4e9 frames (Table C.1's protocol).
-    On the stored 24,000 frames/s: 11.4e9 / 24,000 / 3,600 = 131.94 GPU-hours. Its CPU column, with no stored CPU
-    row here, comes from the spec's measured cpu minutes scaled by frames."""
-    path = _write(tmp_path / "throughput.csv", [ROW])
-    plans = plan([REPO / "specs/impala/atari57_deep.yaml"], "paper")
-    frames = sum(unit.frames for job in plans[0].jobs for unit in job.units)
-    assert frames == 57 * 200_000_000
-    lines = device_hours_lines(plans, lambda p: frames, "Ref CPU", path)
-    row = next(line for line in lines if line.startswith("impala/atari57_deep"))
-    assert "131.9 h (estimate) [2]" in row and row.endswith("1x Test GPU")
-    assert "  131.9 h GPU-hours on 1x Test GPU (estimate)" in lines
-    assert "  [2] GPU estimate on 1x Test GPU: a published figure" in lines
-    assert any(line.startswith("  [1] CPU measured on Ref CPU: the spec's cpu-scale minutes") for line in lines)
-
-
-def test_a_measured_cpu_row_replaces_the_specs_minutes(tmp_path):
-    """A stored CPU benchmark of 1,000 frames/s: 11.4e9 / 1,000 / 3,600 = 3,166.7 machine-hours, citing the command."""
-    cpu = {**ROW, "device": "cpu", "hardware": "Ref CPU", "frames_per_s": "1000", "status": "measured"}
-    path = _write(tmp_path / "throughput.csv", [cpu])
-    plans = plan([REPO / "specs/impala/atari57_deep.yaml"], "paper")
-    lines = device_hours_lines(plans, lambda p: 11_400_000_000, "Ref CPU", path)
-    row = next(line for line in lines if line.startswith("impala/atari57_deep"))
-    assert "3,166.7 h [1]" in row and "(estimate)" not in row
-    assert "  [1] CPU measured on Ref CPU: python -m rlrepro.bench impala-atari (2026-11-24)" in lines
 
 
 def _cost_row(out: str, key: str) -> list[str]:
@@ -128,3 +101,14 @@ def test_the_stored_cpu_atari_rows_give_paper_hours_and_the_cpu_scale_keeps_its_
     time, cpu = _cost_row(out, "impala/atari57_shallow")[1:3]
     assert time == "1.0 h [m]" and cpu.startswith("1.0 h [")  # 60 min
     assert _source(out, cpu.split()[-1]).endswith("the spec's cpu-scale minutes (the pipeline, 2 jobs at a time)")
+
+
+def test_a_multitask_experiment_counts_frames_the_same_way_in_time_and_machine_hours(monkeypatch, capsys):
+    """impala/atari57_multitask: its jobs' frames count once for all their games (``Job.frames_emulated``), 400,000 at
+    cpu scale (measured 35 min) and 285e9 at paper scale, so both columns are 285e9 / (400,000 / 2,100 s) / 3,600 =
+    415,625 h. The machine-hours used to divide by the sum of per-game frames (277,083.3 h beside 415,625.0 h)."""
+    monkeypatch.chdir(REPO)
+    assert main(["plan", "--scale", "paper", "--only", "impala/atari57_multitask"]) == 0
+    time, cpu = _cost_row(capsys.readouterr().out, "impala/atari57_multitask")[1:3]
+    assert time == "415,625.0 h" and cpu.startswith("415,625.0 h [")
+    assert 285e9 / (400_000 / 2_100) / 3_600 == 415_625
