@@ -39,6 +39,7 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
     plot_learning_curves(cells, paths["png"], title=title, metric=spec.run.curve_metric, x_label=x_axis_label(spec))
     figures = experiment_figures(spec, cells, paths["png"], title=title)
     figures += diagnostic_figures(spec_path, spec, cells, paths["png"], title=title)
+    figures += profile_figures(plan, root, paths["png"], title=title)
     paths["md"].write_text(_markdown(plan, rows, verdicts, provenance, paths["png"].name, cells, searches)
                            + "".join(f"![{caption}]({path.name})\n\n" for caption, path in figures))
     data = {"provenance": provenance, "rows": rows, "claims": [v.as_dict() for v in verdicts]}
@@ -70,6 +71,26 @@ def diagnostic_figures(
         plot_learning_curves(diagnostic, path, title=f"{title}: {metric.replace('_', ' ')}", metric=metric,
                              x_label=x_axis_label(spec))
         figures.append((f"{metric.replace('_', ' ')} over {x_axis_label(spec)}", path))
+    return figures
+
+
+def profile_figures(plan: ExperimentPlan, root: Path, curves_png: Path, *, title: str) -> list[tuple[str, Path]]:
+    """The SR profile over the Chain (Synthetic Returns, Fig. 3c), one figure per variant and environment whose
+    runs wrote ``sr_profile.json``: c(s) per position with the final parameters, mean and sd over seeds."""
+    from rlrepro.agents.impala_sr.profile import PROFILE_FILE, plot_profile, read_profiles  # noqa: PLC0415
+
+    files: dict[tuple[str, str], list[Path]] = {}
+    for job in plan.jobs:
+        for unit in job.units:
+            if (path := unit.run_dir(root) / PROFILE_FILE).exists():
+                files.setdefault((unit.variant, unit.env), []).append(path)
+    figures = []
+    for (variant, env), found in files.items():
+        suffix = variant if len({e for _, e in files}) == 1 else f"{variant}.{env}"
+        path = curves_png.with_name(f"{curves_png.stem}.sr_profile.{suffix}.png")
+        profiles, meta = read_profiles(found)
+        plot_profile(profiles, meta, path, title=f"{title}\nSR profile over the chain: {variant} on {env}, final parameters")
+        figures.append((f"SR profile over the chain: {variant} on {env} ({len(found)} runs; Fig. 3c)", path))
     return figures
 
 

@@ -430,3 +430,21 @@ def test_diagnostic_curves_do_not_change_the_config_hash(tmp_path: Path) -> None
     data["run"]["diagnostic_curves"] = ["loss"]
     drawn = load_spec(write_spec(tmp_path / "b", data))
     assert config_hash(plain, "a", "catch", "cpu") == config_hash(drawn, "a", "catch", "cpu")
+
+
+def test_runs_that_wrote_an_sr_profile_get_its_figure_in_the_table(tmp_path: Path) -> None:
+    """Synthetic Returns' Chain runs write ``sr_profile.json`` (c(s) per position); the table shows Fig. 3c from them."""
+    toy = write_spec(tmp_path / "specs", _toy())
+    runs = [run for run in fabricate_all(toy, tmp_path / "results") if run.parts[-3] == "a"]
+    envs = sorted({run.parts[-2] for run in runs})
+    for seed, run in enumerate(runs):
+        contribution = [0.0, 0.1 * seed, 0.5, 0.1]
+        (run / "sr_profile.json").write_text(json.dumps({"positions": [0, 1, 2, 3], "contribution": contribution,
+                                                         "start": 1, "trigger": 2, "sr_enabled": True}))
+    paths = aggregate_experiment(toy, scale="cpu", results=tmp_path / "results")
+    markdown = paths["md"].read_text()
+    for env in envs:  # one figure per variant and environment that has profiles; b wrote none
+        figure = paths["md"].with_name(f"{paths['md'].stem}.sr_profile.a.{env}.png")
+        assert figure.read_bytes()[:8] == PNG_MAGIC
+        assert f"![SR profile over the chain: a on {env} (3 runs; Fig. 3c)]({figure.name})" in markdown
+    assert "profile over the chain: b" not in markdown

@@ -14,12 +14,20 @@ from pathlib import Path
 import numpy as np
 
 
+PROFILE_FILE = "sr_profile.json"
+
+
 def load_profiles(runs_dir: Path) -> tuple[np.ndarray, dict]:
     """``[seeds, positions]`` contributions and the first run's metadata (start, trigger)."""
-    files = sorted(Path(runs_dir).glob("seed*/sr_profile.json"))
+    files = sorted(Path(runs_dir).glob(f"seed*/{PROFILE_FILE}"))
     if not files:
-        raise FileNotFoundError(f"{runs_dir}: no seed*/sr_profile.json (run the Chain with impala_sr first)")
-    data = [json.loads(f.read_text()) for f in files]
+        raise FileNotFoundError(f"{runs_dir}: no seed*/{PROFILE_FILE} (run the Chain with impala_sr first)")
+    return read_profiles(files)
+
+
+def read_profiles(files: list[Path]) -> tuple[np.ndarray, dict]:
+    """The contributions of the given ``sr_profile.json`` files, ``[runs, positions]``, and the first's metadata."""
+    data = [json.loads(Path(f).read_text()) for f in files]
     return np.array([d["contribution"] for d in data], np.float64), data[0]
 
 
@@ -33,7 +41,7 @@ def profile_table(profiles: np.ndarray, meta: dict) -> str:
     return "\n".join(lines)
 
 
-def plot_profile(profiles: np.ndarray, meta: dict, out: Path) -> None:
+def plot_profile(profiles: np.ndarray, meta: dict, out: Path, *, title: str = "") -> None:
     """Mean c per position with a +-1 sd band and the trigger marked (the layout of Fig. 3c)."""
     import matplotlib
 
@@ -42,15 +50,15 @@ def plot_profile(profiles: np.ndarray, meta: dict, out: Path) -> None:
 
     positions = np.arange(profiles.shape[1])
     mean, sd = profiles.mean(0), profiles.std(0)
-    fig, ax = plt.subplots(figsize=(6, 3.2))
+    fig, ax = plt.subplots(figsize=(7, 3.2))
     ax.fill_between(positions, mean - sd, mean + sd, color="pink", alpha=0.6, label="+-1 sd over seeds")
     ax.plot(positions, mean, color="red", marker="o", label=f"mean c(s), {len(profiles)} seeds")
     ax.axvline(meta["trigger"], color="gray", linestyle="--", label="trigger")
     ax.axvline(meta["start"], color="black", linestyle=":", label="start")
     ax.set_xlabel("chain position")
     ax.set_ylabel("synthetic return c(s)")
-    ax.set_title("SR profile over the Chain (final parameters)")
-    ax.legend(fontsize=7)
+    ax.set_title(title or "SR profile over the Chain (final parameters)", fontsize=9)
+    ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # outside: never over the curve
     fig.tight_layout()
     fig.savefig(out, dpi=120)
     plt.close(fig)
