@@ -61,6 +61,13 @@ class ChunkMetrics(NamedTuple):
     reward_scale: np.ndarray
 
 
+def to_host(tree: Any) -> Any:
+    """Every array the host reads from a jitted call, as numpy, as soon as the call is done (the serial loop waits for
+    it anyway). ``np.asarray`` per leaf: on the CPU a fraction of ``jax.device_get``'s cost (about 60 vs 150 us for
+    one step's nine outputs), which the loop pays every step."""
+    return jax.tree.map(np.asarray, tree)
+
+
 def standardise_seeds(obs: np.ndarray, mean: np.ndarray, inv_std: np.ndarray) -> np.ndarray:
     """Eqs. 14-15 on every seed's minibatch at once: ``obs`` [seed, B, obs_dim], ``mean`` and ``inv_std``
     [seed, obs_dim] (each seed its own statistics). The same float32 arithmetic as seed by seed, in two array
@@ -220,8 +227,7 @@ class TransitionHost(ReferHost):
         is_beta = 1.0 if c.per is None else importance_exponent(c.per.beta0, t, c.per.anneal_steps)
         samples = [replay.sample(c.batch_size, is_beta) for replay in host.replays]
         learner, out, mean = self._step(learner, self._batch(host, samples), host.beta, c_max, lr_scale, obs)
-        # one fetch of everything the host reads from this call (the loop waits for it anyway)
-        out, mean = jax.device_get((out, mean))
+        out, mean = to_host((out, mean))
         log_rho, td_error = out.log_rho, (None if c.per is None else out.td_error)
         far = np.empty(len(host.replays), np.float32)
         for i, (replay, s) in enumerate(zip(host.replays, samples)):

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlrepro.agents.refer.host import ChunkMetrics, HostState, LoopState, ReferHost
+from rlrepro.agents.refer.host import ChunkMetrics, HostState, LoopState, ReferHost, to_host
 from rlrepro.agents.refer.rules import next_beta, step_schedules
 from rlrepro.agents.vracer import learner as vlearner
 from rlrepro.agents.vracer.actor import Action, act
@@ -79,8 +79,7 @@ class HostVRacer(ReferHost):
             q_ret=np.stack([s.q_ret for s in samples]),
         )
         learner, out, pending, keys = self._step(learner, batch, host.beta, c_max, eta, obs, keys)
-        # one fetch of everything the host reads from this call (the next actions included: the loop waits anyway)
-        out, pending = jax.device_get((out, pending))
+        out, pending = to_host((out, pending))
         v, log_rho = out.v, out.log_rho
         far = np.empty(len(host.replays), np.float32)
         for i, (replay, s) in enumerate(zip(host.replays, samples)):
