@@ -13,6 +13,11 @@ call is slower when it does not run back to back (XLA's CPU worker threads go id
 where most of the gap to the parts' rate was found. The parts are timed in interleaved rounds (medians), so
 that a change of the machine's load hits all alike; the ratio end-to-end / allowed is the figure of merit
 (goal >= 0.8).
+
+``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false`` does not change these programs (checked with jax/jaxlib 0.10.2,
+notes/s22/refer-speed.md): XLA's CPU thunk runtime reads that flag only for convolutions and FFTs, the ReF-ER
+networks are MLPs (their dots run on XLA's intra-op thread pool either way: the same worker threads busy per call,
+results bit for bit the same); differences seen with and without it were the shared machine's load.
 """
 
 from __future__ import annotations
