@@ -13,6 +13,11 @@ call is slower when it does not run back to back (XLA's CPU worker threads go id
 where most of the gap to the parts' rate was found. The parts are timed in interleaved rounds (medians), so
 that a change of the machine's load hits all alike; the ratio end-to-end / allowed is the figure of merit
 (goal >= 0.8).
+
+``XLA_FLAGS=--xla_cpu_multi_thread_eigen=false`` does not change these programs (checked with jax/jaxlib 0.10.2,
+notes/s22/refer-speed.md): XLA's CPU thunk runtime reads that flag only for convolutions and FFTs, the ReF-ER
+networks are MLPs (their dots run on XLA's intra-op thread pool either way: the same worker threads busy per call,
+results bit for bit the same); differences seen with and without it were the shared machine's load.
 """
 
 from __future__ import annotations
@@ -90,15 +95,30 @@ def bench(env: str, seeds: int, steps: int, rounds: int, batch_size: int, n_star
     rng = np.random.default_rng(0)
     _time_learner(vracer, state, batch, 2)
     parts: dict[str, list[float]] = {"env": [], "learner": [], "learner_env_between": [], "end_to_end": []}
+    # the main thread's CPU time per step of each part: a shared machine's load stretches wall time (waiting for a
+    # core) far more than CPU time, so the host work's CPU (end to end minus env minus the call's dispatch and fetch)
+    # compares codes where the wall-time ratio cannot
+    cpu: dict[str, list[float]] = {"env": [], "learner": [], "end_to_end": []}
     for _ in range(rounds):
+        started = time.thread_time()
         parts["env"].append(_time_env(envs, rng, steps))
+        cpu["env"].append((time.thread_time() - started) / steps)
+        started = time.thread_time()
         parts["learner"].append(_time_learner(vracer, state, batch, steps))
+        cpu["learner"].append((time.thread_time() - started) / steps)
         parts["learner_env_between"].append(_time_learner(vracer, state, batch, steps, lambda: _time_env(envs, rng, 1)))
+        started = time.thread_time()
         seconds, state = _time_end_to_end(vracer, state, steps)
+        cpu["end_to_end"].append((time.thread_time() - started) / steps)
         parts["end_to_end"].append(seconds)
     t = {name: statistics.median(values) for name, values in parts.items()}
+    c = {name: statistics.median(values) for name, values in cpu.items()}
     allowed = 1.0 / (t["env"] + t["learner"])
     return {
+        "env_cpu_ms": c["env"] * 1e3,
+        "learner_cpu_ms": c["learner"] * 1e3,
+        "end_to_end_cpu_ms": c["end_to_end"] * 1e3,
+        "host_cpu_ms": (c["end_to_end"] - c["env"] - c["learner"]) * 1e3,
         "env_steps_per_s": 1.0 / t["env"],
         "learner_updates_per_s": 1.0 / t["learner"],
         "learner_call_ms": t["learner"] * 1e3,
@@ -208,7 +228,10 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  where the gap is: the jitted call takes {r['learner_call_ms']:.2f} ms back to back but "
           f"{r['learner_call_env_between_ms']:.2f} ms with the environments stepped between calls (as in the loop); "
           f"the loop's host work (replay sampling and write-back, transfers) is the remaining {r['host_ms']:.2f} ms per step")
-    print(f"  XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}")
+    print(f"  main thread's CPU per step (less disturbed by a loaded machine than wall time): env {r['env_cpu_ms']:.3f} ms, "
+          f"jitted call's dispatch and fetch {r['learner_cpu_ms']:.3f} ms, end to end {r['end_to_end_cpu_ms']:.3f} ms, "
+          f"so the host work is about {r['host_cpu_ms']:.3f} ms")
+    print(f"  XLA_FLAGS={os.environ.get('XLA_FLAGS', '')!r}; load average {os.getloadavg()[0]:.1f}")
     return 0
 
 

@@ -143,3 +143,48 @@ def test_transitions_give_the_next_state_and_no_bootstrap_only_after_a_terminal_
     np.testing.assert_allclose(r, [1.0, 1.0, 1.0, 1.0])
     np.testing.assert_allclose(discount, [0.9, 0.0, 0.9, 0.9])  # terminal end: 0; truncated end: gamma
     np.testing.assert_allclose(next_obs[:, 0], [1.0, 5.0, 11.0, 15.0])
+
+
+def test_the_loops_fast_unique_is_numpys_unique():
+    """``set_log_rho`` counts n_far over the distinct sampled steps with ``_unique`` (sort and compare neighbours)
+    instead of ``np.unique``: the same sorted values, whatever the repeats (a minibatch repeats steps)."""
+    from rlrepro.agents.refer.replay import _unique
+
+    rng = np.random.default_rng(0)
+    for size, high in ((0, 5), (1, 5), (2, 1), (256, 40), (256, 100_000), (1000, 3)):
+        index = rng.integers(0, high, size)
+        np.testing.assert_array_equal(_unique(index), np.unique(index))
+    np.testing.assert_array_equal(_unique(np.array([7, 3, 7, 7, 0, 3])), [0, 3, 7])
+
+
+def test_a_minibatch_holds_the_rows_of_its_ring_indices_across_the_wrap():
+    """``sample`` gathers with ``take``: every field is the stored row of its index (bit for bit), also after the
+    ring wrapped (head > 0), and the indices are committed steps only."""
+    replay = EpisodeReplay(capacity=30, max_episode_steps=8, obs_dim=2, action_dim=1, discount=0.9, seed=2)
+    rng = np.random.default_rng(3)
+    _fill(replay, [int(n) for n in rng.integers(1, 9, 25)], [bool(t) for t in rng.integers(0, 2, 25)], rng)
+    assert replay.head > 0  # wrapped
+    replay.mu_mean[:] = rng.normal(size=replay.mu_mean.shape)
+    replay.mu_std[:] = rng.uniform(0.5, 2.0, size=replay.mu_std.shape)
+    replay.q_ret[:] = rng.normal(size=replay.q_ret.shape)
+    s = replay.sample(64)
+    assert set(s.index) <= set(replay.stored())
+    for got, stored in ((s.obs, replay.obs), (s.action, replay.action), (s.mu_mean, replay.mu_mean),
+                        (s.mu_std, replay.mu_std), (s.q_ret, replay.q_ret)):
+        assert got.dtype == stored.dtype
+        np.testing.assert_array_equal(got, stored[s.index])
+    np.testing.assert_array_equal(s.weight, np.ones(64, np.float32))
+
+
+def test_every_seeds_minibatch_is_standardised_with_its_own_statistics_bit_for_bit():
+    """Eqs. 14-15 for all seeds at once equal seed by seed (the loop's old per-seed arithmetic), bit for bit."""
+    from rlrepro.agents.refer.host import standardise_seeds
+
+    rng = np.random.default_rng(4)
+    obs = rng.normal(3.0, 5.0, size=(3, 256, 11)).astype(np.float32)
+    mean = rng.normal(size=(3, 11)).astype(np.float32)
+    inv_std = rng.uniform(0.1, 10.0, size=(3, 11)).astype(np.float32)
+    batch = standardise_seeds(obs, mean, inv_std)
+    assert batch.dtype == np.float32
+    for i in range(3):
+        np.testing.assert_array_equal(batch[i], (obs[i] - mean[i]) * inv_std[i])

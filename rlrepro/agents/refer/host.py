@@ -61,6 +61,20 @@ class ChunkMetrics(NamedTuple):
     reward_scale: np.ndarray
 
 
+def to_host(tree: Any) -> Any:
+    """Every array the host reads from a jitted call, as numpy, as soon as the call is done (the serial loop waits for
+    it anyway). ``np.asarray`` per leaf: on the CPU a fraction of ``jax.device_get``'s cost (about 60 vs 150 us for
+    one step's nine outputs), which the loop pays every step."""
+    return jax.tree.map(np.asarray, tree)
+
+
+def standardise_seeds(obs: np.ndarray, mean: np.ndarray, inv_std: np.ndarray) -> np.ndarray:
+    """Eqs. 14-15 on every seed's minibatch at once: ``obs`` [seed, B, obs_dim], ``mean`` and ``inv_std``
+    [seed, obs_dim] (each seed its own statistics). The same float32 arithmetic as seed by seed, in two array
+    operations instead of two per seed."""
+    return (obs - mean[:, None]) * inv_std[:, None]
+
+
 class ReferHost:
     """A compiled ReF-ER agent for one task: ``init`` a batch of seeds, ``run`` steps, read metrics.
 
@@ -104,6 +118,9 @@ class ReferHost:
 
     def _standardise(self, host: HostState, obs: np.ndarray) -> np.ndarray:
         return ((obs - host.obs_mean) * host.obs_inv_std).astype(np.float32)
+
+    def _standardise_batch(self, host: HostState, obs: list[np.ndarray]) -> np.ndarray:
+        return standardise_seeds(np.stack(obs), host.obs_mean, host.obs_inv_std)
 
     def _set_state_statistics(self, host: HostState) -> None:
         """Eqs. 14-15 from the first N_start samples of every seed."""
@@ -209,9 +226,9 @@ class TransitionHost(ReferHost):
         lr_scale = 1.0 / (1.0 + c.rules.a * t) if c.anneal_learning_rate else 1.0
         is_beta = 1.0 if c.per is None else importance_exponent(c.per.beta0, t, c.per.anneal_steps)
         samples = [replay.sample(c.batch_size, is_beta) for replay in host.replays]
-        learner, out, mean = self._step(learner, self._batch(host, samples), jnp.asarray(host.beta), c_max, lr_scale, obs)
-        log_rho = np.asarray(out.log_rho)
-        td_error = None if c.per is None else np.asarray(out.td_error)
+        learner, out, mean = self._step(learner, self._batch(host, samples), host.beta, c_max, lr_scale, obs)
+        out, mean = to_host((out, mean))
+        log_rho, td_error = out.log_rho, (None if c.per is None else out.td_error)
         far = np.empty(len(host.replays), np.float32)
         for i, (replay, s) in enumerate(zip(host.replays, samples)):
             replay.set_log_rho(s.index, log_rho[i], c_max)
@@ -221,17 +238,17 @@ class TransitionHost(ReferHost):
         eta = c.policy_learning_rate * lr_scale
         host.beta = next_beta(c.rules, host.beta, far, eta)
         metrics = (out.critic_loss, out.kl, out.near, far, host.beta.copy(), c_max, eta)
-        return learner, keys, self._explore(host, np.asarray(mean)), metrics
+        return learner, keys, self._explore(host, mean), metrics
 
     def _batch(self, host: HostState, samples: list[Sample]) -> Any:
         """The vmapped learner's batch: every seed's transitions, states standardised with the seed's statistics."""
         moves = [replay.transitions(s.index) for replay, s in zip(host.replays, samples)]
         return Batch(
-            obs=np.stack([(s.obs - host.obs_mean[i]) * host.obs_inv_std[i] for i, s in enumerate(samples)]),
+            obs=self._standardise_batch(host, [s.obs for s in samples]),
             action=np.stack([s.action for s in samples]),
             reward=np.stack([m[0] for m in moves]),
             discount=np.stack([m[1] for m in moves]),
-            next_obs=np.stack([(m[2] - host.obs_mean[i]) * host.obs_inv_std[i] for i, m in enumerate(moves)]),
+            next_obs=self._standardise_batch(host, [m[2] for m in moves]),
             mu_mean=np.stack([s.mu_mean for s in samples]),
             weight=np.stack([s.weight for s in samples]),
         )

@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlrepro.agents.refer.host import ChunkMetrics, HostState, LoopState, ReferHost
+from rlrepro.agents.refer.host import ChunkMetrics, HostState, LoopState, ReferHost, to_host
 from rlrepro.agents.refer.rules import next_beta, step_schedules
 from rlrepro.agents.vracer import learner as vlearner
 from rlrepro.agents.vracer.actor import Action, act
@@ -72,14 +72,15 @@ class HostVRacer(ReferHost):
             self._refresh_memory(host, c_max)
         samples = [replay.sample(c.batch_size) for replay in host.replays]
         batch = vlearner.Batch(
-            obs=np.stack([(s.obs - host.obs_mean[i]) * host.obs_inv_std[i] for i, s in enumerate(samples)]),
+            obs=self._standardise_batch(host, [s.obs for s in samples]),
             action=np.stack([s.action for s in samples]),
             mu_mean=np.stack([s.mu_mean for s in samples]),
             mu_std=np.stack([s.mu_std for s in samples]),
             q_ret=np.stack([s.q_ret for s in samples]),
         )
-        learner, out, pending, keys = self._step(learner, batch, jnp.asarray(host.beta), c_max, eta, obs, keys)
-        v, log_rho = np.asarray(out.v), np.asarray(out.log_rho)
+        learner, out, pending, keys = self._step(learner, batch, host.beta, c_max, eta, obs, keys)
+        out, pending = to_host((out, pending))
+        v, log_rho = out.v, out.log_rho
         far = np.empty(len(host.replays), np.float32)
         for i, (replay, s) in enumerate(zip(host.replays, samples)):
             replay.write_back(s.index, v[i], log_rho[i], c_max)
