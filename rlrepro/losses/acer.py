@@ -106,15 +106,15 @@ def trust_region_projection(g: ArrayLike, k: ArrayLike, delta: float) -> jax.Arr
 def acer_policy_statistics_gradient(
     mean: ArrayLike, std: ArrayLike, avg_mean: ArrayLike, avg_std: ArrayLike, action: ArrayLike, sample: ArrayLike,
     gain_taken: ArrayLike, gain_sample: ArrayLike, delta: float,
-) -> tuple[jax.Array, jax.Array]:
+) -> tuple[jax.Array, jax.Array, jax.Array]:
     """The ascent direction z* on one step's Gaussian statistics phi = (mean, std) (ACER §3.3 and §5):
 
         g = gain_taken grad_phi log pi(a_t|phi) + gain_sample grad_phi log pi(a'|phi)
         k = grad_phi D_KL(f(phi_avg) || f(phi))
         z* = trust_region_projection(g, k, delta)
 
-    Returns z* split as (d/d mean, d/d std); the learner back-propagates it through the policy network
-    (loss = -sum z* . phi).
+    Returns z* split as (d/d mean, d/d std) and whether the constraint was active (k . g > delta); the learner
+    back-propagates z* through the policy network (loss = -sum z* . phi).
     """
     action, sample = jax.lax.stop_gradient(jnp.asarray(action)), jax.lax.stop_gradient(jnp.asarray(sample))
 
@@ -124,5 +124,6 @@ def acer_policy_statistics_gradient(
     g_mean, g_std = jax.grad(objective, argnums=(0, 1))(mean, std)
     k_mean, k_std = jax.grad(lambda m, s: gaussian_kl(avg_mean, avg_std, m, s), argnums=(0, 1))(mean, std)
     d = g_mean.shape[-1]
-    z = trust_region_projection(jnp.concatenate([g_mean, g_std]), jnp.concatenate([k_mean, k_std]), delta)
-    return z[:d], z[d:]
+    g, k = jnp.concatenate([g_mean, g_std]), jnp.concatenate([k_mean, k_std])
+    z = trust_region_projection(g, k, delta)
+    return z[:d], z[d:], jax.lax.stop_gradient(jnp.dot(k, g) > delta)

@@ -139,11 +139,13 @@ def test_policy_statistics_gradient_by_hand():
     # a_t = 1 -> (1, 0); a' = 2 -> (2, 3). Gains 1 and 0.5: g = (1 + 1, 0 + 1.5) = (2, 1.5).
     # The average policy equal to pi: k = grad KL = 0, so z = g.
     one = jnp.ones(1)
-    z_mean, z_std = acer_policy_statistics_gradient(0.0 * one, one, 0.0 * one, one, one, 2.0 * one, 1.0, 0.5, 1.0)
+    z_mean, z_std, active = acer_policy_statistics_gradient(0.0 * one, one, 0.0 * one, one, one, 2.0 * one, 1.0, 0.5, 1.0)
     np.testing.assert_allclose([z_mean[0], z_std[0]], [2.0, 1.5], rtol=1e-6)
+    assert not active
     # Average policy N(1, 1): KL(N(1,1) || N(m,s)) = 1/2 [1/s^2 - 1 + ln s^2 + (m - 1)^2 / s^2];
     # k = (d/dm, d/ds) at (0, 1) = ((m - 1)/s^2, -1/s^3 + 1/s - (m - 1)^2/s^3) = (-1, -1).
     # Gains -2 and 0: g = (-2, 0); k . g = 2 > delta = 1: scale (2 - 1)/2 = 0.5; z = (-2 + 0.5, 0 + 0.5) = (-1.5, 0.5)
-    z_mean, z_std = acer_policy_statistics_gradient(0.0 * one, one, one, one, one, 2.0 * one, -2.0, 0.0, 1.0)
+    z_mean, z_std, active = acer_policy_statistics_gradient(0.0 * one, one, one, one, one, 2.0 * one, -2.0, 0.0, 1.0)
     np.testing.assert_allclose([z_mean[0], z_std[0]], [-1.5, 0.5], rtol=1e-6)
+    assert active
     assert float(-z_mean[0] - z_std[0]) == pytest.approx(1.0)  # k . z = delta

@@ -152,18 +152,14 @@ def loss_fn(
     )
     project = jax.vmap(jax.vmap(acer_policy_statistics_gradient, in_axes=(0,) * 8 + (None,)), in_axes=(0,) * 8 + (None,))
     phi = jax.lax.stop_gradient((mean, std))
-    z_mean, z_std = project(*phi, avg_mean, avg_std, batch.action, sample, gain_taken, gain_sample,
-                            config.trust_region_delta)
+    z_mean, z_std, active = project(*phi, avg_mean, avg_std, batch.action, sample, gain_taken, gain_sample,
+                                    config.trust_region_delta)
     policy_loss = -_masked_mean(jnp.sum(z_mean * mean + z_std * std, axis=-1), batch.mask)
-
-    # Was the constraint active? (z differs from the unprojected g exactly then: recompute g with delta = inf.)
-    g_mean, _ = project(*phi, avg_mean, avg_std, batch.action, sample, gain_taken, gain_sample, jnp.inf)
-    active = jnp.any(jnp.abs(g_mean - z_mean) > 0.0, axis=-1).astype(jnp.float32)
     metrics = UpdateMetrics(
         critic_loss=_masked_mean(0.5 * q_error**2, batch.mask),
         kl=_masked_mean(_kl(batch.mu_mean, batch.mu_std, mean, std), batch.mask),
         truncated_rho=_masked_mean(jnp.minimum(config.importance_clip, jnp.exp(log_rho)), batch.mask),
-        trust_region_active=_masked_mean(active, batch.mask),
+        trust_region_active=_masked_mean(active.astype(jnp.float32), batch.mask),
         std=jnp.mean(std),
     )
     return critic_loss + policy_loss, jax.tree.map(jax.lax.stop_gradient, metrics)
