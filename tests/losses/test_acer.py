@@ -113,7 +113,8 @@ def test_truncation_with_bias_correction_gains_by_hand(rho, q_opc, rho_sample, a
 
 
 def test_trust_region_leaves_g_alone_inside_the_region():
-    # k . g = 1 * 1 + 0 * 2 = 1 <= delta = 1
+    # k . g = 0.5 * 1 + 0 * 2 = 0.5 < delta = 1 (inside), and k . g = 1 = delta (on the boundary): z = g
+    np.testing.assert_allclose(trust_region_projection(jnp.array([1.0, 2.0]), jnp.array([0.5, 0.0]), 1.0), [1.0, 2.0])
     np.testing.assert_allclose(trust_region_projection(jnp.array([1.0, 2.0]), jnp.array([1.0, 0.0]), 1.0), [1.0, 2.0])
 
 
