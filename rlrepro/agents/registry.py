@@ -149,6 +149,8 @@ AGENTS: dict[str, AgentEntry] = {
                             "rlrepro.agents.impala_sr.trainer:resolve_impala_sr", impala_chunks),
     "ppo": AgentEntry("rlrepro.agents.ppo.build:build_ppo", ("mujoco",), "rlrepro.agents.ppo.build:resolve_ppo",
                       host_step_chunks),
+    "acer": AgentEntry("rlrepro.agents.acer.build:build_acer", ("mujoco",), "rlrepro.agents.acer.build:resolve_acer",
+                       host_step_chunks),
 }
 
 

@@ -13,6 +13,7 @@ BENCHMARKS = {
     "frodo": "rlrepro.bench.frodo",
     "planning": "rlrepro.bench.planning",
     "refer": "rlrepro.bench.refer",
+    "acer": "rlrepro.bench.acer",
     "impala-sr": "rlrepro.bench.impala_sr",
     "slurm-startup": "rlrepro.bench.slurm_startup",
 }

@@ -31,6 +31,7 @@ SPEC_OF_KIND = {
     "naf": "refer/mujoco_naf.yaml",
     "impala_sr": "synthetic_returns/chain.yaml",
     "ppo": "refer/mujoco_baselines.yaml",
+    "acer": "refer/mujoco_baselines.yaml",
 }
 
 
@@ -120,7 +121,7 @@ def test_a_real_run_trains_what_its_chunk_plan_counts(kind: str):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", ["frodo", "impala_sr", "vracer", "ddpg", "naf", "loss_search"])
+@pytest.mark.parametrize("kind", ["frodo", "impala_sr", "vracer", "ddpg", "naf", "loss_search", "acer"])
 def test_a_real_run_trains_what_its_chunk_plan_counts_slow(kind: str):
     counted, planned = _run_to_the_end(kind, 1.5)
     assert counted == planned.frames

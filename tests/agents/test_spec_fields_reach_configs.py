@@ -58,6 +58,7 @@ BASES: dict[str, list[tuple[str, str | None]]] = {
     "ddpg": [("specs/refer/mujoco_ddpg.yaml", None)],
     "naf": [("specs/refer/mujoco_naf.yaml", None)],
     "ppo": [("specs/refer/mujoco_baselines.yaml", None)],
+    "acer": [("specs/refer/mujoco_baselines.yaml", None)],
 }
 
 

@@ -12,6 +12,8 @@ TINY = {
     "evolving-rl": (["--updates", "10"], "ratio"),
     "planning": (["--repeats", "1"], "snakemake -n"),
     "refer": (["--seeds", "1", "--steps", "5", "--rounds", "1", "--batch-size", "8", "--n-start", "50"], "ratio"),
+    "acer": (["--seeds", "1", "--steps", "3", "--rounds", "1", "--batch-episodes", "2", "--window", "4", "--n-start", "50"],
+             "ratio"),
     "impala-sr": (["--batch-size", "4", "--unroll", "5", "--big-capacity", "20", "--repeats", "1", "--rounds", "1",
                    "--atari-batch", "2", "--atari-unroll", "3", "--atari-capacity", "20", "--atari-repeats", "1"],
                   "memory read share"),

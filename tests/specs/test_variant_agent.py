@@ -50,8 +50,13 @@ def test_a_bad_variant_agent_value_names_the_scale_and_variant(tmp_path: Path) -
 
 def test_the_baselines_spec_sizes_each_kind_with_its_own_fields() -> None:
     spec = load_spec("specs/refer/mujoco_baselines.yaml")
-    refer, ppo = spec.variant_list()
+    refer, ppo, acer_slow, acer_fast = spec.variant_list()
     smoke_refer, smoke_ppo = resolve_agent(spec, refer, "smoke"), resolve_agent(spec, ppo, "smoke")
     assert (smoke_refer.kind, smoke_refer.replay.n_start, smoke_ppo.kind, smoke_ppo.rollout_steps) == ("vracer", 500, "ppo", 256)
     assert resolve_agent(spec, refer, "cpu").replay.capacity == 32_768
     assert resolve_agent(spec, ppo, "cpu") == resolve_agent(spec, ppo, "paper")  # App. A's PPO at cpu scale
+    for acer, rate in ((acer_slow, 1e-5), (acer_fast, 1e-4)):
+        smoke, cpu, paper = (resolve_agent(spec, acer, scale) for scale in ("smoke", "cpu", "paper"))
+        assert (smoke.kind, smoke.n_start, smoke.window, smoke.policy_learning_rate) == ("acer", 500, 8, rate)
+        assert (cpu.n_start, cpu.batch_episodes, cpu.window, cpu.capacity) == (4096, 8, 8, 100_000)
+        assert (paper.n_start, paper.batch_episodes, paper.window, paper.policy_learning_rate) == (100_000, 24, 200, rate)

@@ -10,7 +10,7 @@ from typing import Annotated, Union
 
 from pydantic import Field
 
-from rlrepro.specs.agents.baselines import PPOAgentSpec
+from rlrepro.specs.agents.baselines import ACERAgentSpec, PPOAgentSpec
 from rlrepro.specs.agents.common import ConvNetworkSpec, MLPNetworkSpec, NetworkSpec, RMSPropSpec
 from rlrepro.specs.agents.dqn import DQNAgentSpec, DQNLossSpec, LossSearchAgentSpec
 from rlrepro.specs.agents.frodo import FrodoAgentSpec
@@ -29,13 +29,13 @@ AgentSpec = Annotated[
     Union[
         ImpalaAgentSpec, FrodoAgentSpec, TdLambdaAgentSpec, DQNAgentSpec, LossSearchAgentSpec, ImpalaSRAgentSpec,
         VRacerAgentSpec, DDPGAgentSpec, NAFAgentSpec,
-        PPOAgentSpec,
+        PPOAgentSpec, ACERAgentSpec,
     ],
     Field(discriminator="kind"),
 ]
 AGENT_KINDS: tuple[str, ...] = (
     "impala", "frodo", "td_lambda", "dqn", "loss_search", "impala_sr", "vracer", "ddpg", "naf",
-    "ppo",
+    "ppo", "acer",
 )
 
 # Fields an agent kind cannot honour at any value but one: the spec model rejects other values (naming the
@@ -57,6 +57,7 @@ FIXED_FIELDS: dict[str, dict[str, str]] = {
 }
 
 __all__ = [
+    "ACERAgentSpec",
     "AGENT_KINDS",
     "AgentSpec",
     "FIXED_FIELDS",
