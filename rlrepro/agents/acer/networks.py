@@ -9,13 +9,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.vracer.networks import output_init, softplus_inverse
+from rlrepro.agents.vracer.networks import output_init, softsign_torso, softplus_inverse
 
-
-def _torso(x: jax.Array, hidden_sizes: tuple[int, ...]) -> jax.Array:
-    for width in hidden_sizes:
-        x = nn.soft_sign(nn.Dense(width, kernel_init=nn.initializers.glorot_uniform())(x))
-    return x
 
 
 class PolicyNetwork(nn.Module):
@@ -27,7 +22,7 @@ class PolicyNetwork(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array]:
-        mean = nn.Dense(self.action_dim, kernel_init=output_init())(_torso(obs, self.hidden_sizes))
+        mean = nn.Dense(self.action_dim, kernel_init=output_init())(softsign_torso(obs, self.hidden_sizes))
         raw_std = self.param("raw_std", nn.initializers.constant(softplus_inverse(self.init_std)), (self.action_dim,))
         return mean, jax.nn.softplus(raw_std)
 
@@ -39,7 +34,7 @@ class ValueNetwork(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        return nn.Dense(1, kernel_init=output_init())(_torso(obs, self.hidden_sizes))[..., 0]
+        return nn.Dense(1, kernel_init=output_init())(softsign_torso(obs, self.hidden_sizes))[..., 0]
 
 
 class AdvantageNetwork(nn.Module):
@@ -50,4 +45,4 @@ class AdvantageNetwork(nn.Module):
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
         x = jnp.concatenate([obs, action], axis=-1)
-        return nn.Dense(1, kernel_init=output_init())(_torso(x, self.hidden_sizes))[..., 0]
+        return nn.Dense(1, kernel_init=output_init())(softsign_torso(x, self.hidden_sizes))[..., 0]

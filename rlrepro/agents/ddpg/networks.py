@@ -6,13 +6,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.vracer.networks import output_init
+from rlrepro.agents.vracer.networks import output_init, softsign_torso
 
-
-def _torso(x: jax.Array, hidden_sizes: tuple[int, ...]) -> jax.Array:
-    for width in hidden_sizes:
-        x = nn.soft_sign(nn.Dense(width, kernel_init=nn.initializers.glorot_uniform())(x))
-    return x
 
 
 class PolicyNetwork(nn.Module):
@@ -21,7 +16,7 @@ class PolicyNetwork(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> jax.Array:
-        return jnp.tanh(nn.Dense(self.action_dim, kernel_init=output_init())(_torso(obs, self.hidden_sizes)))
+        return jnp.tanh(nn.Dense(self.action_dim, kernel_init=output_init())(softsign_torso(obs, self.hidden_sizes)))
 
 
 class CriticNetwork(nn.Module):
@@ -29,5 +24,5 @@ class CriticNetwork(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array, action: jax.Array) -> jax.Array:
-        x = _torso(jnp.concatenate([obs, action], axis=-1), self.hidden_sizes)
+        x = softsign_torso(jnp.concatenate([obs, action], axis=-1), self.hidden_sizes)
         return nn.Dense(1, kernel_init=output_init())(x)[..., 0]

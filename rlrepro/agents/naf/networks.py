@@ -6,8 +6,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.ddpg.networks import _torso
-from rlrepro.agents.vracer.networks import output_init
+from rlrepro.agents.vracer.networks import output_init, softsign_torso
 
 
 class NAFNetwork(nn.Module):
@@ -20,7 +19,7 @@ class NAFNetwork(nn.Module):
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         a = self.action_dim
         n_l = a * (a + 1) // 2
-        out = nn.Dense(1 + a + n_l, kernel_init=output_init())(_torso(obs, self.hidden_sizes))
+        out = nn.Dense(1 + a + n_l, kernel_init=output_init())(softsign_torso(obs, self.hidden_sizes))
         v, m, entries = out[..., 0], out[..., 1 : 1 + a], out[..., 1 + a :]
         rows, cols = jnp.tril_indices(a)
         l = jnp.zeros((*out.shape[:-1], a, a)).at[..., rows, cols].set(entries)

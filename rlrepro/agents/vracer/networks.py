@@ -22,6 +22,15 @@ def output_init(scale: float = 0.1):
     return init
 
 
+def softsign_torso(x: jax.Array, hidden_sizes: tuple[int, ...]) -> jax.Array:
+    """App. A's hidden layers, shared by V-RACER, DDPG, NAF and ACER: Softsign units, Glorot-uniform weights (the
+    code; the printed formula is a typo). Called inside a module's ``nn.compact`` method, so its Dense layers are
+    that module's (``Dense_0``, ``Dense_1``, ...)."""
+    for width in hidden_sizes:
+        x = nn.soft_sign(nn.Dense(width, kernel_init=nn.initializers.glorot_uniform())(x))
+    return x
+
+
 class VRacerNetwork(nn.Module):
     """Returns (V [..], mean [.., A], std [A]); hidden layers Glorot-uniform (the code; the printed formula is a typo)."""
 
@@ -31,9 +40,7 @@ class VRacerNetwork(nn.Module):
 
     @nn.compact
     def __call__(self, obs: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
-        x = obs
-        for width in self.hidden_sizes:
-            x = nn.soft_sign(nn.Dense(width, kernel_init=nn.initializers.glorot_uniform())(x))
+        x = softsign_torso(obs, self.hidden_sizes)  # first: Flax names layers in the order they are built
         out = nn.Dense(1 + self.action_dim, kernel_init=output_init())(x)
         # Sigma is shared by all states: a parameter vector mapped to R+ by Softplus (App. A).
         raw_std = self.param("raw_std", nn.initializers.constant(softplus_inverse(self.init_std)), (self.action_dim,))
