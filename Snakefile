@@ -129,6 +129,9 @@ def experiment_summaries(wildcards):
 rule aggregate:
     input:
         experiment_summaries,
+        # the spec too: an edited claim, statement or paper table re-draws the table (training reruns only when the
+        # resolved config changes: its jobs' params carry the config hash)
+        spec=lambda wildcards: PLAN_BY_KEY[f"{wildcards.paper}/{wildcards.experiment}"].spec_path,
     output:
         md=RESULTS / "tables/{paper}/{experiment}.md",
         csv=RESULTS / "tables/{paper}/{experiment}.csv",
