@@ -13,7 +13,7 @@ import os
 from datetime import datetime, timezone
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -47,6 +47,26 @@ class MujocoHostEnv(HostEnv):
         self.actions.append(action)
         obs, reward, terminated, truncated, _ = self._env.step(action)
         return self._observe(obs), float(reward), bool(terminated), bool(truncated)
+
+
+class TaskShape(NamedTuple):
+    """What a host agent needs of a task before it trains: sizes, the episode cap and App. B's action scale."""
+
+    obs_dim: int
+    action_dim: int
+    max_episode_steps: int
+    action_scale: np.ndarray  # ReF-ER App. B, every agent: a' = a (upper - lower) / 2 (the env then clips to its box)
+
+
+def task_shape(env_spec: Any) -> TaskShape:
+    """One probe environment's sizes; the episode cap is the spec's, else the registered task's."""
+    probe = MujocoHostEnv(env_spec, 0)
+    return TaskShape(
+        obs_dim=int(probe.reset().shape[0]),
+        action_dim=probe.action_dim,
+        max_episode_steps=int(env_spec.max_episode_steps or probe._env.spec.max_episode_steps),
+        action_scale=(probe.action_high - probe.action_low) / 2.0,
+    )
 
 
 def random_episode_returns(spec: Any, episodes: int, seed: int) -> list[float]:

@@ -23,7 +23,7 @@ from rlrepro.agents.acer.actor import Action, act
 from rlrepro.agents.acer.config import ACERConfig
 from rlrepro.agents.acer.memory import sample_windows
 from rlrepro.agents.refer.replay import EpisodeReplay, state_statistics
-from rlrepro.environments.mujoco import MujocoHostEnv
+from rlrepro.environments.mujoco import MujocoHostEnv, task_shape
 from rlrepro.losses.refer import learning_rate_schedule
 
 
@@ -78,11 +78,7 @@ class HostACER:
     """A compiled ACER for one task: ``init`` a batch of seeds, ``run`` steps, read metrics."""
 
     def __init__(self, config: ACERConfig, env_spec: Any):
-        probe = MujocoHostEnv(env_spec, 0)
-        self.obs_dim, self.action_dim = int(probe.reset().shape[0]), probe.action_dim
-        self.max_episode_steps = int(env_spec.max_episode_steps or probe._env.spec.max_episode_steps)
-        # ReF-ER App. B: a' = a (upper - lower) / 2 for every agent (the env then clips to its box).
-        self.action_scale = (probe.action_high - probe.action_low) / 2.0
+        self.obs_dim, self.action_dim, self.max_episode_steps, self.action_scale = task_shape(env_spec)
         self.config, self.env_spec = config, env_spec
         dims = (config, self.action_dim)
         self._init = jax.jit(jax.vmap(lambda k: alearner.init(config, k, self.obs_dim, self.action_dim)))

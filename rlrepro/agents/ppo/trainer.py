@@ -20,7 +20,7 @@ import numpy as np
 from rlrepro.agents.ppo import learner as plearner
 from rlrepro.agents.ppo.actor import act
 from rlrepro.agents.ppo.config import PPOConfig
-from rlrepro.environments.mujoco import MujocoHostEnv
+from rlrepro.environments.mujoco import MujocoHostEnv, task_shape
 from rlrepro.losses.refer import learning_rate_schedule
 
 
@@ -102,10 +102,7 @@ class HostPPO:
     """A compiled PPO for one task: ``init`` a batch of seeds, ``run`` steps, read metrics."""
 
     def __init__(self, config: PPOConfig, env_spec: Any):
-        probe = MujocoHostEnv(env_spec, 0)
-        self.obs_dim, self.action_dim = int(probe.reset().shape[0]), probe.action_dim
-        # ReF-ER App. B: a' = a (upper - lower) / 2 for every agent (the env then clips to its box).
-        self.action_scale = (probe.action_high - probe.action_low) / 2.0
+        self.obs_dim, self.action_dim, self.max_episode_steps, self.action_scale = task_shape(env_spec)
         self.config, self.env_spec = config, env_spec
         dims = (config, self.action_dim)
         self._init = jax.jit(jax.vmap(lambda k: plearner.init(config, k, self.obs_dim, self.action_dim)))

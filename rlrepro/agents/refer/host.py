@@ -21,7 +21,7 @@ from rlrepro.agents.refer.priority import importance_exponent
 from rlrepro.agents.refer.replay import EpisodeReplay, Sample, state_statistics
 from rlrepro.agents.refer.rules import initial_beta, next_beta, step_schedules
 from rlrepro.agents.vracer.actor import Action
-from rlrepro.environments.mujoco import MujocoHostEnv
+from rlrepro.environments.mujoco import MujocoHostEnv, task_shape
 
 
 class HostState:
@@ -83,11 +83,7 @@ class ReferHost:
     """
 
     def __init__(self, config: Any, env_spec: Any):
-        probe = MujocoHostEnv(env_spec, 0)
-        self.obs_dim, self.action_dim = int(probe.reset().shape[0]), probe.action_dim
-        self.max_episode_steps = int(env_spec.max_episode_steps or probe._env.spec.max_episode_steps)
-        # App. B: a' = a (upper - lower) / 2 (the env then clips to its box).
-        self.action_scale = (probe.action_high - probe.action_low) / 2.0
+        self.obs_dim, self.action_dim, self.max_episode_steps, self.action_scale = task_shape(env_spec)
         self.config, self.env_spec = config, env_spec
         self._compile()
 
