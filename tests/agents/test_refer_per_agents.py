@@ -119,7 +119,7 @@ def test_host_writes_the_learners_td_errors_back_as_priorities(kind):
         td_of = lambda s, b: nlearner.loss_fn(s.params, s.target, config, host.action_dim, b, 1.0, 2.0)[1].td_error
     state, _ = host.run(host.init([0, 1]), config.n_start - 1)  # the first update comes at t = N_start
     seen, make_batch = [], host._batch
-    host._batch = lambda h, samples: seen.append((make_batch(h, samples), [s.index for s in samples])) or seen[-1][0]
+    host._batch = lambda h, sample: seen.append((make_batch(h, sample), sample.index - h.bank.offset[:, None])) or seen[-1][0]
     before = state.learner
     state, _ = host.run(state, 1)
     (batch, indices), = seen

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlrepro.agents.refer.replay import EPSILON, EpisodeReplay, episode_q_ret, state_statistics
+from rlrepro.agents.refer.replay import EPSILON, EpisodeReplay, Sample, episode_q_ret, state_statistics
 from rlrepro.losses.refer import retrace_q_ret
 
 
@@ -188,3 +188,81 @@ def test_every_seeds_minibatch_is_standardised_with_its_own_statistics_bit_for_b
     assert batch.dtype == np.float32
     for i in range(3):
         np.testing.assert_array_equal(batch[i], (obs[i] - mean[i]) * inv_std[i])
+
+
+def _memories(seed: int, priority=None) -> list[EpisodeReplay]:
+    """Three memories that wrapped their rings, with different reward scales and far counts."""
+    rng = np.random.default_rng(seed)
+    replays = []
+    for s in range(3):
+        replay = EpisodeReplay(capacity=30, max_episode_steps=8, obs_dim=2, action_dim=1, discount=0.9, seed=s,
+                               priority=priority)
+        _fill(replay, [int(n) for n in rng.integers(1, 9, 12 + 4 * s)], [bool(t) for t in rng.integers(0, 2, 24)], rng)
+        replay.update_reward_scale()
+        replay.set_log_rho(replay.stored(), rng.normal(0.0, 0.6, replay.committed).astype(np.float32), 1.5)
+        replays.append(replay)
+    assert all(r.head > 0 for r in replays) and len({r.reward_scale for r in replays}) == 3
+    return replays
+
+
+@pytest.mark.parametrize("priority", [None, (0.7, 3)], ids=["uniform", "prioritised"])
+def test_a_bank_of_seeds_gives_each_seed_exactly_what_its_own_memory_gives(priority):
+    """One gather and one scatter for every seed (``ReplayBank``) equal seed-by-seed calls on separate memories, bit
+    for bit: draws, minibatches, write-backs with repeated steps, n_far, transitions and priorities, across the
+    ring's wrap and with a reward scale per seed."""
+    import pickle
+
+    from rlrepro.agents.refer.replay import ReplayBank
+
+    banked = _memories(5, priority)
+    alone = [pickle.loads(pickle.dumps(r)) for r in banked]  # the same memories, each its own
+    bank = ReplayBank(banked)
+    rng = np.random.default_rng(6)
+    for step in range(30):
+        sample = bank.sample(16, 0.6)
+        own = [r.sample(16, 0.6) for r in alone]
+        for field in Sample._fields:
+            got = getattr(sample, field) - (bank.offset[:, None] if field == "index" else 0)
+            np.testing.assert_array_equal(got, np.stack([getattr(s, field) for s in own]), err_msg=field)
+        moves = bank.transitions(sample.index)
+        for got, expected in zip(moves, zip(*(r.transitions(s.index) for r, s in zip(alone, own)))):
+            np.testing.assert_array_equal(got, np.stack(expected))
+        v = rng.normal(size=(3, 16)).astype(np.float32)
+        log_rho = rng.normal(0.0, 0.6, (3, 16)).astype(np.float32)
+        if step % 2:
+            bank.write_back(bank.plan(sample.index, 1.5), v, log_rho, 1.5)
+            for i, (r, s) in enumerate(zip(alone, own)):
+                r.write_back(s.index, v[i], log_rho[i], 1.5)
+        else:
+            bank.set_log_rho(bank.plan(sample.index, 1.5), log_rho, 1.5)
+            for i, (r, s) in enumerate(zip(alone, own)):
+                r.set_log_rho(s.index, log_rho[i], 1.5)
+        if priority is not None:
+            td = rng.exponential(size=(3, 16))
+            bank.update_priorities(sample.index, td)
+            for r, s, t in zip(alone, own, td):
+                r.update_priorities(s.index, t)
+        np.testing.assert_array_equal(bank.far_fractions(), np.array([r.far_fraction() for r in alone], np.float32))
+    for r, a in zip(banked, alone):
+        assert r.n_far == a.n_far and np.shares_memory(r.q_ret, bank.q_ret)
+        for name in ReplayBank.FIELDS:
+            np.testing.assert_array_equal(getattr(r, name), getattr(a, name), err_msg=name)
+
+
+def test_a_pickled_bank_member_comes_back_as_its_own_memory_with_only_its_rows():
+    """Checkpoints pickle the memories, not the bank: each carries its own rows, and a host rebuilds the bank."""
+    import pickle
+
+    from rlrepro.agents.refer.replay import ReplayBank
+
+    replays = _memories(7)
+    alone = pickle.dumps(replays[1])
+    bank = ReplayBank(replays)
+    data = pickle.dumps(replays[1])
+    assert len(data) == len(alone)  # its rows, not the three seeds' block
+    restored = pickle.loads(data)
+    assert restored._bank is not bank and len(restored._bank.replays) == 1
+    for name in ReplayBank.FIELDS:
+        np.testing.assert_array_equal(getattr(restored, name), getattr(replays[1], name), err_msg=name)
+    restored.q_ret[:] = 0.0  # its own storage now
+    assert np.any(bank.q_ret != 0.0)

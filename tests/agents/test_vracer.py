@@ -107,3 +107,35 @@ def test_initial_std_is_sqrt_point_two():
     _, mean, std = VRacerNetwork(config.hidden_sizes, ACT, config.init_std).apply(params, jnp.ones(OBS))
     np.testing.assert_allclose(std, [0.447214, 0.447214], rtol=1e-5)
     assert float(jnp.abs(mean).max()) < 0.1  # App. A: near-zero output layer
+
+
+def test_a_host_resumed_from_its_checkpoint_continues_exactly_as_if_never_stopped(tmp_path):
+    """The runner's checkpoint path (``checkpoint.save``, then ``restore`` into a fresh host state): the memories
+    come back as rows of one bank again, and the next steps' metrics, parameters and memories are bit for bit those
+    of the run that did not stop (FIFO evictions, refreshes and write-backs on both sides of the checkpoint)."""
+    pytest.importorskip("mujoco")
+    from rlrepro.agents.refer.replay import ReplayBank
+    from rlrepro.agents.vracer.trainer import HostVRacer
+    from rlrepro.specs import load_spec
+    from rlrepro.specs.loading import resolve_env
+    from rlrepro.training import checkpoint
+
+    env = resolve_env(load_spec("specs/refer/mujoco_vracer.yaml"), "inverted_pendulum", "smoke")
+    config = VRacerConfig(rules=ReferConfig(variant="refer"), capacity=60, n_start=40, batch_size=8,
+                          hidden_sizes=(8,), refresh_period=20)
+    host = HostVRacer(config, env)
+    state, _ = host.run(host.init([0, 1]), 55)
+    checkpoint.save(tmp_path / "host.ckpt", state, {})
+    resumed = checkpoint.restore(tmp_path / "host.ckpt", host.init([0, 1]))
+    assert all(np.shares_memory(r.v, resumed.host.bank.v) for r in resumed.host.replays)
+    state, metrics = host.run(state, 45)
+    resumed, resumed_metrics = host.run(resumed, 45)
+    for name, a, b in zip(metrics._fields, metrics, resumed_metrics):
+        np.testing.assert_array_equal(a, b, err_msg=name)
+    for a, b in zip(jax.tree.leaves(state.learner), jax.tree.leaves(resumed.learner)):
+        np.testing.assert_array_equal(a, b)
+    for a, b in zip(state.host.replays, resumed.host.replays):
+        assert (a.n_far, a.committed, a.head, a.reward_scale) == (b.n_far, b.committed, b.head, b.reward_scale)
+        for name in ReplayBank.FIELDS:
+            np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+    assert state.host.replays[0].head > 0  # evictions happened

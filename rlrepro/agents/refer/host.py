@@ -18,22 +18,31 @@ import numpy as np
 
 from rlrepro.agents.ddpg.learner import Batch
 from rlrepro.agents.refer.priority import importance_exponent
-from rlrepro.agents.refer.replay import EpisodeReplay, Sample, state_statistics
+from rlrepro.agents.refer.replay import EpisodeReplay, ReplayBank, Sample, state_statistics
 from rlrepro.agents.refer.rules import initial_beta, next_beta, step_schedules
 from rlrepro.agents.vracer.actor import Action
 from rlrepro.environments.mujoco import MujocoHostEnv, task_shape
 
 
 class HostState:
-    """Environments, replay memories, current observations, beta and the state statistics of every seed."""
+    """Environments, replay memories (in one ``ReplayBank``), current observations, beta and the state statistics of
+    every seed. Pickled (checkpoints) without the bank, which is rebuilt from the memories when unpickled."""
 
     def __init__(self, envs: list[MujocoHostEnv], replays: list[EpisodeReplay], obs: np.ndarray, beta: np.ndarray):
         self.envs, self.replays, self.obs, self.beta = envs, replays, obs, beta
+        self.bank = ReplayBank(replays)
         self.obs_mean = np.zeros((len(envs), obs.shape[1]), np.float32)
         self.obs_inv_std = np.ones((len(envs), obs.shape[1]), np.float32)
         self.running_return = np.zeros(len(envs), np.float64)
         self.episode_returns: list[list[float]] = [[] for _ in envs]
         self.steps = 0
+
+    def __getstate__(self) -> dict:
+        return {k: v for k, v in self.__dict__.items() if k != "bank"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self.bank = ReplayBank(self.replays)
 
 
 class LoopState(NamedTuple):
@@ -114,9 +123,6 @@ class ReferHost:
 
     def _standardise(self, host: HostState, obs: np.ndarray) -> np.ndarray:
         return ((obs - host.obs_mean) * host.obs_inv_std).astype(np.float32)
-
-    def _standardise_batch(self, host: HostState, obs: list[np.ndarray]) -> np.ndarray:
-        return standardise_seeds(np.stack(obs), host.obs_mean, host.obs_inv_std)
 
     def _set_state_statistics(self, host: HostState) -> None:
         """Eqs. 14-15 from the first N_start samples of every seed."""
@@ -221,32 +227,30 @@ class TransitionHost(ReferHost):
                 replay.recount_far(c_max)
         lr_scale = 1.0 / (1.0 + c.rules.a * t) if c.anneal_learning_rate else 1.0
         is_beta = 1.0 if c.per is None else importance_exponent(c.per.beta0, t, c.per.anneal_steps)
-        samples = [replay.sample(c.batch_size, is_beta) for replay in host.replays]
-        learner, out, mean = self._step(learner, self._batch(host, samples), host.beta, c_max, lr_scale, obs)
+        sample = host.bank.sample(c.batch_size, is_beta)
+        learner, out, mean = self._step(learner, self._batch(host, sample), host.beta, c_max, lr_scale, obs)
+        plan = host.bank.plan(sample.index, c_max)  # while the update runs (dispatched asynchronously)
         out, mean = to_host((out, mean))
-        log_rho, td_error = out.log_rho, (None if c.per is None else out.td_error)
-        far = np.empty(len(host.replays), np.float32)
-        for i, (replay, s) in enumerate(zip(host.replays, samples)):
-            replay.set_log_rho(s.index, log_rho[i], c_max)
-            if td_error is not None:
-                replay.update_priorities(s.index, td_error[i])
-            far[i] = replay.far_fraction()
+        host.bank.set_log_rho(plan, out.log_rho, c_max)
+        if c.per is not None:
+            host.bank.update_priorities(sample.index, out.td_error)
+        far = host.bank.far_fractions()
         eta = c.policy_learning_rate * lr_scale
         host.beta = next_beta(c.rules, host.beta, far, eta)
         metrics = (out.critic_loss, out.kl, out.near, far, host.beta.copy(), c_max, eta)
         return learner, keys, self._explore(host, mean), metrics
 
-    def _batch(self, host: HostState, samples: list[Sample]) -> Any:
+    def _batch(self, host: HostState, sample: Sample) -> Any:
         """The vmapped learner's batch: every seed's transitions, states standardised with the seed's statistics."""
-        moves = [replay.transitions(s.index) for replay, s in zip(host.replays, samples)]
+        reward, discount, next_obs = host.bank.transitions(sample.index)
         return Batch(
-            obs=self._standardise_batch(host, [s.obs for s in samples]),
-            action=np.stack([s.action for s in samples]),
-            reward=np.stack([m[0] for m in moves]),
-            discount=np.stack([m[1] for m in moves]),
-            next_obs=self._standardise_batch(host, [m[2] for m in moves]),
-            mu_mean=np.stack([s.mu_mean for s in samples]),
-            weight=np.stack([s.weight for s in samples]),
+            obs=standardise_seeds(sample.obs, host.obs_mean, host.obs_inv_std),
+            action=sample.action,
+            reward=reward,
+            discount=discount,
+            next_obs=standardise_seeds(next_obs, host.obs_mean, host.obs_inv_std),
+            mu_mean=sample.mu_mean,
+            weight=sample.weight,
         )
 
     def _end_episodes(self, host: HostState, ended: list[tuple[int, np.ndarray, bool]], learner: Any) -> None:

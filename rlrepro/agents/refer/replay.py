@@ -10,6 +10,10 @@ the whole memory with the current c_max (the trainers call it with every full Q^
 divided by sqrt(mean r^2) + eps (eq. 16), so stored Q^ret are recomputed whenever the scale changes. With
 ``priorities`` (rank-based PER, ``rlrepro.agents.refer.priority``) steps are drawn by rank of |TD error| instead of
 uniformly, the priority structure following every commit and eviction.
+
+Storage: the arrays of every seed's memory are rows of one block (``ReplayBank``), so that a lockstep step's
+sampling, write-back and transitions for all seeds are one numpy call each instead of one per seed (the host work
+that bounds the loop's speed, ``python -m rlrepro.bench refer``). A memory on its own is a bank of one seed.
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ EPSILON = 1e-7  # App. B, eqs. 14-16
 
 
 class Sample(NamedTuple):
-    """A minibatch of stored steps of one seed (ring-buffer indices and what the learner reads); ``weight``: the
-    importance weights of prioritised sampling (ones when uniform)."""
+    """A minibatch of stored steps and what the learner reads; ``weight``: the importance weights of prioritised
+    sampling (ones when uniform). From ``EpisodeReplay.sample``: one seed, ``index`` its ring indices [B]; from
+    ``ReplayBank.sample``: every seed, ``index`` the slots of the bank [seed, B], the other fields [seed, B, ...]."""
 
     index: np.ndarray
     obs: np.ndarray
@@ -35,6 +40,21 @@ class Sample(NamedTuple):
     mu_std: np.ndarray
     q_ret: np.ndarray
     weight: np.ndarray
+
+
+class Refresh(NamedTuple):
+    """A write-back's plan (``ReplayBank.plan``): the sampled slots [k, B] of memories ``rows``, their distinct slots
+    and those of them far before the update, the sampled steps that are not an episode's first (``inner``), the
+    step before each (``prev``), its scaled reward r_t and the inner steps' Q^ret before the update."""
+
+    slots: np.ndarray
+    rows: np.ndarray
+    unique: np.ndarray
+    was_far: np.ndarray
+    inner: np.ndarray
+    prev: np.ndarray
+    scaled_reward: np.ndarray
+    q_ret: np.ndarray
 
 
 class EpisodeReplay:
@@ -70,12 +90,18 @@ class EpisodeReplay:
         self.reward_scale = 1.0
         self.rng = np.random.default_rng(seed)
         self.priorities = None if priority is None else RankPriorities(self.size, *priority)
+        ReplayBank([self])  # its arrays become the one row of a bank (a host puts every seed in one)
+
+    def __getstate__(self) -> dict:
+        """Pickle (checkpoints) this seed's arrays and bookkeeping, not the bank: the format is one memory's."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_bank", "_row")}
 
     def __setstate__(self, state: dict) -> None:
         """Unpickle (checkpoints); a memory pickled before n_far was kept is recounted at its next refresh."""
         if "far" not in state:
             state = {**state, "far": np.zeros(len(state["log_rho"]), bool), "n_far": None}
         self.__dict__.update({"priorities": None, **state})  # pickled before PER existed: uniform
+        ReplayBank([self])
 
     # --- writing -------------------------------------------------------------------------------------------------
     def add(self, obs: np.ndarray, action: np.ndarray, reward: float, mu_mean: np.ndarray, mu_std: np.ndarray, v: float) -> None:
@@ -120,33 +146,42 @@ class EpisodeReplay:
         """Ring indices of the committed steps, oldest first."""
         return (self.head + np.arange(self.committed)) % self.size
 
-    def sample(self, batch_size: int, beta: float = 1.0) -> Sample:
-        """``batch_size`` committed time steps (not episodes; §3): uniformly, or by rank of |TD error| with
-        importance exponent ``beta`` when prioritised."""
+    def draw(self, batch_size: int, beta: float = 1.0) -> tuple[np.ndarray, np.ndarray | None]:
+        """Ring indices of ``batch_size`` committed time steps (not episodes; §3): uniformly (weights None), or by
+        rank of |TD error| with importance exponent ``beta`` when prioritised (indices, importance weights)."""
         if self.priorities is None:
             i = self.rng.integers(0, self.committed, batch_size)
             i += self.head  # in place: (head + draw) % size, as one allocation
             i %= self.size
-            weight = np.ones(batch_size, np.float32)
-        else:
-            i, weight = self.priorities.sample(batch_size, beta, self.rng)
-        # ``take`` gathers rows like ``x[i]`` (same values) at a fraction of fancy indexing's per-call cost, which is
-        # what the loop pays per seed and step (rlrepro.bench refer)
-        return Sample(i, self.obs.take(i, 0), self.action.take(i, 0), self.mu_mean.take(i, 0), self.mu_std.take(i, 0),
-                      self.q_ret.take(i), weight)
+            return i, None
+        return self.priorities.sample(batch_size, beta, self.rng)
+
+    # The per-seed reads and writes below are the bank's (``ReplayBank``) on this seed's row.
+    def sample(self, batch_size: int, beta: float = 1.0) -> Sample:
+        """``batch_size`` stored steps of this seed (``draw``) and what the learner reads of them."""
+        sample = self._bank.sample(batch_size, beta, rows=[self._row])
+        return Sample(sample.index[0] - self._bank.offset[self._row], *(x[0] for x in sample[1:]))
 
     def update_priorities(self, index: np.ndarray, td_error: np.ndarray) -> None:
         """The sampled steps' |TD error| after an update (prioritised memories only)."""
         self.priorities.update(index, td_error)
 
     def transitions(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(scaled r_{t+1}, discount: gamma, or 0 after a terminal step; s_{t+1}, s_T at an episode's end) of steps
-        ``index``, for the Q-learning targets of DDPG and NAF (rewards scaled as App. B says)."""
-        nxt = (index + 1) % self.size
-        last = self.last.take(index)
-        next_obs = np.where(last[:, None], self.final_obs.take(index, 0), self.obs.take(nxt, 0))
-        discount = np.where(last & self.terminal.take(index), 0.0, self.discount).astype(np.float32)
-        return (self.reward.take(index) * self.reward_scale).astype(np.float32), discount, next_obs
+        """``ReplayBank.transitions`` of this seed's steps ``index``."""
+        return tuple(x[0] for x in self._bank.transitions(self._slots(index)))
+
+    def set_log_rho(self, index: np.ndarray, log_rho: np.ndarray, c_max: float) -> None:
+        """``ReplayBank.set_log_rho`` on this seed's steps ``index``."""
+        plan = self._bank.plan(self._slots(index), c_max, rows=[self._row])
+        self._bank.set_log_rho(plan, np.asarray(log_rho)[None], c_max)
+
+    def write_back(self, index: np.ndarray, v: np.ndarray, log_rho: np.ndarray, c_max: float) -> None:
+        """``ReplayBank.write_back`` on this seed's steps ``index``."""
+        plan = self._bank.plan(self._slots(index), c_max, rows=[self._row])
+        self._bank.write_back(plan, np.asarray(v)[None], np.asarray(log_rho)[None], c_max)
+
+    def _slots(self, index: np.ndarray) -> np.ndarray:
+        return np.asarray(index)[None] + self._bank.offset[self._row]
 
     def far_fraction(self) -> float:
         """n_far / N from the last rho computed for every stored step (stale for unsampled ones, as the paper)."""
@@ -159,30 +194,6 @@ class EpisodeReplay:
         self.n_far = int(np.count_nonzero(self.far[idx]))
 
     # --- refreshing ------------------------------------------------------------------------------------------------
-    def set_log_rho(self, index: np.ndarray, log_rho: np.ndarray, c_max: float) -> None:
-        """Store the current log rho of sampled steps (``index`` may repeat a step) and keep n_far counted: near iff
-        1/c_max < rho < c_max (strict, §3)."""
-        if self.n_far is None:  # restored from a checkpoint written before n_far was kept
-            self.recount_far(c_max)
-        unique = _unique(index)
-        self.n_far -= int(np.count_nonzero(self.far.take(unique)))
-        self.log_rho[index] = log_rho
-        self.far[unique] = np.abs(self.log_rho.take(unique)) >= np.log(c_max)
-        self.n_far += int(np.count_nonzero(self.far.take(unique)))
-
-    def write_back(self, index: np.ndarray, v: np.ndarray, log_rho: np.ndarray, c_max: float) -> None:
-        """Store the current V and log rho of sampled steps, and correct the Q^ret of the step before each
-        (smarties@2019: Q^ret[t-1] = r_t + gamma V_t + gamma min(1, rho_t) (Q^ret[t] - V_t))."""
-        self.v[index] = v
-        self.set_log_rho(index, log_rho, c_max)
-        inner = index[~self.first.take(index)]
-        prev = (inner - 1) % self.size
-        rho_bar = np.minimum(1.0, np.exp(self.log_rho.take(inner)))
-        v_inner = self.v.take(inner)
-        self.q_ret[prev] = self.reward.take(prev) * self.reward_scale + self.discount * (
-            v_inner + rho_bar * (self.q_ret.take(inner) - v_inner)
-        )
-
     def refresh_inputs(self) -> tuple[np.ndarray, ...]:
         """Flat arrays (length ``size``, oldest first, zero-padded) for ``retrace_q_ret`` over the whole memory."""
         idx = self.stored()
@@ -212,6 +223,110 @@ class EpisodeReplay:
         idx = (self.head + np.arange(self.committed + self.running)) % self.size
         return self.obs[idx]
 
+
+class ReplayBank:
+    """Every seed's memory in one block: each array of ``EpisodeReplay`` is a row of a [seed, size, ...] array, held
+    here flat ([seed * size, ...]: slot = seed's offset + ring index), so that one gather or scatter serves every
+    seed of a lockstep step. The memories keep their own bookkeeping (episodes, head, counts, n_far, reward scale,
+    random generator, priorities) and their arrays as views of their rows; the results are those of seed-by-seed
+    calls, bit for bit.
+
+    Methods take ``slots`` [k, B] (rows of k seeds' slots) and ``rows`` (which memories those are; all by default).
+    Building a bank copies the memories' arrays into the block (a memory can belong to one bank: the last built).
+    """
+
+    FIELDS = ("obs", "action", "mu_mean", "mu_std", "reward", "v", "log_rho", "q_ret", "far", "first", "last", "v_boot",
+              "terminal", "final_obs")
+
+    def __init__(self, replays: list[EpisodeReplay]):
+        self.replays = replays
+        self.size = replays[0].size
+        if any(r.size != self.size or r.discount != replays[0].discount for r in replays):
+            raise ValueError("a replay bank holds memories of one size and discount")
+        self.discount = replays[0].discount
+        self.offset = np.arange(len(replays)) * self.size
+        self.all_rows = np.arange(len(replays))
+        for name in self.FIELDS:
+            block = np.stack([getattr(r, name) for r in replays])
+            setattr(self, name, block.reshape(len(replays) * self.size, *block.shape[2:]))
+            for row, replay in enumerate(replays):
+                setattr(replay, name, block[row])
+        for row, replay in enumerate(replays):
+            replay._bank, replay._row = self, row
+
+    def _rows(self, rows: list[int] | np.ndarray | None) -> np.ndarray:
+        return self.all_rows if rows is None else np.asarray(rows)
+
+    def _reward_scales(self, slots: np.ndarray) -> np.ndarray:
+        """Each slot's memory's reward scale, in float32 (the arithmetic of a float32 array times a Python float)."""
+        return np.array([r.reward_scale for r in self.replays], np.float32)[slots // self.size]
+
+    def sample(self, batch_size: int, beta: float = 1.0, rows: list[int] | None = None) -> Sample:
+        """Every memory's ``draw`` (in row order, each from its own generator) and one gather per array."""
+        rows = self._rows(rows)
+        draws = [self.replays[r].draw(batch_size, beta) for r in rows]
+        slots = np.stack([i for i, _ in draws])
+        slots += self.offset[rows, None]
+        weight = np.stack([np.ones(batch_size, np.float32) if w is None else w for _, w in draws])
+        # ``take`` gathers rows like ``x[i]`` (same values) at a fraction of fancy indexing's per-call cost
+        return Sample(slots, self.obs.take(slots, 0), self.action.take(slots, 0), self.mu_mean.take(slots, 0),
+                      self.mu_std.take(slots, 0), self.q_ret.take(slots), weight)
+
+    def update_priorities(self, slots: np.ndarray, td_error: np.ndarray, rows: list[int] | None = None) -> None:
+        """The sampled steps' |TD error| after an update (prioritised memories only)."""
+        for k, r in enumerate(self._rows(rows)):
+            self.replays[r].update_priorities(slots[k] - self.offset[r], td_error[k])
+
+    def transitions(self, slots: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(scaled r_{t+1}, discount: gamma, or 0 after a terminal step; s_{t+1}, s_T at an episode's end) of the
+        steps at ``slots``, for the Q-learning targets of DDPG and NAF (rewards scaled as App. B says)."""
+        nxt = slots + 1
+        nxt[slots % self.size == self.size - 1] -= self.size  # the ring wraps within its row
+        last = self.last.take(slots)
+        next_obs = np.where(last[..., None], self.final_obs.take(slots, 0), self.obs.take(nxt, 0))
+        discount = np.where(last & self.terminal.take(slots), 0.0, self.discount).astype(np.float32)
+        return (self.reward.take(slots) * self._reward_scales(slots)).astype(np.float32), discount, next_obs
+
+    def far_fractions(self) -> np.ndarray:
+        """Every memory's n_far / N (float32)."""
+        return np.array([r.far_fraction() for r in self.replays], np.float32)
+
+    def plan(self, slots: np.ndarray, c_max: float, rows: list[int] | None = None) -> Refresh:
+        """What a ``set_log_rho`` or ``write_back`` of the steps at ``slots`` reads that the update cannot change,
+        gathered while the jitted update runs (the host would otherwise wait idle, and these gathers miss the
+        caches the update has just used)."""
+        rows = self._rows(rows)
+        for r in rows:
+            if self.replays[r].n_far is None:  # restored from a checkpoint written before n_far was kept
+                self.replays[r].recount_far(c_max)
+        flat = slots.ravel()
+        unique = _unique(flat)
+        inner = flat[~self.first.take(flat)]
+        prev = inner - 1
+        prev[inner % self.size == 0] += self.size  # the ring wraps within its row
+        return Refresh(slots, rows, unique, unique[self.far.take(unique)], inner, prev,
+                       self.reward.take(prev) * self._reward_scales(prev), self.q_ret.take(inner))
+
+    def set_log_rho(self, plan: Refresh, log_rho: np.ndarray, c_max: float) -> None:
+        """Store the current log rho of the planned steps (a step may repeat) and keep each memory's n_far counted:
+        near iff 1/c_max < rho < c_max (strict, §3)."""
+        self.log_rho[plan.slots] = log_rho
+        far = np.abs(self.log_rho.take(plan.unique)) >= np.log(c_max)
+        self.far[plan.unique] = far
+        n = len(self.replays)
+        change = np.bincount(plan.unique[far] // self.size, minlength=n)
+        change -= np.bincount(plan.was_far // self.size, minlength=n)
+        for r in plan.rows:
+            self.replays[r].n_far += int(change[r])
+
+    def write_back(self, plan: Refresh, v: np.ndarray, log_rho: np.ndarray, c_max: float) -> None:
+        """Store the current V and log rho of the planned steps, and correct the Q^ret of the step before each
+        (smarties@2019: Q^ret[t-1] = r_t + gamma V_t + gamma min(1, rho_t) (Q^ret[t] - V_t))."""
+        self.v[plan.slots] = v
+        self.set_log_rho(plan, log_rho, c_max)
+        rho_bar = np.minimum(1.0, np.exp(self.log_rho.take(plan.inner)))
+        v_inner = self.v.take(plan.inner)
+        self.q_ret[plan.prev] = plan.scaled_reward + self.discount * (v_inner + rho_bar * (plan.q_ret - v_inner))
 
 def _unique(index: np.ndarray) -> np.ndarray:
     """The sorted distinct values of ``index`` (as ``np.unique``, without its per-call overhead, a third of the

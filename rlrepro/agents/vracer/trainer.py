@@ -17,7 +17,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlrepro.agents.refer.host import ChunkMetrics, HostState, LoopState, ReferHost, to_host
+from rlrepro.agents.refer.host import ChunkMetrics, HostState, LoopState, ReferHost, standardise_seeds, to_host
 from rlrepro.agents.refer.rules import next_beta, step_schedules
 from rlrepro.agents.vracer import learner as vlearner
 from rlrepro.agents.vracer.actor import Action, act
@@ -70,21 +70,19 @@ class HostVRacer(ReferHost):
             self._refresh_memory(host, c_max)
         elif (t - c.n_start) % c.refresh_period == 0:
             self._refresh_memory(host, c_max)
-        samples = [replay.sample(c.batch_size) for replay in host.replays]
+        sample = host.bank.sample(c.batch_size)
         batch = vlearner.Batch(
-            obs=self._standardise_batch(host, [s.obs for s in samples]),
-            action=np.stack([s.action for s in samples]),
-            mu_mean=np.stack([s.mu_mean for s in samples]),
-            mu_std=np.stack([s.mu_std for s in samples]),
-            q_ret=np.stack([s.q_ret for s in samples]),
+            obs=standardise_seeds(sample.obs, host.obs_mean, host.obs_inv_std),
+            action=sample.action,
+            mu_mean=sample.mu_mean,
+            mu_std=sample.mu_std,
+            q_ret=sample.q_ret,
         )
         learner, out, pending, keys = self._step(learner, batch, host.beta, c_max, eta, obs, keys)
+        plan = host.bank.plan(sample.index, c_max)  # while the update runs (dispatched asynchronously)
         out, pending = to_host((out, pending))
-        v, log_rho = out.v, out.log_rho
-        far = np.empty(len(host.replays), np.float32)
-        for i, (replay, s) in enumerate(zip(host.replays, samples)):
-            replay.write_back(s.index, v[i], log_rho[i], c_max)
-            far[i] = replay.far_fraction()
+        host.bank.write_back(plan, out.v, out.log_rho, c_max)
+        far = host.bank.far_fractions()
         host.beta = next_beta(c.rules, host.beta, far, eta)
         return learner, keys, pending, (out.loss, out.kl, out.near, far, host.beta.copy(), c_max, eta)
 
