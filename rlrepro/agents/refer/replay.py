@@ -12,8 +12,9 @@ divided by sqrt(mean r^2) + eps (eq. 16), so stored Q^ret are recomputed wheneve
 uniformly, the priority structure following every commit and eviction.
 
 Storage: the arrays of every seed's memory are rows of one block (``ReplayBank``), so that a lockstep step's
-sampling, write-back and transitions for all seeds are one numpy call each instead of one per seed (the host work
-that bounds the loop's speed, ``python -m rlrepro.bench refer``). A memory on its own is a bank of one seed.
+sampling, write-back and transitions for all seeds are one numpy call each instead of one per seed, and a
+write-back's reads that the update cannot change are gathered while the update runs (``ReplayBank.plan``): the
+host work that bounds the loop's speed (``python -m rlrepro.bench refer``). A memory on its own is a bank of one.
 """
 
 from __future__ import annotations
@@ -327,6 +328,7 @@ class ReplayBank:
         rho_bar = np.minimum(1.0, np.exp(self.log_rho.take(plan.inner)))
         v_inner = self.v.take(plan.inner)
         self.q_ret[plan.prev] = plan.scaled_reward + self.discount * (v_inner + rho_bar * (plan.q_ret - v_inner))
+
 
 def _unique(index: np.ndarray) -> np.ndarray:
     """The sorted distinct values of ``index`` (as ``np.unique``, without its per-call overhead, a third of the
