@@ -20,6 +20,7 @@ import numpy as np
 from rlrepro.agents.impala.host_trainer import HostImpalaTrainer, batch_from_unrolls
 from rlrepro.agents.impala.trainer import impala_config
 from rlrepro.environments.atari import AtariEnv
+from rlrepro.plan_text import wrap
 from rlrepro.specs import load_spec
 from rlrepro.specs.agents.impala import ActorSpec
 from rlrepro.training.actor_learner import play_unroll, start_actor
@@ -68,6 +69,12 @@ def end_to_end(trainer: HostImpalaTrainer, chunks: int) -> tuple[float, float]:
     return float(np.mean(fps)), float(np.mean(lags))
 
 
+def row(label: str, value: float, unit: str, note: str = "", figure: str = ",.0f") -> str:
+    """One line of the printout, the figures of every line in one column: fits 80 columns up to 10 characters of
+    figure (99,999,999 frames/s) and a 27-character note."""
+    return f"  {label:29s} {value:10{figure}} {unit:8s}  {note}".rstrip()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rlrepro.bench impala-atari", description=__doc__.splitlines()[0])
     parser.add_argument("--spec", default="specs/impala/atari57_shallow.yaml")
@@ -91,16 +98,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--mode {args.mode}: the spec's batch_size ({config.batch_size}) must equal num_envs ({env_spec.num_envs})")
     actor = ActorSpec(mode=args.mode, num_actors=args.num_actors)
     trainer = HostImpalaTrainer(config, env_spec, actor, updates_per_chunk=args.updates_per_chunk)
-    print(
-        f"IMPALA Atari benchmark: {args.game}, {agent.network.kind}, B={config.batch_size}, T={config.unroll_length}, "
-        f"{env_spec.num_envs} envs, actors {args.mode} x{args.num_actors}, devices {jax.devices()}"
-    )
+    setting = (f"IMPALA Atari benchmark: {args.game}, {agent.network.kind}, B={config.batch_size}, "
+               f"T={config.unroll_length}, {env_spec.num_envs} envs, actors {args.mode} x{args.num_actors}, "
+               f"devices {jax.devices()}")
+    print("\n".join(wrap(setting)))
     env_fps = env_only(env_spec, args.env_seconds)
-    print(f"  env only (random actions)     {env_fps:10,.0f} frames/s")
+    print(row("env only (random actions)", env_fps, "frames/s"))
     learner_fps = learner_only(trainer, repeats=max(2, args.updates_per_chunk))
-    print(f"  learner only (fixed batch)    {learner_fps:10,.0f} frames/s")
+    print(row("learner only (fixed batch)", learner_fps, "frames/s"))
     allowed = 1.0 / (1.0 / env_fps + 1.0 / learner_fps)
-    print(f"  parts together (shared cores) {allowed:10,.0f} frames/s   (parallel bound: {min(env_fps, learner_fps):,.0f})")
+    bound = min(env_fps, learner_fps)
+    print(row("parts together (shared cores)", allowed, "frames/s", f"(parallel bound {bound:,.0f})"))
     e2e, lag = end_to_end(trainer, args.chunks)
-    print(f"  end to end                    {e2e:10,.0f} frames/s   ratio to parts {e2e / allowed:4.2f}   policy lag {lag:.2f}")
+    print(row("end to end", e2e, "frames/s", f"ratio to parts {e2e / allowed:4.2f}"))
+    print(row("policy lag (end to end)", lag, "updates", figure=".2f"))
     return 0
