@@ -77,14 +77,17 @@ def row(label: str, value: float, unit: str, note: str = "", figure: str = ",.0f
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rlrepro.bench impala-atari", description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", default="specs/impala/atari57_shallow.yaml")
-    parser.add_argument("--game", default="pong")
-    parser.add_argument("--network", choices=("impala_shallow", "impala_deep"), default=None)
-    parser.add_argument("--mode", choices=("threaded", "sync", "a2c_sync_traj", "a3c"), default="threaded")
-    parser.add_argument("--num-actors", type=int, default=1)
-    parser.add_argument("--chunks", type=int, default=3)
-    parser.add_argument("--updates-per-chunk", type=int, default=10)
-    parser.add_argument("--env-seconds", type=float, default=10.0)
+    parser.add_argument("--spec", default="specs/impala/atari57_shallow.yaml", help="IMPALA spec (agent, environments)")
+    parser.add_argument("--game", default="pong", help="environment id in the spec")
+    parser.add_argument("--network", choices=("impala_shallow", "impala_deep"), default=None, metavar="KIND",
+                        help="replace the spec's network: impala_shallow or impala_deep")
+    parser.add_argument("--mode", choices=("threaded", "sync", "a2c_sync_traj", "a3c"), default="threaded",
+                        metavar="MODE", help="actors: threaded (default), sync, a2c_sync_traj or a3c (Table 1)")
+    parser.add_argument("--num-actors", type=int, default=1, metavar="N", help="actors sharing the spec's envs")
+    parser.add_argument("--chunks", type=int, default=3, metavar="N", help="end to end: chunks timed after warm-up")
+    parser.add_argument("--updates-per-chunk", type=int, default=10, metavar="N",
+                        help="updates per chunk (learner only: as many, at least 2)")
+    parser.add_argument("--env-seconds", type=float, default=10.0, metavar="S", help="env only: seconds stepped")
     args = parser.parse_args(argv)
 
     spec = load_spec(args.spec)
