@@ -75,3 +75,20 @@ def test_printouts_fit_80_columns_with_realistic_figures(monkeypatch: pytest.Mon
     assert "98,765,432" in out and "98,765,432,109" in out and "12345.67" in out and "sr_memory100000" in out
     too_wide = [line for line in out.splitlines() if len(line) > WIDTH]
     assert not too_wide, f"{len(too_wide)} line(s) wider than {WIDTH} columns:\n" + "\n".join(too_wide)
+
+
+@pytest.mark.parametrize("name", ["", *sorted(BENCHMARKS)])
+def test_help_reaches_the_benchmark_and_fits_80_columns(name: str, monkeypatch: pytest.MonkeyPatch,
+                                                        capsys: pytest.CaptureFixture[str]):
+    """``python -m rlrepro.bench NAME --help`` prints the benchmark's own options (not the launcher's), and every
+    help fits an 80-column terminal (argparse wraps at $COLUMNS, but not inside a word such as a choices list)."""
+    monkeypatch.setenv("COLUMNS", str(WIDTH))
+    with pytest.raises(SystemExit) as exited:
+        main([name, "--help"] if name else ["--help"])
+    assert exited.value.code == 0
+    out = capsys.readouterr().out
+    usage = " ".join(["usage: python -m rlrepro.bench", *([name] if name else []), "[-h]"])
+    assert out.startswith(usage), f"--help printed another usage than {usage!r}:\n{out[:200]}"
+    too_wide = [line for line in out.splitlines() if len(line) > WIDTH]
+    who = name or "the launcher"
+    assert not too_wide, f"{who}'s help has line(s) wider than {WIDTH} columns:\n" + "\n".join(too_wide)
