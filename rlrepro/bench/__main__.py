@@ -21,9 +21,13 @@ BENCHMARKS = {
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rlrepro.bench", description=__doc__)
-    parser.add_argument("name", choices=sorted(BENCHMARKS))
-    known, rest = parser.parse_known_args(argv)
-    return importlib.import_module(BENCHMARKS[known.name]).main(rest)
+    # NAME, not the choices, in the usage: their list is one unbreakable word too wide for 80 columns
+    names = sorted(BENCHMARKS)
+    parser.add_argument("name", metavar="NAME", choices=names, help=f"one of: {', '.join(names)}")
+    # everything after NAME, --help included, goes to the benchmark's own parser
+    parser.add_argument("arguments", nargs=argparse.REMAINDER, help="the benchmark's options (NAME --help lists them)")
+    args = parser.parse_args(argv)
+    return importlib.import_module(BENCHMARKS[args.name]).main(args.arguments)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,7 @@ from rlrepro.agents.acer.config import ACERConfig
 from rlrepro.agents.acer.trainer import HostACER
 from rlrepro.bench.refer import _env_spec, _time_env
 from rlrepro.environments.mujoco import MujocoHostEnv
+from rlrepro.plan_text import wrap
 
 
 def _time_learner(acer: HostACER, state, batch, steps: int) -> float:
@@ -73,6 +74,27 @@ def bench(env: str, seeds: int, steps: int, rounds: int, batch_episodes: int, wi
     }
 
 
+def report(r: dict[str, float], env: str, seeds: int, batch_episodes: int, window: int, rounds: int,
+           steps: int) -> list[str]:
+    """``bench``'s figures for an 80-column terminal: the setting as wrapped prose, then one aligned row per part."""
+    setting = (f"ACER on {env}, {seeds} seeds in lockstep, {batch_episodes} windows x {window} steps per gradient, "
+               f"{rounds} interleaved rounds of {steps} steps (medians); JAX {jax.__version__}, "
+               f"{jax.device_count()} CPU device(s)")
+    env_steps, e2e_steps = r["env_steps_per_s"] * seeds, r["end_to_end_steps_per_s"] * seeds
+    rows = [
+        ("env only", r["env_steps_per_s"], "lockstep steps/s", f"{env_steps:.1f} env steps/s"),
+        ("learner (update + act)", r["learner_calls_per_s"], "calls/s",
+         f"{r['learner_ms_per_seed_step']:.2f} ms per seed-step"),
+        ("parts allow (serial)", r["allowed_steps_per_s"], "lockstep steps/s", "1 / (t_env + t_learner)"),
+        ("end to end", r["end_to_end_steps_per_s"], "lockstep steps/s", f"{e2e_steps:.1f} env steps/s"),
+    ]  # fmt: skip
+    return [
+        *wrap(setting),
+        *(f"  {label:22s} {rate:9.1f} {unit:16s}  ({note})" for label, rate, unit, note in rows),
+        f"  ratio end-to-end / allowed = {r['ratio']:.2f} (goal >= 0.8)",
+    ]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rlrepro.bench acer", description=__doc__)
     parser.add_argument("--env", default="InvertedPendulum-v5", help="gymnasium MuJoCo id")
@@ -84,14 +106,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n-start", type=int, default=1000, help="warm-up steps before the first update")
     args = parser.parse_args(argv)
     r = bench(args.env, args.seeds, args.steps, args.rounds, args.batch_episodes, args.window, args.n_start)
-    s = args.seeds
-    print(f"ACER on {args.env}, {s} seeds in lockstep, {args.batch_episodes} windows x {args.window} steps per gradient, "
-          f"{args.rounds} interleaved rounds of {args.steps} steps (medians); JAX {jax.__version__}, {jax.device_count()} CPU device(s)")
-    print(f"  env only            {r['env_steps_per_s']:9.1f} lockstep steps/s ({r['env_steps_per_s'] * s:9.1f} env steps/s)")
-    print(f"  learner only        {r['learner_calls_per_s']:9.1f} calls/s         ({r['learner_ms_per_seed_step']:.2f} ms per seed-step, update + act)")
-    print(f"  parts allow         {r['allowed_steps_per_s']:9.1f} lockstep steps/s (serial: 1 / (t_env + t_learner))")
-    print(f"  end to end          {r['end_to_end_steps_per_s']:9.1f} lockstep steps/s ({r['end_to_end_steps_per_s'] * s:9.1f} env steps/s)")
-    print(f"  ratio end-to-end / allowed = {r['ratio']:.2f} (goal >= 0.8)")
+    print("\n".join(report(r, args.env, args.seeds, args.batch_episodes, args.window, args.rounds, args.steps)))
     return 0
 
 

@@ -20,6 +20,7 @@ import numpy as np
 from rlrepro.agents.impala.host_trainer import HostImpalaTrainer, batch_from_unrolls
 from rlrepro.agents.impala.trainer import impala_config
 from rlrepro.environments.atari import AtariEnv
+from rlrepro.plan_text import wrap
 from rlrepro.specs import load_spec
 from rlrepro.specs.agents.impala import ActorSpec
 from rlrepro.training.actor_learner import play_unroll, start_actor
@@ -68,16 +69,25 @@ def end_to_end(trainer: HostImpalaTrainer, chunks: int) -> tuple[float, float]:
     return float(np.mean(fps)), float(np.mean(lags))
 
 
+def row(label: str, value: float, unit: str, note: str = "", figure: str = ",.0f") -> str:
+    """One line of the printout, the figures of every line in one column: fits 80 columns up to 10 characters of
+    figure (99,999,999 frames/s) and a 27-character note."""
+    return f"  {label:29s} {value:10{figure}} {unit:8s}  {note}".rstrip()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rlrepro.bench impala-atari", description=__doc__.splitlines()[0])
-    parser.add_argument("--spec", default="specs/impala/atari57_shallow.yaml")
-    parser.add_argument("--game", default="pong")
-    parser.add_argument("--network", choices=("impala_shallow", "impala_deep"), default=None)
-    parser.add_argument("--mode", choices=("threaded", "sync", "a2c_sync_traj", "a3c"), default="threaded")
-    parser.add_argument("--num-actors", type=int, default=1)
-    parser.add_argument("--chunks", type=int, default=3)
-    parser.add_argument("--updates-per-chunk", type=int, default=10)
-    parser.add_argument("--env-seconds", type=float, default=10.0)
+    parser.add_argument("--spec", default="specs/impala/atari57_shallow.yaml", help="IMPALA spec (agent, environments)")
+    parser.add_argument("--game", default="pong", help="environment id in the spec")
+    parser.add_argument("--network", choices=("impala_shallow", "impala_deep"), default=None, metavar="KIND",
+                        help="replace the spec's network: impala_shallow or impala_deep")
+    parser.add_argument("--mode", choices=("threaded", "sync", "a2c_sync_traj", "a3c"), default="threaded",
+                        metavar="MODE", help="actors: threaded (default), sync, a2c_sync_traj or a3c (Table 1)")
+    parser.add_argument("--num-actors", type=int, default=1, metavar="N", help="actors sharing the spec's envs")
+    parser.add_argument("--chunks", type=int, default=3, metavar="N", help="end to end: chunks timed after warm-up")
+    parser.add_argument("--updates-per-chunk", type=int, default=10, metavar="N",
+                        help="updates per chunk (learner only: as many, at least 2)")
+    parser.add_argument("--env-seconds", type=float, default=10.0, metavar="S", help="env only: seconds stepped")
     args = parser.parse_args(argv)
 
     spec = load_spec(args.spec)
@@ -91,16 +101,18 @@ def main(argv: list[str] | None = None) -> int:
         parser.error(f"--mode {args.mode}: the spec's batch_size ({config.batch_size}) must equal num_envs ({env_spec.num_envs})")
     actor = ActorSpec(mode=args.mode, num_actors=args.num_actors)
     trainer = HostImpalaTrainer(config, env_spec, actor, updates_per_chunk=args.updates_per_chunk)
-    print(
-        f"IMPALA Atari benchmark: {args.game}, {agent.network.kind}, B={config.batch_size}, T={config.unroll_length}, "
-        f"{env_spec.num_envs} envs, actors {args.mode} x{args.num_actors}, devices {jax.devices()}"
-    )
+    setting = (f"IMPALA Atari benchmark: {args.game}, {agent.network.kind}, B={config.batch_size}, "
+               f"T={config.unroll_length}, {env_spec.num_envs} envs, actors {args.mode} x{args.num_actors}, "
+               f"devices {jax.devices()}")
+    print("\n".join(wrap(setting)))
     env_fps = env_only(env_spec, args.env_seconds)
-    print(f"  env only (random actions)     {env_fps:10,.0f} frames/s")
+    print(row("env only (random actions)", env_fps, "frames/s"))
     learner_fps = learner_only(trainer, repeats=max(2, args.updates_per_chunk))
-    print(f"  learner only (fixed batch)    {learner_fps:10,.0f} frames/s")
+    print(row("learner only (fixed batch)", learner_fps, "frames/s"))
     allowed = 1.0 / (1.0 / env_fps + 1.0 / learner_fps)
-    print(f"  parts together (shared cores) {allowed:10,.0f} frames/s   (parallel bound: {min(env_fps, learner_fps):,.0f})")
+    bound = min(env_fps, learner_fps)
+    print(row("parts together (shared cores)", allowed, "frames/s", f"(parallel bound {bound:,.0f})"))
     e2e, lag = end_to_end(trainer, args.chunks)
-    print(f"  end to end                    {e2e:10,.0f} frames/s   ratio to parts {e2e / allowed:4.2f}   policy lag {lag:.2f}")
+    print(row("end to end", e2e, "frames/s", f"ratio to parts {e2e / allowed:4.2f}"))
+    print(row("policy lag (end to end)", lag, "updates", figure=".2f"))
     return 0

@@ -30,9 +30,26 @@ from rlrepro.agents.impala_sr.actor import init_actor, unroll
 from rlrepro.agents.impala_sr.config import AdamConfig, ImpalaSRConfig, SRConfig, SRConvConfig
 from rlrepro.agents.impala_sr.learner import SRBatch, make_learner
 from rlrepro.agents.impala_sr.networks import make_sr_network
-from rlrepro.bench.timing import compare_calls
+from rlrepro.bench.timing import Timing, compare_calls
 from rlrepro.environments.jax_envs import Chain
 from rlrepro.losses.synthetic_returns import EpisodicMemory
+from rlrepro.plan_text import table, wrap
+
+SIDE_BY_SIDE = "(timed side by side in interleaved rounds; the machine may be shared: read the ratios)"
+
+
+def comparison(timings: dict[str, Timing], frames: int, reference: str, ms_per_update: bool = False) -> list[str]:
+    """One row per update, its figures in aligned columns (80-column terminal): frames/s, the ratio to
+    ``reference``'s frames/s, milliseconds per update if asked, the first (compiling) call's seconds."""
+    base = frames / timings[reference].seconds_per_call
+    ms = ["ms/update"] if ms_per_update else []
+    header = ["update", "frames/s", f"ratio to {reference}", *ms, "first call (s)"]
+    rows = [
+        [name, f"{frames / t.seconds_per_call:,.0f}", f"{frames / t.seconds_per_call / base:.2f}",
+         *([f"{1e3 * t.seconds_per_call:,.1f}"] if ms_per_update else []), f"{t.first_call_seconds:.1f}"]
+        for name, t in timings.items()
+    ]  # fmt: skip
+    return table(header, rows, indent="  ")
 
 
 def _configs(batch_size: int, unroll_length: int, capacity: int) -> dict[str, ImpalaSRConfig]:
@@ -116,17 +133,13 @@ def atari_case(batch_size: int, unroll_length: int, capacity: int, repeats: int,
     timings = compare_calls(steps, repeats=repeats, rounds=rounds)
     frames = unroll_length * batch_size * ACTION_REPEAT
     memory_mb = batch_size * capacity * conv.fc_size * 4 / 2**20
-    print(f"\nAtari-shaped update, B={batch_size}, T={unroll_length}, frames {ATARI_SHAPE}, memory {capacity} x "
-          f"{conv.fc_size} float32 per stream ({memory_mb:.0f} MiB per batch), devices {jax.local_devices()}")
-    print("(timed side by side in interleaved rounds; the machine may be shared: read the ratios)")
-    base = frames / timings["sr_baseline"].seconds_per_call
-    for name, timing in timings.items():
-        fps = frames / timing.seconds_per_call
-        print(f"  {name:18s} {fps:10,.0f} frames/s   ratio to sr_baseline {fps / base:5.2f}   "
-              f"({1e3 * timing.seconds_per_call:8.1f} ms/update; first call {timing.first_call_seconds:.1f} s)")
+    setting = (f"Atari-shaped update, B={batch_size}, T={unroll_length}, frames {ATARI_SHAPE}, memory {capacity} x "
+               f"{conv.fc_size} float32 per stream ({memory_mb:.0f} MiB per batch), devices {jax.local_devices()}")
     full_s, one_s = timings[f"sr_memory{capacity}"].seconds_per_call, timings["sr_memory1"].seconds_per_call
-    print(f"  memory read share of the SR update (C={capacity}): {1 - one_s / full_s:6.1%}  "
-          f"(1 - t(C=1) / t(C={capacity}))")
+    share = (f"memory read share of the SR update (C={capacity}): {1 - one_s / full_s:.1%} "
+             f"(1 - t(C=1) / t(C={capacity}))")
+    print("\n".join(["", *wrap(setting), *wrap(SIDE_BY_SIDE),
+                     *comparison(timings, frames, "sr_baseline", ms_per_update=True), *wrap(share, "  ")]))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -155,12 +168,9 @@ def main(argv: list[str] | None = None) -> int:
                        learner.init(jax.random.key(0)))
     timings = compare_calls(steps, repeats=args.repeats, rounds=args.rounds)
     frames = args.unroll * args.batch_size
-    print(f"IMPALA+SR learner update on the Chain, B={args.batch_size}, T={args.unroll}, devices {jax.local_devices()}")
-    print("(timed side by side in interleaved rounds; the machine may be shared: read the ratios)")
-    base = frames / timings["impala"].seconds_per_call
-    for name, timing in timings.items():
-        fps = frames / timing.seconds_per_call
-        print(f"  {name:18s} {fps:12,.0f} frames/s   ratio to impala {fps / base:5.2f}   (first call {timing.first_call_seconds:.1f} s)")
+    setting = (f"IMPALA+SR learner update on the Chain, B={args.batch_size}, T={args.unroll}, "
+               f"devices {jax.local_devices()}")
+    print("\n".join([*wrap(setting), *wrap(SIDE_BY_SIDE), *comparison(timings, frames, "impala")]))
     if args.atari_batch > 0:
         atari_case(args.atari_batch, args.atari_unroll, args.atari_capacity, args.atari_repeats, args.rounds)
     return 0

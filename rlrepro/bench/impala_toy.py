@@ -22,6 +22,7 @@ from rlrepro.agents.impala.learner import make_learner
 from rlrepro.agents.impala.networks import make_network
 from rlrepro.bench.timing import time_calls
 from rlrepro.environments.jax_envs import make_jax_env
+from rlrepro.plan_text import wrap
 from rlrepro.training.jax_loop import make_jax_trainer
 
 
@@ -74,6 +75,12 @@ def end_to_end(env_name: str, config: ImpalaConfig, repeats: int, seeds: int) ->
     return seeds * 25 * config.frames_per_update / seconds
 
 
+def row(label: str, fps: float, note: str = "") -> str:
+    """One line of the printout, every line's frames/s in one column; fits 80 columns up to 14 characters of figure
+    (99,999,999,999 frames/s)."""
+    return f"  {label:29s} {fps:14,.0f} frames/s   {note}".rstrip()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rlrepro.bench impala-toy", description=__doc__.splitlines()[0])
     parser.add_argument("--env", default="cartpole", choices=("cartpole", "catch"))
@@ -85,15 +92,16 @@ def main(argv: list[str] | None = None) -> int:
     config = ImpalaConfig(
         batch_size=args.batch_size, unroll_length=args.unroll_length, policy_lag=args.policy_lag, hidden_sizes=(64, 64)
     )
-    print(f"IMPALA toy benchmark: {args.env}, B={config.batch_size}, T={config.unroll_length}, MLP 64x64, "
-          f"lag {config.policy_lag}, devices {jax.devices()}")
+    setting = (f"IMPALA toy benchmark: {args.env}, B={config.batch_size}, T={config.unroll_length}, MLP 64x64, "
+               f"lag {config.policy_lag}, devices {jax.devices()}")
+    print("\n".join(wrap(setting)))
     env_fps = env_only(args.env, config, args.repeats)
     learner_fps = learner_only(args.env, config, args.repeats)
     allowed = 1.0 / (1.0 / env_fps + 1.0 / learner_fps)
-    print(f"  env only (random actions)      {env_fps:14,.0f} frames/s")
-    print(f"  learner only (fixed batch)     {learner_fps:14,.0f} frames/s")
-    print(f"  parts together (sequential)    {allowed:14,.0f} frames/s")
+    print(row("env only (random actions)", env_fps))
+    print(row("learner only (fixed batch)", learner_fps))
+    print(row("parts together (sequential)", allowed))
     for seeds in (1, 8):
         e2e = end_to_end(args.env, config, args.repeats, seeds)
-        print(f"  end to end, {seeds} seed(s) vmapped   {e2e:14,.0f} frames/s   ratio to parts {e2e / allowed:5.2f}")
+        print(row(f"end to end, {seeds} seed(s) vmapped", e2e, f"ratio to parts {e2e / allowed:5.2f}"))
     return 0

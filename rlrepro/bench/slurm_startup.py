@@ -26,6 +26,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from rlrepro.plan_text import table, wrap
+
 SLURM_TOOLS = ("sinfo", "scontrol", "squeue", "sacct", "sbatch", "srun", "scancel")
 
 
@@ -55,6 +57,17 @@ def _time(command: list[str], env: dict[str, str], cwd: Path) -> float:
     return time.perf_counter() - started
 
 
+def report(seconds: dict[tuple[str, str], list[float]], rounds: int) -> list[str]:
+    """Per command and state, the median seconds and their ratio to the command's 'no slurm' median, in aligned
+    columns for an 80-column terminal."""
+    rows = []
+    for what, state in seconds:
+        median, reference = statistics.median(seconds[(what, state)]), statistics.median(seconds[(what, "no slurm")])
+        rows.append((what, state, f"{median:.2f}", f"x{median / reference:.2f}"))
+    return [*wrap(f"median seconds over {rounds} interleaved round(s); machine shared, load may vary"),
+            *table(("command", "state", "median s", "of 'no slurm'"), rows, left=(0, 1))]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m rlrepro.bench slurm-startup", description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3)
@@ -62,7 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     installed = shutil.which("sinfo") is not None
     if not installed:
-        print("sinfo is not installed: only the 'no slurm' state is timed (apt-get install slurm-wlm for the others)")
+        print("\n".join(wrap("sinfo is not installed: only the 'no slurm' state is timed "
+                             "(apt-get install slurm-wlm for the others)")))
     repo = Path(__file__).resolve().parents[2]
     base = {k: v for k, v in os.environ.items() if k != "SLURM_CONF"}
     with tempfile.TemporaryDirectory() as tmp:
@@ -79,12 +93,7 @@ def main(argv: list[str] | None = None) -> int:
             for what, command in commands.items():
                 for state, env in states.items():
                     seconds.setdefault((what, state), []).append(_time(command, env, repo))
-    print(f"{'command':14s}  {'state':24s}  median s  (rounds: {args.rounds}; machine shared, load may vary)")
-    for what in commands:
-        reference = statistics.median(seconds[(what, "no slurm")])
-        for state in states:
-            median = statistics.median(seconds[(what, state)])
-            print(f"{what:14s}  {state:24s}  {median:8.2f}  x{median / reference:.2f} of 'no slurm'")
+    print("\n".join(report(seconds, args.rounds)))
     return 0
 
 
