@@ -230,7 +230,7 @@ def test_a_bank_of_seeds_gives_each_seed_exactly_what_its_own_memory_gives(prior
         v = rng.normal(size=(3, 16)).astype(np.float32)
         log_rho = rng.normal(0.0, 0.6, (3, 16)).astype(np.float32)
         if step % 2:
-            bank.write_back(bank.plan(sample.index, 1.5), v, log_rho, 1.5)
+            bank.write_back(bank.plan(sample.index, 1.5, write_back=True), v, log_rho, 1.5)
             for i, (r, s) in enumerate(zip(alone, own)):
                 r.write_back(s.index, v[i], log_rho[i], 1.5)
         else:

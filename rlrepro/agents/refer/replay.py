@@ -52,10 +52,10 @@ class Refresh(NamedTuple):
     rows: np.ndarray
     unique: np.ndarray
     was_far: np.ndarray
-    inner: np.ndarray
-    prev: np.ndarray
-    scaled_reward: np.ndarray
-    q_ret: np.ndarray
+    inner: np.ndarray | None = None  # None: planned for set_log_rho only
+    prev: np.ndarray | None = None
+    scaled_reward: np.ndarray | None = None
+    q_ret: np.ndarray | None = None
 
 
 class EpisodeReplay:
@@ -178,7 +178,7 @@ class EpisodeReplay:
 
     def write_back(self, index: np.ndarray, v: np.ndarray, log_rho: np.ndarray, c_max: float) -> None:
         """``ReplayBank.write_back`` on this seed's steps ``index``."""
-        plan = self._bank.plan(self._slots(index), c_max, rows=[self._row])
+        plan = self._bank.plan(self._slots(index), c_max, rows=[self._row], write_back=True)
         self._bank.write_back(plan, np.asarray(v)[None], np.asarray(log_rho)[None], c_max)
 
     def _slots(self, index: np.ndarray) -> np.ndarray:
@@ -292,21 +292,24 @@ class ReplayBank:
         """Every memory's n_far / N (float32)."""
         return np.array([r.far_fraction() for r in self.replays], np.float32)
 
-    def plan(self, slots: np.ndarray, c_max: float, rows: list[int] | None = None) -> Refresh:
-        """What a ``set_log_rho`` or ``write_back`` of the steps at ``slots`` reads that the update cannot change,
-        gathered while the jitted update runs (the host would otherwise wait idle, and these gathers miss the
-        caches the update has just used)."""
+    def plan(self, slots: np.ndarray, c_max: float, rows: list[int] | None = None, write_back: bool = False) -> Refresh:
+        """What a ``set_log_rho`` (or, with ``write_back``, a ``write_back``) of the steps at ``slots`` reads that the
+        update cannot change, gathered while the jitted update runs (the host would otherwise wait idle, and these
+        gathers miss the caches the update has just used)."""
         rows = self._rows(rows)
         for r in rows:
             if self.replays[r].n_far is None:  # restored from a checkpoint written before n_far was kept
                 self.replays[r].recount_far(c_max)
         flat = slots.ravel()
         unique = _unique(flat)
+        plan = Refresh(slots, rows, unique, unique[self.far.take(unique)])
+        if not write_back:
+            return plan
         inner = flat[~self.first.take(flat)]
         prev = inner - 1
         prev[inner % self.size == 0] += self.size  # the ring wraps within its row
-        return Refresh(slots, rows, unique, unique[self.far.take(unique)], inner, prev,
-                       self.reward.take(prev) * self._reward_scales(prev), self.q_ret.take(inner))
+        return plan._replace(inner=inner, prev=prev, scaled_reward=self.reward.take(prev) * self._reward_scales(prev),
+                             q_ret=self.q_ret.take(inner))
 
     def set_log_rho(self, plan: Refresh, log_rho: np.ndarray, c_max: float) -> None:
         """Store the current log rho of the planned steps (a step may repeat) and keep each memory's n_far counted:
@@ -323,6 +326,8 @@ class ReplayBank:
     def write_back(self, plan: Refresh, v: np.ndarray, log_rho: np.ndarray, c_max: float) -> None:
         """Store the current V and log rho of the planned steps, and correct the Q^ret of the step before each
         (smarties@2019: Q^ret[t-1] = r_t + gamma V_t + gamma min(1, rho_t) (Q^ret[t] - V_t))."""
+        if plan.inner is None:
+            raise ValueError("write_back needs a plan made with write_back=True")
         self.v[plan.slots] = v
         self.set_log_rho(plan, log_rho, c_max)
         rho_bar = np.minimum(1.0, np.exp(self.log_rho.take(plan.inner)))

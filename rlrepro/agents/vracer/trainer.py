@@ -79,7 +79,7 @@ class HostVRacer(ReferHost):
             q_ret=sample.q_ret,
         )
         learner, out, pending, keys = self._step(learner, batch, host.beta, c_max, eta, obs, keys)
-        plan = host.bank.plan(sample.index, c_max)  # while the update runs (dispatched asynchronously)
+        plan = host.bank.plan(sample.index, c_max, write_back=True)  # while the update runs (async dispatch)
         out, pending = to_host((out, pending))
         host.bank.write_back(plan, out.v, out.log_rho, c_max)
         far = host.bank.far_fractions()
