@@ -201,29 +201,29 @@ def main(argv: list[str] | None = None) -> int:
                         help="instead: time rank-based PER's sampling and priority update on one full memory of N steps (paper: 262144)")
     parser.add_argument("--sort-period", type=int, default=10, help="with --per: updates between re-rankings (spec default 10)")
     args = parser.parse_args(argv)
+
+    def say(text: str, indent: str = "") -> None:  # prose in 80 columns
+        print("\n".join(wrap(text, indent)))
+
     if args.per:
         period = args.sort_period
         m = bench_priority(args.per, args.batch_size, period, repeats=10 * period, rounds=args.rounds)
-        print(f"minibatch draw + priority write-back per step, one seed, {m['stored']:,} stored steps, B = {args.batch_size} "
-              f"({args.rounds} interleaved rounds, medians)")
+        say(f"minibatch draw + priority write-back per step, one seed, {m['stored']:,} stored steps, B = "
+            f"{args.batch_size} ({args.rounds} interleaved rounds, medians)")
         print(f"  uniform (ER)                          {m['uniform'] * 1e3:8.3f} ms")
         print(f"  rank-based PER, re-rank every {period:<3d}     {m['per'] * 1e3:8.3f} ms")
         print(f"  rank-based PER, re-rank every update  {m['per_every_step'] * 1e3:8.3f} ms")
         return 0
     if args.memory:
         m = bench_memory(args.memory, args.batch_size, repeats=20, rounds=args.rounds)
-        print(f"far-fraction bookkeeping per step, one seed, {m['stored']:,} stored steps, B = {args.batch_size} "
-              f"({args.rounds} interleaved rounds, medians)")
+        say(f"far-fraction bookkeeping per step, one seed, {m['stored']:,} stored steps, B = {args.batch_size} "
+            f"({args.rounds} interleaved rounds, medians)")
         print(f"  recount of the whole memory  {m['recount'] * 1e3:8.3f} ms")
-        print(f"  incremental n_far (O(B))     {m['incremental'] * 1e3:8.3f} ms   "
-              f"ratio recount / incremental = {m['recount'] / m['incremental']:.0f}")
+        print(f"  incremental n_far (O(B))     {m['incremental'] * 1e3:8.3f} ms")
+        print(f"  ratio recount / incremental = {m['recount'] / m['incremental']:.0f}")
         return 0
     r = bench(args.env, args.seeds, args.steps, args.rounds, args.batch_size, args.n_start)
     s = args.seeds
-
-    def say(text: str, indent: str = "") -> None:  # prose in 80 columns
-        print("\n".join(wrap(text, indent)))
-
     say(f"V-RACER + ReF-ER on {args.env}, {s} seeds in lockstep, B = {args.batch_size}, {args.rounds} interleaved "
         f"rounds of {args.steps} steps (medians); JAX {jax.__version__}, {jax.device_count()} CPU device(s)")
     rows = (("env only", r["env_steps_per_s"], "lockstep steps/s", "env steps/s"),

@@ -44,6 +44,7 @@ def test_refer_memory_bookkeeping_benchmark_runs(capsys: pytest.CaptureFixture[s
     assert main(["refer", "--memory", "3000", "--rounds", "1", "--batch-size", "8"]) == 0
     out = capsys.readouterr().out
     assert "3,000 stored steps" in out and "ratio recount / incremental" in out
+    assert max(map(len, out.splitlines())) <= WIDTH
 
 
 def test_printouts_fit_80_columns_with_realistic_figures(monkeypatch: pytest.MonkeyPatch,
