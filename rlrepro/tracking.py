@@ -1020,13 +1020,29 @@ def experiment_description(spec: Mapping[str, Any], spec_path: str | None = None
 
 def _present_experiment(client, experiment_id: str, spec: Mapping[str, Any], call: Callable, spec_path: str | None = None) -> None:
     """Open in the model-training view; describe the experiment (kept if one with the spec path is already there)."""
-    call(lambda: client.set_experiment_tag(experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND))
+    _set_experiment_tag(client, experiment_id, EXPERIMENT_KIND_TAG, EXPERIMENT_KIND, call)
     if spec_path is None:
         current = call(lambda: client.get_experiment(experiment_id)).tags.get(NOTE_TAG)
         if current:
             return
     note = _truncate(experiment_description(spec, spec_path), MAX_TAG_VAL_LENGTH)
-    call(lambda: client.set_experiment_tag(experiment_id, NOTE_TAG, note))
+    _set_experiment_tag(client, experiment_id, NOTE_TAG, note, call)
+
+
+# a unique key violated, as sqlite and PostgreSQL word it (also in a tracking server's error text)
+_DUPLICATE_KEY_MESSAGES = ("UNIQUE constraint failed", "duplicate key value violates unique constraint")
+
+
+def _set_experiment_tag(client, experiment_id: str, key: str, value: str, call: Callable) -> None:
+    """MLflow's SQL store sets a tag by a select and then an insert or an update: two jobs tagging a new experiment
+    at once can both insert, and the second fails on the tag's unique key. Set again, it finds the row and updates
+    it (the jobs of one experiment write the same values)."""
+    try:
+        call(lambda: client.set_experiment_tag(experiment_id, key, value))
+    except Exception as exc:
+        if not any(m in str(e) for e in _exception_chain(exc) for m in _DUPLICATE_KEY_MESSAGES):
+            raise
+        call(lambda: client.set_experiment_tag(experiment_id, key, value))
 
 
 def summary_metrics(summary: Mapping[str, Any], timestamp_ms: int | None = None) -> list:

@@ -358,6 +358,41 @@ CONCURRENT_WRITER = textwrap.dedent(
 )
 
 
+def test_a_job_whose_experiment_tag_another_job_inserted_first_sets_it_again(store, tmp_path, monkeypatch):
+    """Two jobs of a new experiment tag it at once. MLflow's SQL store sets a tag by a select, then an insert: the
+    second job's insert fails on the tag's unique key (seen in test_three_concurrent_writers, and in 1 of 24
+    processes racing on one tag: ``(sqlite3.IntegrityError) UNIQUE constraint failed: experiment_tags.key,
+    experiment_tags.experiment_id``). Here the other job's insert lands between this job's select and insert, for
+    each tag; the job sets the tag again (an update now), and its mirror starts instead of being disabled."""
+    from mlflow.exceptions import MlflowException
+    from mlflow.protos.databricks_pb2 import BAD_REQUEST
+
+    real_client, raced = T._client, []
+
+    class Racing:
+        def __init__(self, client):
+            self.client = client
+
+        def __getattr__(self, name):
+            return getattr(self.client, name)
+
+        def set_experiment_tag(self, experiment_id, key, value):
+            if key not in raced:
+                raced.append(key)
+                real_client(store).set_experiment_tag(experiment_id, key, value)  # the other job's insert
+                raise MlflowException("(sqlite3.IntegrityError) UNIQUE constraint failed: experiment_tags.key, "
+                                      "experiment_tags.experiment_id", error_code=BAD_REQUEST)  # as MLflow raises it
+            return self.client.set_experiment_tag(experiment_id, key, value)
+
+    monkeypatch.setattr(T, "_client", lambda uri: Racing(real_client(uri)))
+    tracker = T.RunTracker(make_run(tmp_path / "runs"), uri=store).start()
+    assert tracker.active and raced == [T.EXPERIMENT_KIND_TAG, T.NOTE_TAG]
+    tracker.finish()
+    assert tracker.enabled
+    tags = client_for(store).get_experiment(tracker.experiment_id).tags
+    assert tags[T.EXPERIMENT_KIND_TAG] == T.EXPERIMENT_KIND and "Runs: one per" in tags[T.NOTE_TAG]
+
+
 def test_three_concurrent_writers(store, tmp_path):
     run_dirs = [make_run(tmp_path / "runs", seed=s, steps=0, complete=False) for s in range(3)]
     procs = [
