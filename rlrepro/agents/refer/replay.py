@@ -45,8 +45,9 @@ class Sample(NamedTuple):
 
 class Refresh(NamedTuple):
     """A write-back's plan (``ReplayBank.plan``): the sampled slots [k, B] of memories ``rows``, their distinct slots
-    and those of them far before the update, the sampled steps that are not an episode's first (``inner``), the
-    step before each (``prev``), its scaled reward r_t and the inner steps' Q^ret before the update."""
+    and those of them far before the update; for a V/Q^ret write-back also the sampled steps that are not an
+    episode's first (``inner``), the step before each (``prev``), its scaled reward r_t and the inner steps' Q^ret
+    before the update (None when planned for ``set_log_rho`` only)."""
 
     slots: np.ndarray
     rows: np.ndarray
@@ -232,8 +233,9 @@ class ReplayBank:
     random generator, priorities) and their arrays as views of their rows; the results are those of seed-by-seed
     calls, bit for bit.
 
-    Methods take ``slots`` [k, B] (rows of k seeds' slots) and ``rows`` (which memories those are; all by default).
-    Building a bank copies the memories' arrays into the block (a memory can belong to one bank: the last built).
+    Reads take ``slots`` [k, B] (rows of k seeds' slots) and ``rows`` (which memories those are; all by default);
+    ``set_log_rho`` and ``write_back`` take the ``plan`` of their slots, made while the update runs. Building a bank
+    copies the memories' arrays into the block (a memory belongs to the last bank built over it).
     """
 
     FIELDS = ("obs", "action", "mu_mean", "mu_std", "reward", "v", "log_rho", "q_ret", "far", "first", "last", "v_boot",
