@@ -167,6 +167,7 @@ def _train_chunks(
             print(memory_line(peak), flush=True)
         for run_dir in run_dirs:  # summary.json last: it marks the run complete (and is mirrored on finish)
             _write_summary(run_dir, final_fraction=final_fraction, memory=peak)
+        checkpoint.drop_previous(ckpt)  # complete: the final checkpoint stays (a forced re-run resumes at the end)
 
 
 def _can_resume(

@@ -26,7 +26,7 @@ from rlrepro.environments.errors import BackendMissingError
 from rlrepro.metrics_file import MetricsFileError
 from rlrepro.run_lock import RunBusyError, own_run_dir
 from rlrepro.specs import load_spec
-from rlrepro.training import checkpoint
+from rlrepro.training import checkpoint, runner
 from rlrepro.training.runner import read_metrics, train_job
 from rlrepro.workflow import config_hash
 from tests.conftest import toy_run_spec_data
@@ -118,7 +118,9 @@ def test_a_run_writes_resolved_spec_metrics_and_summary(finished: Path, spec: Pa
         memory = summary["memory"]
         assert memory["peak_rss_mb"] == pytest.approx(memory["self_mb"] + memory["children_mb"], abs=0.11)
         assert 100 < memory["self_mb"] < 24 * 1024 and memory["child_processes"] >= 0
+    # complete: the final checkpoint stays (a forced re-run resumes at the end), the one kept back is gone
     assert checkpoint.load_meta(_checkpoint(finished))["chunk"] == NUM_CHUNKS
+    assert not checkpoint.previous_path(_checkpoint(finished)).exists()
 
 
 def test_the_seeds_of_a_job_are_different_runs(finished: Path, comparable_metrics):
@@ -221,12 +223,30 @@ def test_a_job_whose_run_folders_were_deleted_trains_again(finished: Path, spec:
         assert [r["frames"] for r in records] == [FRAMES_PER_CHUNK * (i + 1) for i in range(NUM_CHUNKS)]
 
 
+@pytest.fixture(scope="module")
+def stopped_before_summary(tmp_path_factory: pytest.TempPathFactory, spec: Path) -> Path:
+    """The results base of the finished job's twin killed after its last checkpoint, before its summaries: both
+    checkpoints on disk (the last chunk's and the one kept back). Copy it before changing it."""
+    results = tmp_path_factory.mktemp("stopped") / "results"
+
+    def killed(*args, **kwargs) -> None:
+        raise KeyboardInterrupt
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(runner, "_write_summary", killed)
+        with pytest.raises(KeyboardInterrupt):
+            _train(spec, results)
+    assert checkpoint.load_meta(checkpoint.previous_path(_checkpoint(results)))["chunk"] == NUM_CHUNKS - 1
+    return results
+
+
 @pytest.mark.parametrize("damage", ["truncated", "flipped byte"])
 def test_a_damaged_checkpoint_is_reported_and_the_previous_one_resumed_with_identical_metrics(
-    finished: Path, spec: Path, tmp_path: Path, capfd: pytest.CaptureFixture, comparable_metrics, damage: str
+    finished: Path, stopped_before_summary: Path, spec: Path, tmp_path: Path, capfd: pytest.CaptureFixture,
+    comparable_metrics, damage: str,
 ):
-    results = _copy(finished, tmp_path)
-    before = [read_metrics(d / "metrics.jsonl") for d in _run_dirs(results)]
+    results = _copy(stopped_before_summary, tmp_path)
+    before = [read_metrics(d / "metrics.jsonl") for d in _run_dirs(finished)]
     ckpt = _checkpoint(results)
     data = bytearray(ckpt.read_bytes())
     if damage == "truncated":
