@@ -1046,8 +1046,9 @@ def _set_experiment_tag(client, experiment_id: str, key: str, value: str, call: 
 
 
 def summary_metrics(summary: Mapping[str, Any], timestamp_ms: int | None = None) -> list:
-    """summary.json's "final" values (and frames) as metrics ``summary.<key>`` at step = the run's frames, and the
-    job's peak resident memory as ``summary.memory.peak_rss_mb`` (MB; rlrepro.training.memory)."""
+    """summary.json's "final" values (and frames) as metrics ``summary.<key>`` at step = the run's frames, the
+    job's peak resident memory as ``summary.memory.peak_rss_mb`` (MB; rlrepro.training.memory), and how many starts
+    trained the run as ``summary.attempts``."""
     from mlflow.entities import Metric
 
     ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
@@ -1056,6 +1057,8 @@ def summary_metrics(summary: Mapping[str, Any], timestamp_ms: int | None = None)
     values = {**(summary.get("final") or {}), "frames": frames}
     if isinstance(summary.get("memory"), Mapping) and "peak_rss_mb" in summary["memory"]:
         values["memory.peak_rss_mb"] = summary["memory"]["peak_rss_mb"]
+    if isinstance(summary.get("attempts"), list):  # starts that trained the run: more than 1 after a resume
+        values["attempts"] = len(summary["attempts"])
     return [
         Metric(key=_safe_key(SUMMARY_METRIC_PREFIX + key), value=float(value), timestamp=ts, step=step)
         for key, value in values.items()

@@ -135,6 +135,7 @@ def test_runs_are_mirrored_in_mlflow_once_per_unit_with_tags_and_steps(pipeline:
     for run in mlflow_runs:  # and its job's peak memory a metric, as in summary.json (issue 15)
         summary = json.loads((pipeline.run_dir(run.data.tags["variant"], int(run.data.tags["seed"])) / "summary.json").read_text())
         assert run.data.metrics["summary.memory.peak_rss_mb"] == summary["memory"]["peak_rss_mb"] > 100
+        assert run.data.metrics["summary.attempts"] == len(summary["attempts"]) == 1  # one start trained it
     for run in mlflow_runs:
         tags = run.data.tags
         run_dir = pipeline.run_dir(tags["variant"], int(tags["seed"]))

@@ -24,7 +24,8 @@ class CellResult:
     curves: list[list[tuple[int, float]]] = field(default_factory=list)
     diagnostics: dict[str, list[list[tuple[int, float]]]] = field(default_factory=dict)  # run.diagnostic_curves
     logged_keys: set[str] = field(default_factory=set)  # every metrics.jsonl key of the cell's runs
-    commits: set[str] = field(default_factory=set)
+    commits: set[str] = field(default_factory=set)  # of every start that trained a run (summary.json attempts)
+    resumed: list[str] = field(default_factory=list)  # runs trained by more than one start: "seed 0 (from chunk 9)"
     spec_hashes: set[str] = field(default_factory=set)
     report_metric: str = "final_return"
 
@@ -58,6 +59,11 @@ def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResul
             cell.final.append(float(summary["final"].get(report, math.nan)))
             cell.frames.append(summary["frames"])
             cell.commits.add(summary["run"]["git_commit"])
+            attempts = summary.get("attempts", [])
+            cell.commits.update(a["git_commit"] for a in attempts if a.get("git_commit"))
+            if len(attempts) > 1:
+                chunks = ", ".join(str(a["from_chunk"]) for a in attempts[1:])
+                cell.resumed.append(f"seed {unit.seed} (resumed at chunk {chunks})")
             cell.spec_hashes.add(summary["run"]["spec_hash"])
             records = read_metrics(run_dir / "metrics.jsonl")
             cell.logged_keys.update(key for record in records for key in record)

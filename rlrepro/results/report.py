@@ -38,7 +38,9 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
             f"### {experiment.key}\n\n{experiment.spec.reference.where}. Scale {prov['scale']}, {prov['seeds']} seeds, "
             f"{_frames_text(prov, experiment.spec)}, "
             f"spec hash `{prov['spec_hash']}`. "
-            f"Table: [tables/{experiment.key}.md](tables/{experiment.key}.md)\n\n"
+            + (f"{len(prov['resumed_runs'])} of {prov['runs']} runs resumed after an interruption (the table says "
+               "which). " if prov.get("resumed_runs") else "")
+            + f"Table: [tables/{experiment.key}.md](tables/{experiment.key}.md)\n\n"
             + "".join(_search_summary(run) for run in data.get("search", []))
             + f"![curves](tables/{experiment.key}.png)\n"
         )

@@ -182,6 +182,8 @@ def _provenance(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], C
         "frames_budget": plan.spec.scale(scale).frames,
         "frames_text": _frames_text(plan, scale, cells),
         "run_commits": commits,
+        "resumed_runs": [f"{v} {e} {r}" for (v, e), c in cells.items() for r in c.resumed],
+        "runs": sum(len(c.seeds) for c in cells.values()),
         "run_spec_hashes": sorted(set().union(*(c.spec_hashes for c in cells.values()))),
         "table_commit": git_commit(),
         "metric": _metric_text(plan.spec.run.report_metric, plan.spec.run.final_fraction),
@@ -198,6 +200,17 @@ def _metric_text(metric: str, fraction: float) -> str:
         return f"final_return: mean episode return over the last {fraction:.0%} of frames"
     unit = f" (unit: {METRIC_UNITS[metric]})" if metric in METRIC_UNITS else ""
     return f"{metric}{unit}: its mean over the last {fraction:.0%} of frames"
+
+
+def _resumed_lines(prov: dict) -> list[str]:
+    """The runs that more than one start trained (a kill, a time limit). A resume is exact where the job checkpoints
+    its environments; Atari games restart and a DQN replay refills (each run's summary.json lists its attempts)."""
+    resumed = prov.get("resumed_runs") or []
+    if not resumed:
+        return []
+    return [f"- resumed: {len(resumed)} of {prov['runs']} runs after an interruption ({'; '.join(resumed)}): exact "
+            "where a job checkpoints its environments (pure JAX, MuJoCo); Atari games restart and a DQN replay "
+            "refills (summary.json: attempts)"]
 
 
 def _write_csv(path: Path, rows: list[dict], provenance: dict) -> None:
@@ -266,6 +279,7 @@ def _markdown(
         f"- spec: `{prov['spec']}` (hash `{prov['spec_hash']}`; runs made with spec hash(es) "
         f"{', '.join(f'`{h}`' for h in prov['run_spec_hashes'])}: a run is reused only while its resolved config is unchanged)",
         f"- code: runs at commit(s) {', '.join(f'`{c}`' for c in prov['run_commits'])}; table at `{prov['table_commit']}`",
+        *_resumed_lines(prov),
         f"- metric: {prov['metric']}; cells: mean over seeds [95% stratified-bootstrap CI]",
     ]
     if spec.reference.notes:

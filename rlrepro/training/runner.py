@@ -6,6 +6,10 @@ Files per run unit (``<results>/<scale>/runs/<paper>/<experiment>/<variant>/<env
 checkpointed outside the declared outputs; a killed job started again resumes from the last
 checkpoint, and its metrics are cut back to that checkpoint first, so they have no gaps and no
 duplicates (training is deterministic, so the re-run chunk writes the same numbers).
+
+``summary.json`` lists the job's ``attempts``: the chunk each start trained from and the commit it ran, so a run
+finished by a later commit, or resumed where a resume is not exact (Atari games restart, a DQN replay refills),
+says so.
 """
 
 from __future__ import annotations
@@ -91,28 +95,32 @@ def train_job(
                 chunk_plan(agent, env_of[unit.env], frames=size.frames, run=spec.run), device,
             )
         state = program.init_batch(jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds]))
-        state, start_chunk, wall_offset = _resume(ckpt, state, digest, seeds, run_dirs, program)
+        state, start_chunk, wall_offset, attempts = _resume(ckpt, state, digest, seeds, run_dirs, program)
+        if start_chunk < program.num_chunks:  # a start that trains (a forced re-run of a finished job trains nothing)
+            attempts = [*attempts, {"from_chunk": start_chunk, "git_commit": git_commit()}]
         label = f"{spec.paper}/{spec.experiment} {variant} {env} seeds {','.join(map(str, seeds))}"
         trackers = _trackers(run_dirs, results) if track else []
         _train_chunks(program, state, start_chunk, wall_offset, run_dirs, ckpt, digest, seeds, label, progress,
-                      trackers, spec.run.final_fraction, spec.run.checkpoint_every, memory)  # fmt: skip
+                      trackers, spec.run.final_fraction, spec.run.checkpoint_every, memory, attempts)  # fmt: skip
     return run_dirs
 
 
 def _resume(
     ckpt: Path, state: Any, digest: str, seeds: tuple[int, ...], run_dirs: list[Path], program: TrainerProgram
-) -> tuple[Any, int, float]:
-    """The state, chunk and wall time to start from; the metrics are cut back to that chunk."""
-    start_chunk, wall_offset = 0, 0.0
+) -> tuple[Any, int, float, list[dict]]:
+    """The state, chunk and wall time to start from, and the job's earlier attempts (the checkpoint's; a checkpoint
+    from before attempts were recorded gives one whose commit is unknown); the metrics are cut back to that chunk."""
+    start_chunk, wall_offset, attempts = 0, 0.0, []
     found = checkpoint.load_latest(ckpt)
     if found is not None and _can_resume(found.meta, digest, seeds, run_dirs, program):
         state = checkpoint.restore_leaves(found.path, found.leaves, state)
         start_chunk, wall_offset = found.meta["chunk"], found.meta["wall_time"]
+        attempts = found.meta.get("attempts", [{"from_chunk": 0, "git_commit": None}])
         print(f"resuming from {found.path} at chunk {start_chunk}/{program.num_chunks}", flush=True)
     for run_dir in run_dirs:
         _cut_metrics(run_dir / "metrics.jsonl", start_chunk * program.updates_per_chunk)
         (run_dir / "summary.json").unlink(missing_ok=True)
-    return state, start_chunk, wall_offset
+    return state, start_chunk, wall_offset, attempts
 
 
 def _train_chunks(
@@ -130,9 +138,12 @@ def _train_chunks(
     final_fraction: float,
     checkpoint_every: int = 1,
     memory: PeakMemory | None = None,
+    attempts: list[dict] | None = None,
 ) -> None:
     """Run the remaining chunks (metrics appended and mirrored to MLflow after each, a checkpoint after every
-    ``checkpoint_every``-th and the last), then the summaries (with the job's peak memory when ``memory`` is given)."""
+    ``checkpoint_every``-th and the last), then the summaries (with the job's peak memory when ``memory`` is given,
+    and its ``attempts``, this one last: kept in every checkpoint)."""
+    attempts = attempts if attempts is not None else [{"from_chunk": start_chunk, "git_commit": git_commit()}]
     bar = Progress(
         program.num_chunks * program.frames_per_chunk,
         label=label,
@@ -154,7 +165,8 @@ def _train_chunks(
             records = _records(metrics, chunk + 1, program, wall_time, len(run_dirs))
             for run_dir, record in zip(run_dirs, records):
                 _append_jsonl(run_dir / "metrics.jsonl", record)
-            meta = {"config_hash": digest, "seeds": list(seeds), "chunk": chunk + 1, "wall_time": wall_time}
+            meta = {"config_hash": digest, "seeds": list(seeds), "chunk": chunk + 1, "wall_time": wall_time,
+                    "attempts": attempts}
             if (chunk + 1) % checkpoint_every == 0 or chunk + 1 == program.num_chunks:
                 checkpoint.save(ckpt, state, meta)
             for tracker, record in zip(trackers, records):
@@ -166,7 +178,7 @@ def _train_chunks(
         if peak is not None:
             print(memory_line(peak), flush=True)
         for run_dir in run_dirs:  # summary.json last: it marks the run complete (and is mirrored on finish)
-            _write_summary(run_dir, final_fraction=final_fraction, memory=peak)
+            _write_summary(run_dir, final_fraction=final_fraction, memory=peak, attempts=attempts)
         checkpoint.drop_previous(ckpt)  # complete: the final checkpoint stays (a forced re-run resumes at the end)
 
 
@@ -290,9 +302,12 @@ def final_values(records: list[dict], fraction: float) -> dict[str, float]:
     return values
 
 
-def _write_summary(run_dir: Path, *, final_fraction: float, memory: dict[str, Any] | None = None) -> None:
+def _write_summary(
+    run_dir: Path, *, final_fraction: float, memory: dict[str, Any] | None = None, attempts: list[dict] | None = None
+) -> None:
     """summary.json; ``memory`` is the whole job's peak resident memory (all its seeds or environments, the last
-    attempt when it was resumed: rlrepro.training.memory), what a cluster job must ask for."""
+    attempt when it was resumed: rlrepro.training.memory), what a cluster job must ask for; ``attempts`` the starts
+    that trained the run (the chunk each trained from, its commit; one when it was never interrupted)."""
     records = read_metrics(run_dir / "metrics.jsonl")
     last = records[-1]
     value, episodes = final_return(records, last["frames"], final_fraction)
@@ -312,6 +327,8 @@ def _write_summary(run_dir: Path, *, final_fraction: float, memory: dict[str, An
     }
     if memory is not None:
         summary["memory"] = memory
+    if attempts is not None:
+        summary["attempts"] = attempts
     _write_json_atomic(run_dir / "summary.json", summary)
 
 

@@ -91,6 +91,7 @@ def fabricate_run(root: Path, spec: ExperimentSpec, unit: RunUnit, final: float,
         "final": {"final_return": final, "final_episodes": 4, "final_fraction": spec.run.final_fraction,
                   "run_return": final, "run_episodes": 8},
         "completed_at": "2024-01-01T00:00:00+00:00",
+        "attempts": [{"from_chunk": 0, "git_commit": RUN_COMMIT}],
     }
     (run_dir / "summary.json").write_text(json.dumps(summary, indent=2) + "\n", encoding="utf-8")
     return run_dir
@@ -129,7 +130,7 @@ def test_fabricated_summary_matches_what_the_runner_writes(tmp_path: Path) -> No
     toy = write_spec(tmp_path / "specs", _toy())
     [run_dir, *_] = fabricate_all(toy, tmp_path / "results")
     fabricated = json.loads((run_dir / "summary.json").read_text())
-    runner._write_summary(run_dir, final_fraction=0.25)
+    runner._write_summary(run_dir, final_fraction=0.25, attempts=fabricated["attempts"])
     written = json.loads((run_dir / "summary.json").read_text())
     assert set(written) == set(fabricated)
     # every fabricated key is written, plus the final-window mean of each other logged metric ('loss' here)
@@ -278,6 +279,25 @@ def test_json_has_provenance_rows_and_claims(aggregated: dict[str, Any]) -> None
     assert [(c["claim"], c["verdict"]) for c in data["claims"]] == [
         ("a_beats_b", "reproduced"), ("a_reaches_5", "reproduced"), ("b_beats_a_at_scale", "not judged")
     ]
+
+
+def test_a_run_resumed_by_another_commit_is_named_in_the_table_and_the_report(tmp_path: Path) -> None:
+    # seed 1 of variant a on catch was killed and finished by a later commit: the table lists both commits and the
+    # resumed run, the report counts it; an Atari game restarts at a resume, so a reader must be able to see it
+    toy = write_spec(tmp_path / "specs", _toy())
+    results = tmp_path / "results"
+    run_dirs = fabricate_all(toy, results)
+    resumed = next(d for d in run_dirs if d.parts[-3:] == ("a", "catch", "seed1"))
+    summary = json.loads((resumed / "summary.json").read_text())
+    summary["attempts"].append({"from_chunk": 2, "git_commit": "fedcba9"})
+    (resumed / "summary.json").write_text(json.dumps(summary))
+    paths = aggregate_experiment(toy, scale="cpu", results=results)
+    data = json.loads(paths["json"].read_text())
+    assert data["provenance"]["run_commits"] == sorted([RUN_COMMIT, "fedcba9"])
+    assert data["provenance"]["resumed_runs"] == ["a catch seed 1 (resumed at chunk 2)"]
+    assert "- resumed: 1 of 12 runs after an interruption (a catch seed 1 (resumed at chunk 2))" in Path(paths["md"]).read_text()
+    report = write_report([tmp_path / "specs"], scale="cpu", results=results).read_text()
+    assert "1 of 12 runs resumed after an interruption" in report
 
 
 def test_reversed_results_are_not_reproduced_in_the_table(tmp_path: Path) -> None:

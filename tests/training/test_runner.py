@@ -24,6 +24,7 @@ import pytest
 
 from rlrepro.environments.errors import BackendMissingError
 from rlrepro.metrics_file import MetricsFileError
+from rlrepro.provenance import git_commit
 from rlrepro.run_lock import RunBusyError, own_run_dir
 from rlrepro.specs import load_spec
 from rlrepro.training import checkpoint, runner
@@ -167,7 +168,10 @@ def test_running_a_finished_job_again_resumes_at_the_end_and_changes_no_metric(
     _train(spec, results)
     assert f"at chunk {NUM_CHUNKS}/{NUM_CHUNKS}" in capsys.readouterr().out
     assert [(d / "metrics.jsonl").read_text() for d in _run_dirs(results)] == before
-    assert all((d / "summary.json").exists() for d in _run_dirs(results))
+    for run_dir in _run_dirs(results):  # one start trained it: the one that trained nothing is not an attempt
+        assert json.loads((run_dir / "summary.json").read_text())["attempts"] == [
+            {"from_chunk": 0, "git_commit": git_commit()}
+        ]
 
 
 def test_checkpoint_every_saves_every_kth_chunk_and_the_last(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -369,7 +373,13 @@ def test_a_job_killed_with_sigkill_resumes_without_gaps_or_duplicates(
     assert comparable_metrics(records) == comparable_metrics(read_metrics(reference_dir / "metrics.jsonl"))
     wall = [r["wall_time"] for r in records]
     assert wall == sorted(wall)  # the resumed run's clock continues from the checkpoint's
-    assert json.loads((run_dir / "summary.json").read_text())["frames"] == chunks * frames_per_chunk
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["frames"] == chunks * frames_per_chunk
+    # both starts, with the chunk each trained from: a reader of the run sees that it was resumed, and where
+    assert summary["attempts"] == [{"from_chunk": c, "git_commit": git_commit()} for c in (0, int(resumed.group(1)))]
+    assert json.loads((reference_dir / "summary.json").read_text())["attempts"] == [
+        {"from_chunk": 0, "git_commit": git_commit()}
+    ]
 
 
 @pytest.mark.slow
