@@ -141,10 +141,11 @@ def _rows(cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict
     rows = []
     for (variant, env), cell in cells.items():
         finite = [v for v in cell.final if math.isfinite(v)]
+        point = low = high = math.nan
         if finite:
             point, low, high = stratified_bootstrap_ci(np.asarray(finite)[:, None], aggregate_mean)
-        else:
-            point = low = high = math.nan
+        if len(finite) < 2:  # one run has no spread to resample: no interval, rather than one of zero width
+            low = high = math.nan
         rows.append(
             {
                 "variant": variant,
@@ -223,6 +224,12 @@ def _write_csv(path: Path, rows: list[dict], provenance: dict) -> None:
             writer.writerow({**extra, **row})
 
 
+def _estimate(point: str, low: str, high: str, one_run: bool) -> str:
+    """"point [low, high]"; from one run, "point (1 run: no interval)": a bootstrap over one run has zero width, which
+    would read as certainty."""
+    return f"{point} (1 run: no interval)" if one_run else f"{point} [{low}, {high}]"
+
+
 def _fmt(value: float) -> str:
     return "n/a" if not math.isfinite(value) else f"{value:.3g}"
 
@@ -243,7 +250,9 @@ def _hns_lines(spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -
         if not keep:
             continue
         stats = summarize(matrix[:, keep])
-        parts = [f"{stats[k]['point']:.1f} [{stats[k]['low']:.1f}, {stats[k]['high']:.1f}]" for k in ("median", "mean", "iqm")]
+        one_run = matrix.shape[0] < 2
+        parts = [_estimate(f"{stats[k]['point']:.1f}", f"{stats[k]['low']:.1f}", f"{stats[k]['high']:.1f}", one_run)
+                 for k in ("median", "mean", "iqm")]
         lines.append(f"| {variant} | {len(keep)} | " + " | ".join(parts) + " |")
     lines += _hns_per_game_lines(spec, cells, metric)
     return lines
@@ -290,7 +299,10 @@ def _markdown(
         for env in envs:
             row = by_cell.get((variant, env))
             paper = spec.paper_values.get(variant, {}).get(env)
-            text = "—" if row is None else f"{_fmt(row['final_return_mean'])} [{_fmt(row['ci95_low'])}, {_fmt(row['ci95_high'])}]"
+            text = "—" if row is None else _estimate(
+                _fmt(row["final_return_mean"]), _fmt(row["ci95_low"]), _fmt(row["ci95_high"]),
+                one_run=math.isfinite(row["final_return_mean"]) and not math.isfinite(row["ci95_low"]),
+            )
             cells.append(text if paper is None else f"{text} (paper {paper:g})")
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
     lines += _hns_lines(spec, cells_by_key)

@@ -411,7 +411,19 @@ def test_eval_atari_gets_a_human_normalised_table_of_its_report_metric():
     lines = _hns_lines(spec, cells)
     assert "## Human-normalised scores" in lines
     row = next(line for line in lines if line.startswith("| dqnreg |"))
-    assert row.startswith("| dqnreg | 2 | 50.0 [50.0, 50.0]")
+    # one run per game: a bootstrap over it has zero width ("50.0 [50.0, 50.0]" read as certainty): no interval
+    assert row.startswith("| dqnreg | 2 | 50.0 (1 run: no interval) | 50.0 (1 run: no interval)")
+
+
+def test_a_cell_of_one_run_has_no_interval_and_two_runs_have_one():
+    from rlrepro.results.collect import CellResult
+    from rlrepro.results.tables import _rows
+
+    cells = {("a", "catch"): CellResult("a", "catch", seeds=[0], final=[5.0], frames=[200]),
+             ("b", "catch"): CellResult("b", "catch", seeds=[0, 1], final=[5.0, 7.0], frames=[200, 200])}
+    one, two = _rows(cells, {}, 200)
+    assert one["final_return_mean"] == 5.0 and math.isnan(one["ci95_low"]) and math.isnan(one["ci95_high"])
+    assert two["final_return_mean"] == 6.0 and 5.0 <= two["ci95_low"] < two["ci95_high"] <= 7.0
 
 
 # --- diagnostic curves (run.diagnostic_curves) ------------------------------------------------------------
