@@ -25,7 +25,7 @@ class CellResult:
     diagnostics: dict[str, list[list[tuple[int, float]]]] = field(default_factory=dict)  # run.diagnostic_curves
     logged_keys: set[str] = field(default_factory=set)  # every metrics.jsonl key of the cell's runs
     commits: set[str] = field(default_factory=set)  # of every start that trained a run (summary.json attempts)
-    resumed: list[str] = field(default_factory=list)  # runs trained by more than one start: "seed 0 (from chunk 9)"
+    resumed: list[str] = field(default_factory=list)  # runs trained by more than one start: "seed 0 (resumed at chunk 9)"
     spec_hashes: set[str] = field(default_factory=set)
     report_metric: str = "final_return"
 

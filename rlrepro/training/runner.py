@@ -96,8 +96,6 @@ def train_job(
             )
         state = program.init_batch(jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds]))
         state, start_chunk, wall_offset, attempts = _resume(ckpt, state, digest, seeds, run_dirs, program)
-        if start_chunk < program.num_chunks:  # a start that trains (a forced re-run of a finished job trains nothing)
-            attempts = [*attempts, {"from_chunk": start_chunk, "git_commit": git_commit()}]
         label = f"{spec.paper}/{spec.experiment} {variant} {env} seeds {','.join(map(str, seeds))}"
         trackers = _trackers(run_dirs, results) if track else []
         _train_chunks(program, state, start_chunk, wall_offset, run_dirs, ckpt, digest, seeds, label, progress,
@@ -108,8 +106,9 @@ def train_job(
 def _resume(
     ckpt: Path, state: Any, digest: str, seeds: tuple[int, ...], run_dirs: list[Path], program: TrainerProgram
 ) -> tuple[Any, int, float, list[dict]]:
-    """The state, chunk and wall time to start from, and the job's earlier attempts (the checkpoint's; a checkpoint
-    from before attempts were recorded gives one whose commit is unknown); the metrics are cut back to that chunk."""
+    """The state, chunk and wall time to start from, and the job's attempts: the checkpoint's (one whose commit is
+    unknown from a checkpoint older than them), then this start when it trains (a forced re-run of a finished job
+    trains nothing); the metrics are cut back to that chunk."""
     start_chunk, wall_offset, attempts = 0, 0.0, []
     found = checkpoint.load_latest(ckpt)
     if found is not None and _can_resume(found.meta, digest, seeds, run_dirs, program):
@@ -117,6 +116,8 @@ def _resume(
         start_chunk, wall_offset = found.meta["chunk"], found.meta["wall_time"]
         attempts = found.meta.get("attempts", [{"from_chunk": 0, "git_commit": None}])
         print(f"resuming from {found.path} at chunk {start_chunk}/{program.num_chunks}", flush=True)
+    if start_chunk < program.num_chunks:
+        attempts = [*attempts, {"from_chunk": start_chunk, "git_commit": git_commit()}]
     for run_dir in run_dirs:
         _cut_metrics(run_dir / "metrics.jsonl", start_chunk * program.updates_per_chunk)
         (run_dir / "summary.json").unlink(missing_ok=True)
@@ -138,12 +139,12 @@ def _train_chunks(
     final_fraction: float,
     checkpoint_every: int = 1,
     memory: PeakMemory | None = None,
-    attempts: list[dict] | None = None,
+    attempts: tuple[dict, ...] | list[dict] = (),
 ) -> None:
     """Run the remaining chunks (metrics appended and mirrored to MLflow after each, a checkpoint after every
     ``checkpoint_every``-th and the last), then the summaries (with the job's peak memory when ``memory`` is given,
-    and its ``attempts``, this one last: kept in every checkpoint)."""
-    attempts = attempts if attempts is not None else [{"from_chunk": start_chunk, "git_commit": git_commit()}]
+    and its ``attempts`` (``_resume``'s), kept in every checkpoint)."""
+    attempts = list(attempts)
     bar = Progress(
         program.num_chunks * program.frames_per_chunk,
         label=label,
