@@ -859,6 +859,13 @@ def trackers_for(run_dirs: Iterable[Path], *, uri: str, project: str | None = No
 # re-ingestion
 
 
+def _bounded_retry(uri: str) -> Callable[[Callable[[], T]], T]:
+    """Our retries of one MLflow call: 10 with backoff for sqlite (a lock passes), none for a tracking server
+    (MLflow's HTTP client retries each request, bounded by ``bound_http_requests``: tries multiply otherwise)."""
+    tries = 10 if sqlite_db_path(uri) is not None else 1
+    return lambda fn: _retry(fn, tries=tries)
+
+
 def sync_run_dir(run_dir: Path | str, *, uri: str, force: bool = False, project: str | None = None) -> str:
     """Mirror one run folder; returns ``"skipped"``, ``"created"`` or ``"replaced"``. Raises on failure.
 
@@ -876,7 +883,7 @@ def sync_run_dir(run_dir: Path | str, *, uri: str, force: bool = False, project:
     ensure_store(uri)
     folder = _RunFolder(Path(run_dir), project)
     client = _client(uri)
-    call = _retry if sqlite_db_path(uri) is not None else (lambda fn: _retry(fn, tries=1))
+    call = _bounded_retry(uri)
     sha = folder.summary_sha256()
     live = holder(folder.dir) if sha is None else None
     metrics_sha = _metrics_sha256(folder.dir) if sha is None else None
@@ -1079,25 +1086,36 @@ def publish_experiment(
     project: str | None = None,
 ) -> str:
     """The summary run of one experiment at one scale: table, figures and verdicts as artifacts, verdicts as tags,
-    each cell's mean as a metric, and the scale's seed runs made its children. Idempotent; returns the run id."""
+    each cell's mean as a metric, and the scale's seed runs made its children. Idempotent; returns the run id.
+
+    A tracking server gets the same bounds as training and ``mlflow-sync``: one short probe first, then MLflow's
+    own HTTP retries only (``bound_http_requests``), none of ours on top.
+
+    Raises:
+        StoreUnreachableError: the tracking server does not answer the probe (nothing is sent).
+    """
+    if (reason := probe_store(uri)) is not None:
+        raise StoreUnreachableError(reason)
+    bound_http_requests()
     from mlflow.entities import Metric, RunTag
 
     ensure_store(uri)
     client = _client(uri)
+    call = _bounded_retry(uri)
     name = f"{paper}/{experiment}"
-    experiment_id = _get_or_create_experiment(client, uri, name, _retry)
-    _present_experiment(client, experiment_id, spec, _retry, spec_path)
+    experiment_id = _get_or_create_experiment(client, uri, name, call)
+    _present_experiment(client, experiment_id, spec, call, spec_path)
     key = f"{project}/{scale}/{name}" if project else f"{scale}/{name}"
     quote = "'" if "'" not in key else '"'
-    found = _retry(lambda: client.search_runs([experiment_id], filter_string=f"tags.`{SUMMARY_RUN_TAG}` = {quote}{key}{quote}"))
+    found = call(lambda: client.search_runs([experiment_id], filter_string=f"tags.`{SUMMARY_RUN_TAG}` = {quote}{key}{quote}"))
     tags = {SUMMARY_RUN_TAG: key, "scale": scale, "paper": paper, "experiment": experiment, "variant": "(all)",
             "env": "(all)", "seed": "(all)", **({PROJECT_TAG: project} if project else {})}
     if found:
         run_id = found[0].info.run_id
         for extra in found[1:]:
-            _retry(lambda: client.delete_run(extra.info.run_id))
+            call(lambda: client.delete_run(extra.info.run_id))
     else:
-        run_id = _retry(lambda: client.create_run(experiment_id, run_name=f"summary ({scale})", tags=tags)).info.run_id
+        run_id = call(lambda: client.create_run(experiment_id, run_name=f"summary ({scale})", tags=tags)).info.run_id
     data = json.loads(Path(table_json).read_text())
     verdicts = data.get("claims", [])
     note = [f"Summary of `{name}` at scale `{scale}`: the table, figures and claim verdicts are this run's artifacts.",
@@ -1108,7 +1126,7 @@ def publish_experiment(
     run_tags += [RunTag(_safe_key(f"verdict.{v['claim']}"), v["verdict"]) for v in verdicts]
     run_tags.append(RunTag(NOTE_TAG, _truncate("\n".join(note), MAX_TAG_VAL_LENGTH)))
     for chunk in _chunks(run_tags, MAX_PARAMS_TAGS_PER_BATCH):
-        _retry(lambda: client.log_batch(run_id, tags=chunk, synchronous=True))
+        call(lambda: client.log_batch(run_id, tags=chunk, synchronous=True))
     ts = int(time.time() * 1000)
     metrics = [
         Metric(_safe_key(f"mean.{row['variant']}.{row['env']}"), float(row["final_return_mean"]), ts, int(row["frames"]))
@@ -1116,18 +1134,18 @@ def publish_experiment(
         if _is_number(row.get("final_return_mean")) and math.isfinite(row["final_return_mean"])
     ]
     for chunk in _chunks(metrics, MAX_METRICS_PER_BATCH):
-        _retry(lambda: client.log_batch(run_id, metrics=chunk, synchronous=True))
+        call(lambda: client.log_batch(run_id, metrics=chunk, synchronous=True))
     for path in files:
-        _retry(lambda: client.log_artifact(run_id, str(path)))
+        call(lambda: client.log_artifact(run_id, str(path)))
     with tempfile.TemporaryDirectory() as folder:
         verdict_file = Path(folder) / "verdicts.json"
         verdict_file.write_text(json.dumps(verdicts, indent=2) + "\n")
-        _retry(lambda: client.log_artifact(run_id, str(verdict_file)))
-    _retry(lambda: client.set_terminated(run_id, status="FINISHED"))
-    children = _retry(lambda: client.search_runs([experiment_id], filter_string=f"tags.scale = '{scale}'", max_results=5000))
+        call(lambda: client.log_artifact(run_id, str(verdict_file)))
+    call(lambda: client.set_terminated(run_id, status="FINISHED"))
+    children = call(lambda: client.search_runs([experiment_id], filter_string=f"tags.scale = '{scale}'", max_results=5000))
     for child in children:
         if child.data.tags.get(PROJECT_TAG) != project:  # another checkout's runs on a shared server
             continue
         if child.info.run_id != run_id and child.data.tags.get(PARENT_TAG) != run_id and RUN_KEY_TAG in child.data.tags:
-            _retry(lambda: client.set_tag(child.info.run_id, PARENT_TAG, run_id))
+            call(lambda: client.set_tag(child.info.run_id, PARENT_TAG, run_id))
     return run_id

@@ -683,3 +683,50 @@ def test_cluster_executors_with_the_default_sqlite_store_are_warned(tmp_path, mo
     assert T.shared_sqlite_warning("dryrun", tmp_path) is None
     monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://tracking.example:5000")
     assert T.shared_sqlite_warning("slurm", tmp_path) is None  # a server: nothing to warn about
+
+
+def test_publishing_to_a_server_that_is_down_probes_once_and_sends_nothing(tmp_path, monkeypatch):
+    # The pipeline's aggregate rule ended with `mlflow-publish` here: MLflow's own HTTP retries inside ten of ours
+    # took 2,478 s and failed the rule (Snakemake then deleted the tables). One probe must decide it.
+    uri = f"http://127.0.0.1:{_unused_port()}"
+    table = tmp_path / "t.json"
+    table.write_text(json.dumps({"rows": [], "claims": []}))
+    monkeypatch.setattr(T, "_client", lambda uri: pytest.fail("an MLflow client was made after the probe failed"))
+    with pytest.raises(T.StoreUnreachableError, match=f"no answer from {uri}"):
+        T.publish_experiment(uri=uri, scale="smoke", paper="toy", experiment="catch", spec={}, spec_path="s.yaml",
+                             table_json=table, files=[])  # fmt: skip
+
+
+def test_publishing_to_a_tracking_server_adds_no_retries_of_ours_to_mlflow_s_own(monkeypatch):
+    # MLflow's HTTP client retries each request (bounded by HTTP_BOUNDS); ten tries of ours on top multiplied them.
+    calls = []
+
+    def refused():
+        calls.append(1)
+        raise ConnectionError("Connection refused")
+
+    with pytest.raises(ConnectionError):
+        T._bounded_retry("http://127.0.0.1:1")(refused)
+    assert len(calls) == 1
+    calls.clear()
+    monkeypatch.setattr(T.time, "sleep", lambda s: None)
+    with pytest.raises(ConnectionError):
+        T._bounded_retry("sqlite:////tmp/x.db")(refused)  # a locked sqlite file passes: it is waited for
+    assert len(calls) == 10
+
+
+def test_mlflow_publish_best_effort_keeps_the_tables_and_exits_0_when_the_server_is_down(tmp_path, toy_spec):
+    uri = f"http://127.0.0.1:{_unused_port()}"
+    tables = tmp_path / "results" / "smoke" / "tables" / "toytest"
+    tables.mkdir(parents=True)
+    (tables / "toy.json").write_text(json.dumps({"rows": [], "claims": []}))
+    (tables / "toy.md").write_text("table\n")
+    command = [sys.executable, "-m", "rlrepro", "mlflow-publish", "--spec", str(toy_spec), "--scale", "smoke",
+               "--results", str(tmp_path / "results"), "--uri", uri]  # fmt: skip
+    strict = subprocess.run(command, env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert strict.returncode != 0 and "StoreUnreachableError" in strict.stderr
+    best = subprocess.run(command + ["--best-effort"], env=subprocess_env(), capture_output=True, text=True, timeout=120)
+    assert best.returncode == 0, best.stderr
+    assert f"not published to {uri}" in best.stderr and "Traceback" not in best.stderr
+    assert "run this command again when the tracking server is up" in best.stderr
+    assert (tables / "toy.md").read_text() == "table\n"
