@@ -14,14 +14,15 @@ import sys
 from pathlib import Path
 
 from rlrepro.cluster import job_resources
-from rlrepro.recovery import release_stale_locks
+from rlrepro.recovery import recover
 from rlrepro.specs import SCALES
 from rlrepro.tracking import default_tracking_uri, warn_shared_sqlite
 from rlrepro.workflow import cannot_run, cluster_environment, job_groups, named_explicitly, plan, results_root
 
-# After a killed Snakemake: its lock files are removed when no Snakemake process works here (incomplete jobs
-# then re-run through profiles/default's rerun-incomplete and resume from their checkpoints).
-if workflow.is_main_process and (_recovered := release_stale_locks(Path.cwd())):
+# After a killed Snakemake: its lock files are removed and the training jobs it left running are stopped when no
+# Snakemake process works here (incomplete jobs then re-run through profiles/default's rerun-incomplete and resume
+# from their checkpoints).
+if workflow.is_main_process and (_recovered := recover(Path.cwd(), stop_trainers=not workflow.dryrun)):
     print(_recovered, file=sys.stderr)
 
 os.environ.update(cluster_environment(config))  # project, search_executor, dask_address: where, never what

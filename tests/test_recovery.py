@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import shlex
+import signal
 import subprocess
+import sys
+import time
 from pathlib import Path
 
-from rlrepro.recovery import live_snakemake_pids, release_stale_locks
+from rlrepro.recovery import live_snakemake_pids, orphaned_trainer_pids, release_stale_locks, stop_orphaned_trainers
 
 
 def _stale_locks(workdir: Path) -> list[Path]:
@@ -56,3 +61,57 @@ def test_a_snakemake_in_another_folder_or_a_command_mentioning_snakemake_does_no
         for process in (elsewhere, mentions):
             process.kill()
             process.wait()
+
+
+def _rule_shell(workdir: Path, script: str) -> subprocess.Popen:
+    """What a Snakefile's training rule runs: ``bash -c '...; python -m rlrepro train ...'``; here the "trainer" is
+    a Python that runs ``script`` (its argv still reads ``-m rlrepro train``, as /proc shows a real one's)."""
+    trainer = f"{sys.executable} -c {shlex.quote(script)} -m rlrepro train --spec s.yaml --seeds 0"
+    return subprocess.Popen(["bash", "-c", f"set -e; {trainer}; true"], cwd=workdir, start_new_session=True)
+
+
+def _trainer_pid(shell: subprocess.Popen) -> int:
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        children = Path(f"/proc/{shell.pid}/task/{shell.pid}/children").read_text().split()
+        if children:
+            return int(children[0])
+        time.sleep(0.05)
+    raise AssertionError("the rule's shell started no trainer")
+
+
+def test_training_jobs_with_no_snakemake_above_them_are_stopped_and_named(tmp_path: Path):
+    # kill -9 of Snakemake left its training jobs running, and the same command failed on their run-folder locks.
+    # A trainer that takes SIGTERM as Ctrl-C (as `rlrepro train` does), and one that ignores it (killed after the wait).
+    polite = _rule_shell(tmp_path, "import time\nwhile True: time.sleep(0.1)")
+    stubborn = _rule_shell(tmp_path, "import pathlib, signal, time\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+                                     "pathlib.Path('ignoring').touch()\nwhile True: time.sleep(0.1)")  # fmt: skip
+    pids = sorted([_trainer_pid(polite), _trainer_pid(stubborn)])
+    deadline = time.monotonic() + 30
+    while not (tmp_path / "ignoring").exists():  # SIGTERM ignored from here on
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    try:
+        assert orphaned_trainer_pids(tmp_path) == pids
+        message = stop_orphaned_trainers(tmp_path, wait_s=2)
+        assert message is not None and f"stopped 2 training job(s) (pid {pids[0]}, {pids[1]})" in message
+        assert "1 did not stop within 2 s and were killed" in message and "resume from their last checkpoints" in message
+        polite.wait(timeout=10), stubborn.wait(timeout=10)
+        assert orphaned_trainer_pids(tmp_path) == [] and stop_orphaned_trainers(tmp_path) is None
+    finally:
+        for shell in (polite, stubborn):
+            if shell.poll() is None:
+                os.killpg(shell.pid, signal.SIGKILL)
+
+
+def test_a_trainer_started_by_hand_or_in_another_folder_is_left_alone(tmp_path: Path):
+    by_hand = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "rlrepro", "train"],
+                               cwd=tmp_path, start_new_session=True)  # fmt: skip
+    elsewhere = _rule_shell(tmp_path.parent, "import time; time.sleep(60)")
+    try:
+        _trainer_pid(elsewhere)
+        assert orphaned_trainer_pids(tmp_path) == []
+        assert stop_orphaned_trainers(tmp_path) is None and by_hand.poll() is None
+    finally:
+        by_hand.kill()
+        os.killpg(elsewhere.pid, signal.SIGKILL)

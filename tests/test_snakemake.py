@@ -417,3 +417,83 @@ def test_the_dag_of_the_repository_specs_builds(tmp_path: Path, subprocess_env):
 def test_snakemake_lint_passes(tmp_path: Path, subprocess_env):
     result = snakemake(tmp_path, "--lint", "--config", f"specs={REPO / 'specs'}", env=subprocess_env, timeout=60)
     assert result.returncode == 0, _output(result)
+
+
+# --------------------------------------------------------------------------------------------------
+# robustness (issue 33)
+
+
+@pytest.mark.slow
+def test_a_tracking_server_that_is_down_costs_seconds_and_never_the_tables(
+    tmp_path: Path, make_toy_spec, subprocess_env
+):
+    import socket
+
+    # A port that is bound and never listened on: connections are refused for the whole test.
+    with socket.socket() as dead:
+        dead.bind(("127.0.0.1", 0))
+        uri = f"http://127.0.0.1:{dead.getsockname()[1]}"
+        specs = tmp_path / "specs"
+        make_toy_spec(specs, experiment="toy_down", smoke_environments=["catch"], smoke_seeds=1, smoke_frames=200)
+        workdir = tmp_path / "work"
+        workdir.mkdir()
+        base = workdir / "results"
+        env = {**subprocess_env, "MLFLOW_TRACKING_URI": uri}
+        # Before: training finished, then mlflow-publish retried for 2,478 s and failed the aggregate rule, whose
+        # tables Snakemake then deleted. The bound here is the test's own timeout.
+        result = snakemake(workdir, "-c2", "--config", "scale=smoke", f"specs={specs}", f"results={base}", env=env,
+                           timeout=600)  # fmt: skip
+    assert result.returncode == 0, _output(result)
+    tables = base / "smoke" / "tables" / "toytest"
+    assert {p.name for p in tables.iterdir()} >= {f"toy_down.{ext}" for ext in ("md", "csv", "json", "png")}
+    assert (base / "smoke" / "REPORT.md").is_file()
+    log = (base / "smoke" / "logs" / "aggregate" / "toytest" / "toy_down.log").read_text()
+    assert "rlrepro mlflow-sync: gave up" in log and f"rlrepro mlflow-publish: not published to {uri}" in log, log
+    assert "Traceback" not in log, log
+
+
+@pytest.mark.slow
+def test_after_kill_9_of_snakemake_alone_its_training_jobs_are_stopped_and_the_same_command_finishes(
+    tmp_path: Path, make_toy_spec, subprocess_env
+):
+    import os
+    import signal
+    import time
+
+    from rlrepro.recovery import orphaned_trainer_pids
+
+    specs = tmp_path / "specs"
+    make_toy_spec(specs, experiment="toy_orphan", smoke_environments=["catch"], smoke_frames=40 * 500, updates_per_chunk=25)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    base = workdir / "results"
+    config = ["--config", "scale=smoke", f"specs={specs}", f"results={base}"]
+    command = [sys.executable, "-m", "snakemake", "-s", str(SNAKEFILE), "-d", str(workdir), "-c2", *config]
+    with open(tmp_path / "first.log", "w") as log:
+        process = subprocess.Popen(command, cwd=workdir, env=subprocess_env, stdout=log, stderr=subprocess.STDOUT,
+                                   start_new_session=True)  # fmt: skip
+    metrics = base / "smoke" / "runs" / "toytest" / "toy_orphan" / "vtrace" / "catch" / "seed0" / "metrics.jsonl"
+    orphans: list[int] = []
+    try:
+        deadline = time.monotonic() + 600
+        while not (metrics.is_file() and len(metrics.read_text().splitlines()) >= 2):
+            assert process.poll() is None and time.monotonic() < deadline, (tmp_path / "first.log").read_text()
+            time.sleep(0.2)
+        process.kill()  # kill -9 of Snakemake alone (a lost terminal kills its group; the OOM killer one process)
+        process.wait()
+        orphans = orphaned_trainer_pids(workdir)
+        assert orphans, "no training job outlived the killed Snakemake (nothing tested)"
+        # Before: the same command failed at once ("... is being trained by pid ...").
+        again = snakemake(workdir, "-c2", *config, env=subprocess_env)
+    finally:
+        for pid in orphans:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    assert again.returncode == 0, _output(again)
+    assert f"stopped {len(orphans)} training job(s) (pid {', '.join(map(str, orphans))})" in again.stderr
+    assert "being trained by" not in again.stdout + again.stderr
+    assert (base / "smoke" / "REPORT.md").is_file()
+    records = [json.loads(line) for line in metrics.read_text().splitlines()]
+    assert [r["frames"] for r in records] == [500 * (i + 1) for i in range(40)]  # resumed: no gap, no duplicate
