@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,6 +29,8 @@ class CellResult:
     resumed: list[str] = field(default_factory=list)  # runs trained by more than one start: "seed 0 (resumed at chunk 9)"
     spec_hashes: set[str] = field(default_factory=set)
     report_metric: str = "final_return"
+    #: values outside the environment's declared ``return_range``, each "file:line: key value" (flagged on reading)
+    out_of_range: list[str] = field(default_factory=list)
 
     def values(self, metric: str) -> list[float]:
         """One value of ``metric`` per seed (NaN where a run did not produce it)."""
@@ -40,10 +43,20 @@ class MissingRunsError(RuntimeError):
     """Some run units of the experiment have no summary.json yet."""
 
 
+class OutOfRangeWarning(UserWarning):
+    """A run's return lies outside its environment's declared ``return_range``: a bug, or a wrong range."""
+
+
+#: Keys that are episode returns of the environment (metrics.jsonl; summary.json's "final"), checked against its
+#: ``return_range``. Other metrics (losses, value errors) have no declared range.
+RETURN_KEYS = {"metrics.jsonl": ("episode_return",), "summary.json": ("final_return", "run_return")}
+
+
 def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResult]:
     """Summaries and curves of every run unit of ``plan`` under the scale root ``root``."""
     report, curve, diagnostics = plan.spec.run.report_metric, plan.spec.run.curve_metric, plan.spec.run.diagnostic_curves
     cells: dict[tuple[str, str], CellResult] = {}
+    ranges = {env.id: getattr(env, "return_range", None) for env in plan.spec.environments}
     missing = []
     for job in plan.jobs:
         for unit in job.units:  # a cell per (variant, environment): a multi-task job's units span environments
@@ -66,6 +79,8 @@ def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResul
                 cell.resumed.append(f"seed {unit.seed} (resumed at chunk {chunks})")
             cell.spec_hashes.add(summary["run"]["spec_hash"])
             records = read_metrics(run_dir / "metrics.jsonl")
+            if (bounds := ranges.get(unit.env)) is not None:
+                cell.out_of_range += _flag_out_of_range(run_dir, summary, records, bounds, unit.env)
             cell.logged_keys.update(key for record in records for key in record)
             cell.curves.append(_curve(records, curve))
             for metric in diagnostics:
@@ -74,6 +89,32 @@ def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResul
         listed = "\n  ".join(missing[:10]) + (f"\n  ... and {len(missing) - 10} more" if len(missing) > 10 else "")
         raise MissingRunsError(f"{plan.key}: {len(missing)} run(s) not finished (no summary.json):\n  {listed}")
     return cells
+
+
+def _flag_out_of_range(
+    run_dir: Path, summary: dict, records: list[dict], bounds: tuple[float, float], env: str
+) -> list[str]:
+    """The returns of one run outside ``bounds`` (the environment's ``return_range``), warned about once per run."""
+    low, high = bounds
+    slack = 1e-6 * max(1.0, abs(low), abs(high))  # float32 rounding of a mean at the bound
+    found = []
+    for line, record in enumerate(records, start=1):
+        for key in RETURN_KEYS["metrics.jsonl"]:
+            value = record.get(key)
+            if isinstance(value, (int, float)) and math.isfinite(value) and not low - slack <= value <= high + slack:
+                found.append(f"{run_dir / 'metrics.jsonl'}:{line}: {key} {value:.6g}")
+    for key in RETURN_KEYS["summary.json"]:
+        value = summary.get("final", {}).get(key)
+        if isinstance(value, (int, float)) and math.isfinite(value) and not low - slack <= value <= high + slack:
+            found.append(f"{run_dir / 'summary.json'}: final.{key} {value:.6g}")
+    if found:
+        more = f" (and {len(found) - 3} more)" if len(found) > 3 else ""
+        warnings.warn(
+            f"{len(found)} return(s) outside {env}'s declared return_range [{low:g}, {high:g}]: "
+            f"{'; '.join(found[:3])}{more}. A bug in the run, or a wrong return_range in the spec.",
+            OutOfRangeWarning, stacklevel=3,
+        )
+    return found
 
 
 def _curve(records: list[dict], metric: str) -> list[tuple[int, float]]:

@@ -12,7 +12,7 @@ import pytest
 
 from rlrepro.cli import main
 from rlrepro.provenance import git_commit
-from rlrepro.results.collect import MissingRunsError, collect
+from rlrepro.results.collect import MissingRunsError, OutOfRangeWarning, collect
 from rlrepro.results.report import write_report
 from rlrepro.results.tables import aggregate_experiment
 from rlrepro.specs import ExperimentSpec, load_spec, spec_hash
@@ -170,6 +170,27 @@ def test_collect_reads_every_run(aggregated: dict[str, Any]) -> None:
     assert (cell.seeds, cell.final, cell.frames) == ([0, 1, 2], [10.0, 11.0, 12.0], [200, 200, 200])
     assert cell.commits == {RUN_COMMIT} and cell.spec_hashes == {spec_hash(load_spec(toy))}
     assert cell.curves[0] == [(50, 0.0), (100, 5.0), (200, 10.0)]  # the NaN chunk (no episode ended) is left out
+
+
+def test_a_return_outside_the_declared_range_is_flagged_where_it_is_read(tmp_path: Path) -> None:
+    # Catch's returns lie in [-1, 1]; an episode_return of 9.81 was plotted without a word (issue 33). The
+    # fabricated runs of seed 0 end at 10 (chunks 100 and 200 read 5 and 10; chunk 150 is NaN, no episode).
+    data = _toy()
+    data["environments"][0]["return_range"] = [-1.0, 1.0]  # catch
+    toy = write_spec(tmp_path / "specs", data)
+    fabricate_all(toy, tmp_path / "results")
+    with pytest.warns(OutOfRangeWarning) as caught:
+        cells = collect(plan_experiment(toy, load_spec(toy), "cpu"), results_root(tmp_path / "results", "cpu"))
+    seed0 = results_root(tmp_path / "results", "cpu") / "runs" / "toy" / "mini" / "a" / "catch" / "seed0"
+    assert cells[("a", "catch")].out_of_range[:4] == [
+        f"{seed0 / 'metrics.jsonl'}:2: episode_return 5", f"{seed0 / 'metrics.jsonl'}:4: episode_return 10",
+        f"{seed0 / 'summary.json'}: final.final_return 10", f"{seed0 / 'summary.json'}: final.run_return 10",
+    ]  # fmt: skip
+    assert cells[("a", "cartpole")].out_of_range == []  # no declared range: nothing to check
+    messages = [str(w.message) for w in caught]
+    # once per run of catch outside it: a's three (10, 11, 12) and b's seeds 1 and 2 (2, 3; b's seed 0 ends at 1)
+    assert len(messages) == 5
+    assert messages[0].startswith("4 return(s) outside catch's declared return_range [-1, 1]: ")
 
 
 def test_missing_runs_raise_naming_them(tmp_path: Path) -> None:
