@@ -15,7 +15,7 @@ from pathlib import Path
 
 from rlrepro.environments.errors import BackendMissingError, UnsupportedSetupError
 from rlrepro.metrics_file import MetricsFileError
-from rlrepro.run_lock import RunBusyError
+from rlrepro.run_lock import FinishedRunError, RunBusyError
 from rlrepro.specs import SCALES, SpecError
 from rlrepro.workflow import SelectionError
 
@@ -315,7 +315,7 @@ def main(argv: list[str] | None = None) -> int:
     except BackendMissingError as error:
         print(f"error: {error}", file=sys.stderr)
         return 3
-    except RunBusyError as error:
+    except (RunBusyError, FinishedRunError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 4
     except MetricsFileError as error:

@@ -18,13 +18,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["LOCK_FILE", "RunBusyError", "holder", "own_run_dir"]
+__all__ = ["LOCK_FILE", "FinishedRunError", "RunBusyError", "holder", "own_run_dir"]
 
 LOCK_FILE = ".train.lock"
 
 
 class RunBusyError(RuntimeError):
     """Another process is training this run folder."""
+
+
+class FinishedRunError(RuntimeError):
+    """A finished run folder that a job would train again with other numbers (another seed group)."""
 
 
 def _describe(fd: int) -> str:

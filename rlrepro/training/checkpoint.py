@@ -102,6 +102,14 @@ def load_meta(path: Path) -> dict[str, Any] | None:
 
 def load_latest(path: Path) -> Checkpoint | None:
     """The newest good checkpoint: ``path``, else the one kept back; a damaged file is reported on stderr."""
+    return next(iter(load_good(path)), None)
+
+
+def load_good(path: Path) -> list[Checkpoint]:
+    """Every good checkpoint, newest first: ``path``, then the one kept back; a damaged file is reported on stderr.
+
+    The caller resumes from the first it can use (the kept-back one when the newest belongs to other metrics)."""
+    found = []
     for candidate in (path, previous_path(path)):
         try:
             data = _load(candidate)
@@ -111,8 +119,8 @@ def load_latest(path: Path) -> Checkpoint | None:
             fallback = "trying the previous one" if candidate == path else "training starts again from the start"
             print(f"rlrepro: {error}: not used; {fallback}", file=sys.stderr, flush=True)
             continue
-        return Checkpoint(candidate, data["meta"], data["leaves"])
-    return None
+        found.append(Checkpoint(candidate, data["meta"], data["leaves"]))
+    return found
 
 
 def restore(path: Path, like: Any) -> Any:

@@ -18,6 +18,7 @@ import contextlib
 import json
 import math
 import os
+import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
@@ -30,7 +31,7 @@ from rlrepro.agents.registry import ChunkPlan, TrainerProgram, build_trainer, ch
 from rlrepro.environments.availability import require_backend
 from rlrepro.metrics_file import read_metrics
 from rlrepro.provenance import git_commit
-from rlrepro.run_lock import own_run_dir
+from rlrepro.run_lock import FinishedRunError, own_run_dir
 from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, resolve_agent, resolve_env, spec_hash
 from rlrepro.training import checkpoint
 from rlrepro.training.memory import PeakMemory, memory_line
@@ -86,13 +87,14 @@ def train_job(
     with contextlib.ExitStack() as owned:
         for run_dir in run_dirs:  # before anything in them is written or cut
             owned.enter_context(own_run_dir(run_dir))
+        _check_finished_runs(run_dirs, seeds, digest)
         memory = owned.enter_context(PeakMemory())  # the job's peak resident memory: summary.json, log, MLflow
         device = device_placement()
         print(f"devices: {device['device_count']} x {device['platform']} ({device['device_kind']})", flush=True)
         for unit, run_dir in zip(units, run_dirs):
             _write_resolved(
                 run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_of[unit.env].model_dump(mode="json"),
-                chunk_plan(agent, env_of[unit.env], frames=size.frames, run=spec.run), device,
+                chunk_plan(agent, env_of[unit.env], frames=size.frames, run=spec.run), device, seeds,
             )
         state = program.init_batch(jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds]))
         state, start_chunk, wall_offset, attempts = _resume(ckpt, state, digest, seeds, run_dirs, program)
@@ -103,6 +105,35 @@ def train_job(
     return run_dirs
 
 
+def _check_finished_runs(run_dirs: list[Path], seeds: tuple[int, ...], digest: str) -> None:
+    """Never replace a finished run without a word: one trained in another seed group is an error, one of
+    another configuration is retrained and said so.
+
+    Seeds trained together are one vmapped program, and XLA rounds a batch of one seed differently from a batch of
+    two, so the same seed's curve drifts apart after enough chunks: the seed group is part of what identifies a
+    run (``run.seed_group`` in spec.resolved.json and summary.json).
+
+    Raises:
+        FinishedRunError: a finished run of these seeds was trained in another seed group.
+    """
+    for run_dir in run_dirs:
+        try:
+            run = json.loads((run_dir / "summary.json").read_text())["run"]
+        except (FileNotFoundError, ValueError, KeyError):
+            continue  # not finished (or a summary being rewritten): resumed or trained as usual
+        group = run.get("seed_group")
+        if group is not None and group != list(seeds):
+            raise FinishedRunError(
+                f"{run_dir} is finished, trained with seeds {','.join(map(str, group))} in one job; this job "
+                f"(--seeds {','.join(map(str, seeds))}) would train it again in another seed group and replace its "
+                "results with different numbers (seeds trained together are vmapped, and the batch changes float "
+                "rounding). Train the same seed group, or delete the folder's summary.json to retrain it in this one."
+            )
+        if run.get("config_hash") not in (None, digest):
+            print(f"rlrepro: {run_dir} is finished with another configuration (config hash {run['config_hash']}, "
+                  f"the spec's is {digest} now): training it again replaces its results", file=sys.stderr, flush=True)
+
+
 def _resume(
     ckpt: Path, state: Any, digest: str, seeds: tuple[int, ...], run_dirs: list[Path], program: TrainerProgram
 ) -> tuple[Any, int, float, list[dict]]:
@@ -110,12 +141,19 @@ def _resume(
     unknown from a checkpoint older than them), then this start when it trains (a forced re-run of a finished job
     trains nothing); the metrics are cut back to that chunk."""
     start_chunk, wall_offset, attempts = 0, 0.0, []
-    found = checkpoint.load_latest(ckpt)
-    if found is not None and _can_resume(found.meta, digest, seeds, run_dirs, program):
+    for found in checkpoint.load_good(ckpt):  # the newest usable one; each one left is said, with why
+        if (why := _why_not_resumable(found.meta, digest, seeds, run_dirs, program)) is not None:
+            print(f"rlrepro: checkpoint {found.path} (chunk {found.meta.get('chunk', '?')}) not used: {why}",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            continue
         state = checkpoint.restore_leaves(found.path, found.leaves, state)
         start_chunk, wall_offset = found.meta["chunk"], found.meta["wall_time"]
         attempts = found.meta.get("attempts", [{"from_chunk": 0, "git_commit": None}])
         print(f"resuming from {found.path} at chunk {start_chunk}/{program.num_chunks}", flush=True)
+        break
+    else:
+        if ckpt.exists() or checkpoint.previous_path(ckpt).exists():
+            print("rlrepro: no usable checkpoint: training starts at chunk 0", file=sys.stderr, flush=True)
     if start_chunk < program.num_chunks:
         attempts = [*attempts, {"from_chunk": start_chunk, "git_commit": git_commit()}]
     for run_dir in run_dirs:
@@ -183,16 +221,25 @@ def _train_chunks(
         checkpoint.drop_previous(ckpt)  # complete: the final checkpoint stays (a forced re-run resumes at the end)
 
 
-def _can_resume(
+def _why_not_resumable(
     meta: dict | None, digest: str, seeds: tuple[int, ...], run_dirs: list[Path], program: TrainerProgram
-) -> bool:
-    """A checkpoint of this config and these seeds, whose metrics are all still on disk (no gap after resuming)."""
-    if not meta or meta.get("config_hash") != digest or meta.get("seeds") != list(seeds):
-        return False
+) -> str | None:
+    """None for a checkpoint of this config and these seeds whose metrics are all still on disk (no gap after
+    resuming); otherwise why it cannot be resumed, in words."""
+    if not meta or "chunk" not in meta:
+        return "it has no metadata (not written by this trainer)"
+    if meta.get("config_hash") != digest:
+        return (f"it was trained with another configuration (config hash {meta.get('config_hash')}, the spec's is "
+                f"{digest} now): a run is trained by one configuration, so this one starts again")
+    if meta.get("seeds") != list(seeds):
+        return f"it holds seeds {meta.get('seeds')}, this job trains {list(seeds)}"
     needed = meta["chunk"] * program.updates_per_chunk
-    return all(
-        sum(1 for r in read_metrics(d / "metrics.jsonl") if r["updates"] <= needed) == meta["chunk"] for d in run_dirs
-    )
+    for run_dir in run_dirs:
+        kept = sum(1 for r in read_metrics(run_dir / "metrics.jsonl") if r["updates"] <= needed)
+        if kept != meta["chunk"]:
+            return (f"{run_dir / 'metrics.jsonl'} holds {kept} of the {meta['chunk']} chunks it covers (cut or "
+                    "lost): resuming from it would leave a gap in the curve")
+    return None
 
 
 def _pick(names: list[str], name: str, what: str, spec_path: Path) -> int:
@@ -220,7 +267,7 @@ def device_placement() -> dict[str, Any]:
 
 def _write_resolved(
     run_dir: Path, unit: RunUnit, spec: ExperimentSpec, scale: str, digest: str, agent: dict, env: dict,
-    chunks: ChunkPlan, device: dict[str, Any] | None = None,
+    chunks: ChunkPlan, device: dict[str, Any] | None = None, seed_group: tuple[int, ...] = (),
 ) -> None:
     """spec.resolved.json: the run's identity and configuration (MLflow's params are its ``config``). ``frames`` is
     what the run trains (whole chunks, the builder's ``ChunkPlan``), ``frames_budget`` the scale's budget."""
@@ -239,6 +286,7 @@ def _write_resolved(
             "config_hash": digest,
             "git_commit": git_commit(),
             "run_key": f"{scale}/{unit.relpath}",
+            "seed_group": list(seed_group),  # the seeds trained with it in one vmapped program (_check_finished_runs)
         },
         "config": {"agent": agent, "env": env, **frames, "run": spec.run.model_dump(mode="json")},
         "spec": spec.model_dump(mode="json"),

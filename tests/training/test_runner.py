@@ -25,7 +25,7 @@ import pytest
 from rlrepro.environments.errors import BackendMissingError
 from rlrepro.metrics_file import MetricsFileError
 from rlrepro.provenance import git_commit
-from rlrepro.run_lock import RunBusyError, own_run_dir
+from rlrepro.run_lock import FinishedRunError, RunBusyError, own_run_dir
 from rlrepro.specs import load_spec
 from rlrepro.training import checkpoint, runner
 from rlrepro.training.runner import read_metrics, train_job
@@ -208,7 +208,12 @@ def test_a_checkpoint_of_another_config_is_ignored(
     monkeypatch.setattr(checkpoint, "restore", must_not_restore)
     _train(edited, results)
 
-    assert "resuming" not in capsys.readouterr().out
+    out, err = capsys.readouterr()
+    assert "resuming" not in out
+    # said, with why (issue 33: a checkpoint was thrown away without a word)
+    assert f"checkpoint {_checkpoint(results)} (chunk {NUM_CHUNKS}) not used: it was trained with another configuration" in err
+    assert "no usable checkpoint: training starts at chunk 0" in err
+    assert f"{_run_dirs(results)[0]} is finished with another configuration" in err
     for run_dir, old_records in zip(_run_dirs(results), old):
         records = read_metrics(run_dir / "metrics.jsonl")
         assert [r["frames"] for r in records] == [FRAMES_PER_CHUNK * (i + 1) for i in range(NUM_CHUNKS)]
@@ -268,6 +273,42 @@ def test_a_damaged_checkpoint_is_reported_and_the_previous_one_resumed_with_iden
         assert comparable_metrics(read_metrics(run_dir / "metrics.jsonl")) == comparable_metrics(old)
         assert (run_dir / "summary.json").exists()
     assert checkpoint.load_meta(ckpt)["chunk"] == NUM_CHUNKS  # a good checkpoint again
+
+
+def test_a_checkpoint_ahead_of_the_metrics_is_passed_over_with_why_and_the_previous_one_resumed(
+    finished: Path, stopped_before_summary: Path, spec: Path, tmp_path: Path, capfd: pytest.CaptureFixture,
+    comparable_metrics,
+):
+    # metrics.jsonl lost its last line (the checkpoint of chunk 4 covers it): the one kept back, of chunk 3, is
+    # usable. Training restarted from chunk 0 here without a word.
+    results = _copy(stopped_before_summary, tmp_path)
+    metrics = _run_dirs(results)[0] / "metrics.jsonl"
+    metrics.write_text("".join(metrics.read_text().splitlines(keepends=True)[: NUM_CHUNKS - 1]))
+    _train(spec, results)
+    out, err = capfd.readouterr()
+    ckpt = _checkpoint(results)
+    assert (f"checkpoint {ckpt} (chunk {NUM_CHUNKS}) not used: {metrics} holds {NUM_CHUNKS - 1} of the {NUM_CHUNKS} "
+            "chunks it covers") in err
+    assert f"resuming from {ckpt}.prev at chunk {NUM_CHUNKS - 1}/{NUM_CHUNKS}" in out
+    for run_dir, old in zip(_run_dirs(results), _run_dirs(finished)):
+        assert comparable_metrics(read_metrics(run_dir / "metrics.jsonl")) == comparable_metrics(
+            read_metrics(old / "metrics.jsonl")
+        )
+
+
+def test_a_finished_seed_is_never_retrained_in_another_seed_group(finished: Path, spec: Path, tmp_path: Path):
+    # Seed 1 finished with seed 0 (one vmapped job); `--seeds 1` replaced its results with a different curve and
+    # left seeds1.ckpt beside seeds0-1.ckpt (issue 33). The group is part of the run's identity: an error.
+    results = _copy(finished, tmp_path)
+    seed1 = _run_dirs(results)[1]
+    assert json.loads((seed1 / "spec.resolved.json").read_text())["run"]["seed_group"] == [0, 1]
+    assert json.loads((seed1 / "summary.json").read_text())["run"]["seed_group"] == [0, 1]
+    before = {p.name: p.read_bytes() for p in seed1.iterdir() if p.is_file()}
+    with pytest.raises(FinishedRunError, match=re.escape(f"{seed1} is finished, trained with seeds 0,1 in one job; "
+                                                         "this job (--seeds 1)")):  # fmt: skip
+        _train(spec, results, seeds=(1,))
+    assert {p.name: p.read_bytes() for p in seed1.iterdir() if p.is_file()} == before
+    assert not _checkpoint(results).with_name("seeds1.ckpt").exists()
 
 
 def test_resuming_drops_a_torn_last_metrics_line_with_a_warning(finished: Path, spec: Path, tmp_path: Path, comparable_metrics):
