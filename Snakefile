@@ -30,16 +30,32 @@ SCALE = str(config.get("scale", "cpu"))
 if SCALE not in SCALES:
     raise ValueError(f"--config scale={SCALE}: unknown scale; expected one of {', '.join(SCALES)}")
 SPECS = [s for s in str(config.get("specs", "specs")).split(",") if s]
+if "only" in config and not str(config["only"] or "").strip(",/ "):  # only= left empty must not mean "everything"
+    raise ValueError("--config only= is empty: name PAPER or PAPER/EXPERIMENT (comma-separated), or leave only out "
+                     "to run every spec")
 ONLY = config.get("only") or None
 BASE = Path(config.get("results", "results"))
+if BASE.exists() and not BASE.is_dir():
+    raise ValueError(f"--config results={BASE}: a file; expected a folder (made if missing)")
 RESULTS = results_root(BASE, SCALE)
+
+
+def config_int(key, default=None):
+    """--config KEY=N: a non-negative whole number, or an error naming the key."""
+    if key not in config:
+        return default
+    if not str(config[key]).strip().isdigit():
+        raise ValueError(f"--config {key}={config[key]}: expected a non-negative whole number")
+    return int(config[key])
+
+
 # The results base is passed as a function: the train command derives its run folders from it.
-GPUS = int(config.get("gpus", 0))  # GPUs per training job (cluster profiles); 0 on CPU machines
+GPUS = config_int("gpus", 0)  # GPUs per training job (cluster profiles); 0 on CPU machines
 # Whole-machine jobs (speed measurements) take every core: --cores on one machine; a cluster executor sets no
 # --cores, so there they take machine_cores (and a node of their own, rlrepro.cluster).
-MACHINE_CORES = int(config["machine_cores"]) if "machine_cores" in config else None
-MAX_RUNTIME = int(config["max_runtime"]) if "max_runtime" in config else None
-MEM_MB = int(config["mem_mb"]) if "mem_mb" in config else None  # overrides every training job's (rlrepro.cluster)
+MACHINE_CORES = config_int("machine_cores")
+MAX_RUNTIME = config_int("max_runtime")
+MEM_MB = config_int("mem_mb")  # overrides every training job's (rlrepro.cluster)
 COMMON = dict(py=sys.executable, base=lambda wildcards: str(BASE), scale=SCALE)
 ENV = "envs/rlrepro.yaml"  # documents the software; no conda here: rules run in the current (pip) environment
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import errno
 import json
 import signal
 import sys
@@ -15,6 +16,7 @@ from pathlib import Path
 
 from rlrepro.environments.errors import BackendMissingError, UnsupportedSetupError
 from rlrepro.metrics_file import MetricsFileError
+from rlrepro.results.collect import MissingRunsError
 from rlrepro.run_lock import FinishedRunError, RunBusyError
 from rlrepro.specs import SCALES, SpecError
 from rlrepro.workflow import SelectionError
@@ -321,9 +323,22 @@ def main(argv: list[str] | None = None) -> int:
     except MetricsFileError as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
+    except MissingRunsError as error:  # e.g. `aggregate` while the experiment still trains
+        print(f"error: {error}\n(wait for the training jobs to finish, or run them: `snakemake` makes the tables "
+              "when they are done)", file=sys.stderr)
+        return 2
+    except NotADirectoryError as error:  # e.g. --results naming a file
+        print(f"error: {error.filename} is not a folder (a file is in the way: check --results)", file=sys.stderr)
+        return 2
     except PermissionError as error:  # e.g. a read-only results folder
         where = f": {error.filename}" if error.filename else ""
         print(f"error: permission denied{where} (a read-only results folder? make it writable, or pass "
               "another folder with --results)", file=sys.stderr)
+        return 5
+    except OSError as error:
+        if error.errno != errno.EROFS:
+            raise
+        print(f"error: {error.filename or 'the results folder'} is on a read-only file system: pass a writable "
+              "folder with --results", file=sys.stderr)
         return 5
 

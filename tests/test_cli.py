@@ -301,6 +301,44 @@ def test_a_read_only_results_folder_is_a_clear_error(
     assert f"error: permission denied: {results / 'smoke'}" in err and "read-only results folder" in err
 
 
+def test_a_results_folder_on_a_read_only_file_system_is_a_clear_error(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import errno
+    import os
+
+    results = tmp_path / "results"
+    real_mkdir = os.mkdir
+
+    def read_only_mkdir(path, *args, **kwargs):  # a read-only mount (EROFS), which permissions do not explain
+        if str(path).startswith(str(results)):
+            raise OSError(errno.EROFS, "Read-only file system", str(path))
+        return real_mkdir(path, *args, **kwargs)
+
+    monkeypatch.setattr(os, "mkdir", read_only_mkdir)
+    code = main(["train", "--spec", str(write(tmp_path)), "--scale", "smoke", "--variant", "a", "--env", "catch",
+                 "--results", str(results), "--no-mlflow"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 5 and "is on a read-only file system: pass a writable folder with --results" in err, err
+
+
+def test_results_naming_a_file_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    results = tmp_path / "results.txt"
+    results.write_text("not a folder\n")
+    code = main(["train", "--spec", str(write(tmp_path)), "--scale", "smoke", "--variant", "a", "--env", "catch",
+                 "--results", str(results), "--no-mlflow"])  # fmt: skip
+    err = capsys.readouterr().err
+    assert code == 2 and f"error: {results / 'smoke'}" in err and "is not a folder" in err and "--results" in err, err
+    assert results.read_text() == "not a folder\n"
+
+
+def test_aggregate_while_the_experiment_trains_is_a_clear_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["aggregate", "--spec", str(write(tmp_path)), "--scale", "smoke", "--results", str(tmp_path / "r")])
+    err = capsys.readouterr().err
+    assert code == 2 and err.startswith("error: toy/mini: 2 run(s) not finished (no summary.json)"), err
+    assert "wait for the training jobs to finish" in err
+
+
 def test_train_help_describes_every_option_with_a_working_example(capsys: pytest.CaptureFixture[str]) -> None:
     from rlrepro.cli import build_parser
     from rlrepro.specs import load_spec
