@@ -84,7 +84,8 @@ METRICS_FILE = "metrics.jsonl"
 SUMMARY_FILE = "summary.json"
 
 #: Keys of a metrics.jsonl record that are not metrics (``frames`` is the MLflow step).
-RECORD_META_KEYS = frozenset({"frames", "updates", "wall_time"})
+#: ``frames`` is logged too (at step = frames): MLflow's chart x-axis menu then offers the frames by name.
+RECORD_META_KEYS = frozenset({"updates", "wall_time"})
 #: Tags copied from ``spec.resolved.json["run"]``.
 RUN_TAG_KEYS = ("paper", "experiment", "variant", "env", "seed", "scale", "git_commit", "spec_hash")
 
@@ -615,6 +616,51 @@ def _runs_tagged(client, experiment_id: str, run_key: str, call: Callable) -> li
             return runs
 
 
+def short_variant(variant: str) -> str:
+    """A variant name as a runs table shows it: ``corr=none__lag=0__replay=0.0`` -> ``none lag0 replay0`` (a word
+    value alone, a number after its key, without a ``.0``)."""
+    parts = []
+    for part in variant.split("__"):
+        key, sep, value = part.partition("=")
+        if not sep:
+            parts.append(part)
+            continue
+        try:
+            number = float(value)
+        except ValueError:
+            parts.append(value or part)
+            continue
+        parts.append(f"{key}{int(number) if number.is_integer() and '.' in value else value}")
+    return " ".join(parts)
+
+
+def variant_names(spec: Mapping[str, Any]) -> list[str]:
+    """The variant names of a spec as spec.resolved.json stores it (a grid expanded); [] when it does not validate
+    (names are then shortened without the check for look-alikes)."""
+    from pydantic import TypeAdapter, ValidationError
+
+    from rlrepro.specs import ExperimentSpec  # pydantic only: the sync path stays without JAX
+
+    try:
+        variants = TypeAdapter(ExperimentSpec.model_fields["variants"].annotation).validate_python(spec.get("variants"))
+    except (ValidationError, TypeError, ValueError):
+        return []
+    return [v.name for v in (variants.expand() if hasattr(variants, "expand") else variants)]
+
+
+def display_variant(variant: str, variants: Iterable[str] = ()) -> str:
+    """:func:`short_variant`, or the full name where shortening would make two of the experiment's ``variants``
+    look alike (the ``variant`` tag keeps the full name always)."""
+    short = short_variant(variant)
+    return variant if any(short_variant(v) == short for v in variants if v != variant) else short
+
+
+def run_name(variant: str, env: str, seed: int | str, variants: Iterable[str] = ()) -> str:
+    """A seed run's name in MLflow, short and distinct: ``catch s0 · none lag0 replay0.5``. Environment and seed
+    first: the runs table's name column shows about 24 characters, and a long variant is cut at its end."""
+    return f"{env} s{seed} · {display_variant(variant, variants)}"
+
+
 class _RunFolder:
     """What the mirror needs from a run folder."""
 
@@ -635,7 +681,7 @@ class _RunFolder:
         self.bare_key: str = r.get("run_key") or default_key
         self.run_key: str = f"{project}/{self.bare_key}" if project else self.bare_key
         self.experiment_name = f"{self.run['paper']}/{self.run['experiment']}"
-        self.run_name = f"{self.run['variant']}/{self.run['env']}/seed{self.run['seed']}"
+        self.run_name = run_name(self.run["variant"], self.run["env"], self.run["seed"], variant_names(self.spec))
 
     @property
     def summary_path(self) -> Path:
@@ -1002,6 +1048,9 @@ EXPERIMENT_KIND = "custom_model_development"
 #: The experiment's (and a run's) description, shown as Markdown by the UI.
 NOTE_TAG = "mlflow.note.content"
 PARENT_TAG = "mlflow.parentRunId"
+#: On each seed run: the id of its experiment's summary run at its scale. A link, not MLflow's nesting
+#: (``mlflow.parentRunId``), which hides the seed runs in the runs table until the summary is expanded.
+SUMMARY_LINK_TAG = "rlrepro.summary_run"
 #: Identity of the summary (parent) run of one experiment at one scale: "<scale>/<paper>/<experiment>".
 SUMMARY_RUN_TAG = "rlrepro.experiment_summary"
 #: Summary values (summary.json "final") are logged as metrics under this prefix, so the runs table can sort by them
@@ -1012,16 +1061,19 @@ SUMMARY_METRIC_PREFIX = "summary."
 def experiment_description(spec: Mapping[str, Any], spec_path: str | None = None) -> str:
     """Markdown for the experiment's description: the paper, the section/figure, the spec file."""
     reference = spec.get("reference") or {}
+    # The experiments list shows the first line as it is: plain text, no Markdown.
+    title, citation = reference.get("title", spec.get("paper", "?")), reference.get("citation", "")
     lines = [
-        f"**{reference.get('title', spec.get('paper', '?'))}** ({reference.get('citation', '')})",
-        "",
-        f"Reproduces: {reference.get('where', '?')}.",
+        f"{title} ({citation}): {reference.get('where', '?')}" if citation else f"{title}: {reference.get('where', '?')}",
     ]
     if spec_path:
         lines += ["", f"Spec: `{spec_path}`"]
-    lines += ["", "Runs: one per (variant, environment, seed) and scale (tags `scale`, `variant`, `env`, `seed`); "
-              "the run named `summary (<scale>)` holds the table, figures and claim verdicts, with the seeds' runs "
-              "as its children."]
+    lines += ["", "Runs: one per (variant, environment, seed) and scale, named `<env> s<seed> · <variant>` (tags "
+              "`scale`, `variant`, `env`, `seed`); the run named `summary (<scale>)` holds the table, figures and "
+              "claim verdicts, and its metrics each cell's mean with its 95% interval (`<env> - <variant> - mean`, "
+              "`- ci95_lo`, `- ci95_hi`).",
+              "", "Charts: step = environment frames (x axis \"Step\"; every seed run also logs `frames`, which the "
+              "chart's x-axis menu offers by name)."]
     return "\n".join(lines)
 
 
@@ -1086,7 +1138,8 @@ def publish_experiment(
     project: str | None = None,
 ) -> str:
     """The summary run of one experiment at one scale: table, figures and verdicts as artifacts, verdicts as tags,
-    each cell's mean as a metric, and the scale's seed runs made its children. Idempotent; returns the run id.
+    each cell's mean and 95% interval as metrics (:func:`cell_metrics`), and the scale's seed runs linked to it
+    (tag ``rlrepro.summary_run``; not nested, so the runs table lists them). Idempotent; returns the run id.
 
     A tracking server gets the same bounds as training and ``mlflow-sync``: one short probe first, then MLflow's
     own HTTP retries only (``bound_http_requests``), none of ours on top.
@@ -1127,12 +1180,7 @@ def publish_experiment(
     run_tags.append(RunTag(NOTE_TAG, _truncate("\n".join(note), MAX_TAG_VAL_LENGTH)))
     for chunk in _chunks(run_tags, MAX_PARAMS_TAGS_PER_BATCH):
         call(lambda: client.log_batch(run_id, tags=chunk, synchronous=True))
-    ts = int(time.time() * 1000)
-    metrics = [
-        Metric(_safe_key(f"mean.{row['variant']}.{row['env']}"), float(row["final_return_mean"]), ts, int(row["frames"]))
-        for row in data.get("rows", [])
-        if _is_number(row.get("final_return_mean")) and math.isfinite(row["final_return_mean"])
-    ]
+    metrics = cell_metrics(data.get("rows", []), variant_names(spec))
     for chunk in _chunks(metrics, MAX_METRICS_PER_BATCH):
         call(lambda: client.log_batch(run_id, metrics=chunk, synchronous=True))
     for path in files:
@@ -1142,10 +1190,32 @@ def publish_experiment(
         verdict_file.write_text(json.dumps(verdicts, indent=2) + "\n")
         call(lambda: client.log_artifact(run_id, str(verdict_file)))
     call(lambda: client.set_terminated(run_id, status="FINISHED"))
-    children = call(lambda: client.search_runs([experiment_id], filter_string=f"tags.scale = '{scale}'", max_results=5000))
-    for child in children:
-        if child.data.tags.get(PROJECT_TAG) != project:  # another checkout's runs on a shared server
-            continue
-        if child.info.run_id != run_id and child.data.tags.get(PARENT_TAG) != run_id and RUN_KEY_TAG in child.data.tags:
-            call(lambda: client.set_tag(child.info.run_id, PARENT_TAG, run_id))
+    seed_runs = call(lambda: client.search_runs([experiment_id], filter_string=f"tags.scale = '{scale}'", max_results=5000))
+    for seed_run in seed_runs:
+        tags = seed_run.data.tags
+        if tags.get(PROJECT_TAG) != project or seed_run.info.run_id == run_id or RUN_KEY_TAG not in tags:
+            continue  # another checkout's runs on a shared server, or the summary run itself
+        if tags.get(SUMMARY_LINK_TAG) != run_id:
+            call(lambda: client.set_tag(seed_run.info.run_id, SUMMARY_LINK_TAG, run_id))
+        if PARENT_TAG in tags:  # nested by an older rlrepro: hidden under the summary until expanded
+            call(lambda: client.delete_tag(seed_run.info.run_id, PARENT_TAG))
     return run_id
+
+
+def cell_metrics(rows: Iterable[Mapping[str, Any]], variants: Iterable[str] = (), timestamp_ms: int | None = None) -> list:
+    """Each table cell as three summary-run metrics a runs table can show: ``<env> - <variant> - mean``,
+    ``... - ci95_lo`` and ``... - ci95_hi`` (the variant shortened as in run names), at step = the cell's frames.
+    A bound that is not finite (a cell of one run has no interval) is left out."""
+    from mlflow.entities import Metric
+
+    ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+    variants = list(variants)
+    metrics = []
+    for row in rows:
+        name = display_variant(row["variant"], variants)
+        frames = int(row["frames"]) if _is_number(row.get("frames")) and math.isfinite(row["frames"]) else 0
+        for suffix, field in (("mean", "final_return_mean"), ("ci95_lo", "ci95_low"), ("ci95_hi", "ci95_high")):
+            value = row.get(field)
+            if _is_number(value) and math.isfinite(value):
+                metrics.append(Metric(_safe_key(f"{row['env']} - {name} - {suffix}"), float(value), ts, frames))
+    return metrics

@@ -167,7 +167,11 @@ def test_a_summary_run_holds_table_figures_verdicts_with_the_seed_runs_as_childr
     parent = parents[0]
     parent_id = parent["info"]["run_id"]
     assert parent["info"]["run_name"] == "summary (smoke)" and parent["info"]["status"] == "FINISHED"
-    assert all(_tags(c["data"])["mlflow.parentRunId"] == parent_id for c in children)
+    # linked, not nested: the runs table lists the seed runs without expanding the summary (issue 31.8)
+    assert all(_tags(c["data"])["rlrepro.summary_run"] == parent_id for c in children)
+    assert not any("mlflow.parentRunId" in _tags(c["data"]) for c in children)
+    names = sorted(c["info"]["run_name"] for c in children)
+    assert names == [f"catch s{s} · {v}" for s in (0, 1) for v in ("none", "vtrace")]
     import json
 
     table = json.loads((pipeline.root / "tables" / "toytest" / "toy_e2e.json").read_text())

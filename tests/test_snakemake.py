@@ -164,7 +164,8 @@ def test_the_aggregate_step_publishes_a_summary_run_with_the_seed_runs_as_childr
     summary = client.search_runs([experiment.experiment_id],
                                  f"tags.`rlrepro.experiment_summary` = '{project}/smoke/toytest/toy_e2e'")
     assert len(summary) == 1
-    assert {run.data.tags["mlflow.parentRunId"] for run in mlflow_runs} == {summary[0].info.run_id}
+    assert {run.data.tags["rlrepro.summary_run"] for run in mlflow_runs} == {summary[0].info.run_id}
+    assert not any("mlflow.parentRunId" in run.data.tags for run in mlflow_runs)  # listed, not nested under it
     artifacts = {f.path for f in client.list_artifacts(summary[0].info.run_id)}
     assert {"toy_e2e.md", "toy_e2e.png", "verdicts.json"} <= artifacts
 
@@ -294,6 +295,25 @@ def test_an_unknown_scale_is_an_error_listing_the_scales(tmp_path: Path, subproc
     output = result.stdout + result.stderr  # Snakemake prints a Snakefile's error on stdout
     assert "--config scale=huge: unknown scale; expected one of smoke, cpu, paper" in output, _output(result)
     assert "KeyError" not in output
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        ("gpus=abc", "--config gpus=abc: expected a non-negative whole number"),
+        ("mem_mb=-5", "--config mem_mb=-5: expected a non-negative whole number"),
+        ("only=", "--config only= is empty: name PAPER or PAPER/EXPERIMENT"),
+        ("results={file}", "--config results={file}: a file; expected a folder"),
+    ],
+)
+def test_a_bad_config_value_is_an_error_naming_the_key(tmp_path: Path, subprocess_env, setting: str, message: str):
+    # Before: int()'s "invalid literal" without the key, a NotADirectoryError, and only= planned every paper.
+    file = tmp_path / "a_file"
+    file.write_text("")
+    args = ["-n", "--config", "scale=smoke", f"specs={REPO / 'specs' / 'frodo'}", setting.format(file=file)]
+    result = snakemake(tmp_path, *args, env=subprocess_env, timeout=300)
+    output = result.stdout + result.stderr  # Snakemake prints a Snakefile's error on stdout
+    assert result.returncode != 0 and message.format(file=file) in output, _output(result)
 
 
 def test_the_lock_files_of_a_killed_snakemake_are_removed_by_the_next_run(pipeline: Pipeline, subprocess_env):

@@ -225,7 +225,7 @@ def test_round_trip_start_log_finish(store, tmp_path):
     run = client.get_run(tracker.run_id)
     tags = run.data.tags
     assert run.info.status == "FINISHED"
-    assert run.info.run_name == "base/Catch/seed0"
+    assert run.info.run_name == "Catch s0 · base"
     assert client.get_experiment(run.info.experiment_id).name == "toy/catch"
     expected_tags = {
         "paper": "toy", "experiment": "catch", "variant": "base", "env": "Catch", "seed": "0",
@@ -730,3 +730,52 @@ def test_mlflow_publish_best_effort_keeps_the_tables_and_exits_0_when_the_server
     assert f"not published to {uri}" in best.stderr and "Traceback" not in best.stderr
     assert "run this command again when the tracking server is up" in best.stderr
     assert (tables / "toy.md").read_text() == "table\n"
+
+
+# --------------------------------------------------------------------------------------------------
+# what the MLflow UI shows (issue 31.8)
+
+
+def test_run_names_are_short_and_distinct_with_variant_env_and_seed():
+    # today every run read `corr=none__lag...` in the runs table's name column (about 24 characters wide)
+    grid = ["corr=vtrace__lag=32__replay=0.0", "corr=none__lag=0__replay=0.5"]
+    assert [T.run_name(v, "catch", 1, grid) for v in grid] == ["catch s1 · vtrace lag32 replay0",
+                                                               "catch s1 · none lag0 replay0.5"]  # fmt: skip
+    assert T.run_name("frodo", "catch", 0) == "catch s0 · frodo"
+    # two variants that would read alike keep their full names
+    alike = ["target=none__lag=0", "corr=none__lag=0"]
+    assert [T.run_name(v, "catch", 0, alike) for v in alike] == [f"catch s0 · {v}" for v in alike]
+
+
+def test_the_experiment_description_starts_with_one_plain_line():
+    spec = {"reference": {"title": "IMPALA", "citation": "Espeholt et al., 2018", "where": "Table 2"}}
+    first, *rest = T.experiment_description(spec, "specs/impala/toy.yaml").splitlines()
+    assert first == "IMPALA (Espeholt et al., 2018): Table 2"  # the experiments list shows it as it is
+    assert "step = environment frames" in "\n".join(rest)
+
+
+def test_publish_lists_the_seed_runs_beside_the_summary_with_readable_interval_metrics(store, tmp_path):
+    runs_root = tmp_path / "runs"
+    seed_dirs = [make_run(runs_root, seed=s) for s in (0, 1)]
+    for run_dir in seed_dirs:
+        T.sync_run_dir(run_dir, uri=store)
+    client = client_for(store)
+    (nested, _) = [runs_for_key(store, f"toy/catch/base/Catch/seed{s}")[0] for s in (0, 1)]
+    client.set_tag(nested.info.run_id, "mlflow.parentRunId", "an-older-summary")  # nested by an older rlrepro
+    table = tmp_path / "catch.json"
+    table.write_text(json.dumps({"claims": [], "rows": [
+        {"variant": "base", "env": "Catch", "frames": 5000, "final_return_mean": 1.5, "ci95_low": 1.0, "ci95_high": 2.0},
+    ]}))  # fmt: skip
+    spec = {"reference": {"title": "T", "citation": "C", "where": "W"}, "variants": [{"name": "base"}]}
+    run_id = T.publish_experiment(uri=store, scale="smoke", paper="toy", experiment="catch", spec=spec,
+                                  spec_path="s.yaml", table_json=table, files=[])  # fmt: skip
+    summary = client.get_run(run_id)
+    assert summary.data.metrics == {"Catch - base - mean": 1.5, "Catch - base - ci95_lo": 1.0,
+                                    "Catch - base - ci95_hi": 2.0}  # fmt: skip
+    for seed in (0, 1):
+        (run,) = runs_for_key(store, f"toy/catch/base/Catch/seed{seed}")
+        assert run.data.tags["rlrepro.summary_run"] == run_id
+        assert "mlflow.parentRunId" not in run.data.tags  # the runs table lists it without expanding the summary
+        assert run.info.run_name == f"Catch s{seed} · base"
+        frames = client.get_metric_history(run.info.run_id, "frames")  # the chart's x-axis menu offers it by name
+        assert [(m.step, m.value) for m in frames] == [(1000 * (i + 1), 1000.0 * (i + 1)) for i in range(5)]
