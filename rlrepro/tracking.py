@@ -320,6 +320,10 @@ HTTP_BOUNDS = {
     "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "1",
     "MLFLOW_HTTP_REQUEST_BACKOFF_FACTOR": "1",
     "MLFLOW_HTTP_REQUEST_TIMEOUT": "10",
+    # MLflow's usage telemetry thread, failing to reach its endpoint (an offline node), unsets an environment
+    # variable while a request of ours reads os.environ: the request failed with KeyError '_MLFLOW_TELEMETRY_SESSION_ID'
+    # (seen publishing to a live server here). It also sends nothing from a cluster.
+    "MLFLOW_DISABLE_TELEMETRY": "true",
 }
 
 

@@ -697,6 +697,16 @@ def test_publishing_to_a_server_that_is_down_probes_once_and_sends_nothing(tmp_p
                              table_json=table, files=[])  # fmt: skip
 
 
+def test_bounded_http_requests_turn_mlflow_telemetry_off_unless_the_user_set_it(monkeypatch):
+    # its thread unset a variable while our request read os.environ: KeyError '_MLFLOW_TELEMETRY_SESSION_ID'
+    monkeypatch.delenv("MLFLOW_DISABLE_TELEMETRY", raising=False)
+    T.bound_http_requests()
+    assert os.environ["MLFLOW_DISABLE_TELEMETRY"] == "true"
+    monkeypatch.setenv("MLFLOW_DISABLE_TELEMETRY", "false")
+    T.bound_http_requests()
+    assert os.environ["MLFLOW_DISABLE_TELEMETRY"] == "false"
+
+
 def test_publishing_to_a_tracking_server_adds_no_retries_of_ours_to_mlflow_s_own(monkeypatch):
     # MLflow's HTTP client retries each request (bounded by HTTP_BOUNDS); ten tries of ours on top multiplied them.
     calls = []
