@@ -303,11 +303,14 @@ def test_a_finished_seed_is_never_retrained_in_another_seed_group(finished: Path
     seed1 = _run_dirs(results)[1]
     assert json.loads((seed1 / "spec.resolved.json").read_text())["run"]["seed_group"] == [0, 1]
     assert json.loads((seed1 / "summary.json").read_text())["run"]["seed_group"] == [0, 1]
-    before = {p.name: p.read_bytes() for p in seed1.iterdir() if p.is_file()}
+    def files() -> dict[str, bytes]:  # the run's files (the lock file names the latest process that held it)
+        return {p.name: p.read_bytes() for p in seed1.iterdir() if p.is_file() and p.name != ".train.lock"}
+
+    before = files()
     with pytest.raises(FinishedRunError, match=re.escape(f"{seed1} is finished, trained with seeds 0,1 in one job; "
                                                          "this job (--seeds 1)")):  # fmt: skip
         _train(spec, results, seeds=(1,))
-    assert {p.name: p.read_bytes() for p in seed1.iterdir() if p.is_file()} == before
+    assert files() == before and {"summary.json", "metrics.jsonl", "spec.resolved.json"} <= set(before)
     assert not _checkpoint(results).with_name("seeds1.ckpt").exists()
 
 
