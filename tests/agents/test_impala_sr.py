@@ -13,7 +13,7 @@ from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala_sr.actor import init_actor, unroll
 from rlrepro.agents.impala_sr.config import ImpalaSRConfig, SRConfig
 from rlrepro.agents.impala_sr.learner import init, loss_fn, sr_terms
-from rlrepro.agents.impala_sr.networks import SRActorCritic, make_sr_network
+from rlrepro.agents.impala_sr.networks import SRActorCritic, init_sr_params, make_sr_network
 from rlrepro.environments.jax_envs import Chain
 from rlrepro.losses.synthetic_returns import episode_memory_sums
 
@@ -226,3 +226,25 @@ def test_an_lstm_with_several_seeds_in_one_cpu_job_is_refused_naming_the_fix() -
     program = build_impala_sr(agent, spec.environments[0], frames=1_000, run=spec.run)
     with pytest.raises(UnsupportedSetupError, match=r"lstm_size 8 with 2 seeds .* run.seeds_per_job: 1"):
         program.init_batch(jax.random.split(jax.random.key(0), 2))
+
+
+def _shapes(tree) -> dict[str, tuple[int, ...]]:
+    return {"/".join(str(k.key) for k in path): tuple(leaf.shape) for path, leaf in jax.tree_util.tree_leaves_with_path(tree)}
+
+
+def test_parameter_shapes_follow_the_supplement() -> None:
+    """Supplement §6.6: LSTM 256, then "a 256-unit layer followed by a ReLU and two separate linear layers to produce
+    policy logits and a baseline"; c and b 2x256 ReLU MLPs with a scalar output; g 256 then one unit (sigmoid)."""
+    config = ImpalaSRConfig(
+        impala=ImpalaConfig(hidden_sizes=(256,)), sr=SRConfig(memory_capacity=85), lstm_size=256
+    )
+    network = make_sr_network(config, num_actions=4)
+    params = jax.eval_shape(lambda: init_sr_params(network, jax.random.key(0), (5, 5, 5)))
+    shapes = _shapes(params["params"])
+    d = 256  # the torso's FC256 (the memory's width)
+    assert shapes["head/Dense_0/kernel"] == (256, 256) and shapes["head/Dense_0/bias"] == (256,)  # LSTM 256 -> FC 256
+    assert shapes["policy/kernel"] == (256, 4) and shapes["value/kernel"] == (256, 1)  # two linear heads on it
+    for mlp in ("contribution_mlp", "bias_mlp"):
+        assert [shapes[f"{mlp}/Dense_{i}/kernel"] for i in range(3)] == [(d, 256), (256, 256), (256, 1)]
+    assert [shapes[f"gate_mlp/Dense_{i}/kernel"] for i in range(2)] == [(d, 256), (256, 1)]
+    assert not any(name.startswith("head/Dense_1") for name in shapes)  # exactly one hidden layer in the head
