@@ -13,9 +13,13 @@ from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala_sr.actor import init_actor, unroll
 from rlrepro.agents.impala_sr.config import ImpalaSRConfig, SRConfig
 from rlrepro.agents.impala_sr.learner import init, loss_fn, sr_terms
+from rlrepro.agents.registry import resolve_config
 from rlrepro.agents.impala_sr.networks import SRActorCritic, init_sr_params, make_sr_network
 from rlrepro.environments.jax_envs import Chain
 from rlrepro.losses.synthetic_returns import episode_memory_sums
+from rlrepro.specs import load_spec
+from rlrepro.specs.experiment import RunSpec
+from rlrepro.specs.loading import resolve_agent
 
 ENV = Chain()  # 12-step episodes
 
@@ -248,3 +252,16 @@ def test_parameter_shapes_follow_the_supplement() -> None:
         assert [shapes[f"{mlp}/Dense_{i}/kernel"] for i in range(3)] == [(d, 256), (256, 256), (256, 1)]
     assert [shapes[f"gate_mlp/Dense_{i}/kernel"] for i in range(2)] == [(d, 256), (256, 1)]
     assert not any(name.startswith("head/Dense_1") for name in shapes)  # exactly one hidden layer in the head
+
+
+@pytest.mark.parametrize(("experiment", "baseline_discount"), [("catch", 0.90), ("catch_delayed", 0.99)])
+def test_the_catch_discounts_are_the_papers(experiment: str, baseline_discount: float) -> None:
+    """§3.2: both agents solve standard Catch with discount 0.90; on delayed Catch the baseline's best run needed
+    0.99 while the SR agent kept 0.90."""
+    spec = load_spec(f"specs/synthetic_returns/{experiment}.yaml")
+    env = spec.environments[0]
+    discounts = {}
+    for variant in spec.variant_list():
+        agent = resolve_agent(spec, variant, "paper")
+        discounts[variant.name] = resolve_config(agent, env, frames=spec.budget.frames, run=RunSpec()).config.impala.discount
+    assert discounts == {"sr": pytest.approx(0.90), "baseline": pytest.approx(baseline_discount)}
