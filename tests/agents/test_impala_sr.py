@@ -13,9 +13,10 @@ from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala_sr.actor import init_actor, unroll
 from rlrepro.agents.impala_sr.config import ImpalaSRConfig, SRConfig
 from rlrepro.agents.impala_sr.learner import init, loss_fn, sr_terms
+from rlrepro.agents.impala_sr.loop import make_sr_trainer
 from rlrepro.agents.registry import resolve_config
 from rlrepro.agents.impala_sr.networks import SRActorCritic, init_sr_params, make_sr_network
-from rlrepro.environments.jax_envs import Chain
+from rlrepro.environments.jax_envs import Chain, KeyToDoor
 from rlrepro.losses.synthetic_returns import episode_memory_sums
 from rlrepro.specs import load_spec
 from rlrepro.specs.experiment import RunSpec
@@ -265,3 +266,31 @@ def test_the_catch_discounts_are_the_papers(experiment: str, baseline_discount: 
         agent = resolve_agent(spec, variant, "paper")
         discounts[variant.name] = resolve_config(agent, env, frames=spec.budget.frames, run=RunSpec()).config.impala.discount
     assert discounts == {"sr": pytest.approx(0.90), "baseline": pytest.approx(baseline_discount)}
+
+
+def test_key_to_door_tallies_are_summed_per_episode_and_reach_the_chunk_metrics() -> None:
+    """Fig. 5b plots apples (left) and the door (right) apart: every ended episode's apple and phase-3 sums add up to
+    its return, the door opened at most once, and phase 3 pays +5 exactly when it did (standard task)."""
+    env = KeyToDoor(phase_lengths=(3, 4, 6), apples=10)  # 13-step episodes: several end in one unroll
+    config = ImpalaSRConfig(
+        impala=ImpalaConfig(unroll_length=40, batch_size=8, hidden_sizes=(16,), reward_clip=None),
+        sr=SRConfig(alpha=0.3, memory_capacity=13, c_hidden=(8,), b_hidden=(8,), g_hidden=(8,)),
+        lstm_size=None, head_hidden=(8,),
+    )
+    network = make_sr_network(config, env.num_actions)
+    params = init(jax.random.key(0), config, env.observation_shape, env.num_actions).params
+    state = init_actor(jax.random.key(1), env, network, config)
+    _, _, stats = jax.jit(functools.partial(unroll, env=env, network=network, unroll_length=40))(
+        jax.random.key(2), params, state)
+    ended = np.asarray(stats.ended)
+    tallies = {name: np.asarray(value)[ended] for name, value in stats.tallies.items()}
+    returns = np.asarray(stats.returns)[ended]
+    assert ended.sum() >= 16
+    np.testing.assert_allclose(tallies["apple_return"] + tallies["phase3_return"], returns, atol=1e-5)
+    assert set(tallies["door_opened"]) <= {0.0, 1.0} and set(tallies["phase3_return"]) <= {0.0, 5.0}
+    np.testing.assert_array_equal(tallies["phase3_return"] == 5.0, tallies["door_opened"] == 1.0)
+    assert np.all(tallies["door_opened"] <= tallies["first_key_taken"])  # no door without the key
+    trainer = make_sr_trainer(env, config, updates_per_chunk=2)
+    _, metrics = trainer.run_chunk(trainer.init(jax.random.key(3)))
+    assert {"door_opened", "phase3_return", "apple_return", "first_key_taken"} <= set(metrics._fields)
+    assert 0.0 <= float(metrics.door_opened) <= 1.0
