@@ -247,12 +247,12 @@ def test_parameter_shapes_follow_the_supplement() -> None:
     params = jax.eval_shape(lambda: init_sr_params(network, jax.random.key(0), (5, 5, 5)))
     shapes = _shapes(params["params"])
     d = 256  # the torso's FC256 (the memory's width)
-    assert shapes["head/Dense_0/kernel"] == (256, 256) and shapes["head/Dense_0/bias"] == (256,)  # LSTM 256 -> FC 256
+    assert shapes["head_layers_0/kernel"] == (256, 256) and shapes["head_layers_0/bias"] == (256,)  # LSTM 256 -> FC 256
     assert shapes["policy/kernel"] == (256, 4) and shapes["value/kernel"] == (256, 1)  # two linear heads on it
     for mlp in ("contribution_mlp", "bias_mlp"):
         assert [shapes[f"{mlp}/Dense_{i}/kernel"] for i in range(3)] == [(d, 256), (256, 256), (256, 1)]
     assert [shapes[f"gate_mlp/Dense_{i}/kernel"] for i in range(2)] == [(d, 256), (256, 1)]
-    assert not any(name.startswith("head/Dense_1") for name in shapes)  # exactly one hidden layer in the head
+    assert not any(name.startswith("head_layers_1") for name in shapes)  # exactly one hidden layer in the head
 
 
 @pytest.mark.parametrize(("experiment", "baseline_discount"), [("catch", 0.90), ("catch_delayed", 0.99)])

@@ -167,6 +167,6 @@ def test_the_pong_network_has_the_supplements_policy_network():
     config = resolve_config(resolve_agent(spec, variants["sr"], "paper"), env, frames=spec.budget.frames, run=RunSpec()).config
     network = make_sr_network(config, num_actions=6)
     params = jax.eval_shape(lambda: init_sr_params(network, jax.random.key(0), (4, 84, 84)))["params"]
-    assert params["head"]["Dense_0"]["kernel"].shape == (256, 256)
+    assert params["head_layers_0"]["kernel"].shape == (256, 256)
     assert params["policy"]["kernel"].shape == (256, 6) and params["value"]["kernel"].shape == (256, 1)
     assert [params["torso"][f"Conv_{i}"]["kernel"].shape for i in range(3)] == [(3, 3, 4, 32), (3, 3, 32, 64), (3, 3, 64, 64)]

@@ -62,18 +62,6 @@ class SROutputs(NamedTuple):
     core_state: CoreState  # after the last step
 
 
-class ReLUStack(nn.Module):
-    """ReLU layers of ``hidden_sizes`` (none: the identity): ``[..., d] -> [..., hidden_sizes[-1]]``."""
-
-    hidden_sizes: Sequence[int]
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        for size in self.hidden_sizes:
-            x = nn.relu(nn.Dense(size)(x))
-        return x
-
-
 class SRActorCritic(nn.Module):
     """Torso -> optional LSTM -> the policy network (``head_hidden`` ReLU layers shared by two linear heads:
     logits and value); c, g (sigmoid) and b MLPs beside them."""
@@ -88,7 +76,7 @@ class SRActorCritic(nn.Module):
     head_hidden: Sequence[int] = (256,)
 
     def setup(self) -> None:
-        self.head = ReLUStack(self.head_hidden)
+        self.head_layers = [nn.Dense(size) for size in self.head_hidden]
         self.policy = nn.Dense(self.num_actions)
         self.value = nn.Dense(1)
         if self.lstm_size is not None:
@@ -105,7 +93,9 @@ class SRActorCritic(nn.Module):
         core = torso
         if self.lstm_size is not None:
             core_state, core = self.core(core_state, (torso, resets))
-        hidden = self.head(core)
+        hidden = core
+        for layer in self.head_layers:
+            hidden = nn.relu(layer(hidden))
         return SROutputs(self.policy(hidden), self.value(hidden)[..., 0], torso, core, core_state)
 
     def embed(self, observations: jax.Array) -> jax.Array:
