@@ -44,6 +44,46 @@ def term_gradient_norms(params: Any, batch: Any, config: Any, network: Any) -> t
     return optax.tree.norm(shared(rl_grads)), optax.tree.norm(shared(sr_grads))
 
 
+def episode_end_batch(env_spec: Any, config: Any, network: Any, params: Any) -> Any:
+    """One ``SRBatch`` whose B streams are the last T steps of a uniform-random Skiing game each (the last one pays
+    the missed-gate penalty), with the memory holding the torso output of every earlier step of that game (counter
+    = the steps before the window) and a zero LSTM state at the window's start; behaviour logits uniform."""
+    from rlrepro.agents.impala_sr.learner import SRBatch  # noqa: PLC0415
+    from rlrepro.agents.impala_sr.networks import SRActorCritic  # noqa: PLC0415
+    from rlrepro.environments.atari import AtariEnv  # noqa: PLC0415
+    from rlrepro.losses.synthetic_returns import EpisodicMemory  # noqa: PLC0415
+
+    batch_size, unroll = config.impala.batch_size, config.impala.unroll_length
+    env = AtariEnv(env_spec, num_envs=batch_size, seed=0, num_threads=1)
+    frames, rewards, ends = [env.reset()], [], np.full(batch_size, -1)
+    rng = np.random.default_rng(0)
+    while np.any(ends < 0):
+        step = env.step(rng.integers(0, env.num_actions, batch_size))
+        frames.append(step.observation)
+        rewards.append(step.reward)
+        ends = np.where((ends < 0) & step.game_over, len(rewards) - 1, ends)
+    env.close()
+    frames, rewards = np.stack(frames), np.stack(rewards)  # [L + 1, B, ...], [L, B]
+    capacity, embed = config.sr.memory_capacity, jax.jit(lambda x: network.apply(params, x, method=SRActorCritic.embed))
+    observations, window_rewards, values, counters = [], [], [], []
+    for i, end in enumerate(ends):
+        start = end + 1 - unroll
+        observations.append(frames[start:end + 2, i])
+        window_rewards.append(rewards[start:end + 1, i])
+        past = np.asarray(embed(jnp.asarray(frames[max(0, start - capacity):start, i])))
+        values.append(np.pad(past, ((0, capacity - len(past)), (0, 0))))
+        counters.append(start)
+    actions = jnp.zeros((unroll, batch_size), jnp.int32)
+    lstm = (jnp.zeros((batch_size, config.lstm_size)), jnp.zeros((batch_size, config.lstm_size)))
+    return SRBatch(
+        observations=jnp.asarray(np.stack(observations, axis=1)), actions=actions,
+        rewards=jnp.asarray(np.stack(window_rewards, axis=1)), dones=jnp.zeros((unroll, batch_size), bool).at[-1].set(True),
+        env_discounts=jnp.ones((unroll, batch_size)), behaviour_logits=jnp.zeros((unroll, batch_size, env.num_actions)),
+        initial_core_state=lstm,
+        initial_memory=EpisodicMemory(jnp.asarray(np.stack(values)), jnp.asarray(counters, jnp.int32)),
+    )
+
+
 def _summary(rows: list[dict], ended: bool) -> list[str]:
     """Medians and maxima of both norms and of their ratio over the batches with (or without) an episode end."""
     picked = [r for r in rows if r["episode_end"] == ended]
@@ -68,6 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--spec", default="specs/synthetic_returns/skiing.yaml")
     parser.add_argument("--updates", type=int, default=40, help="learner updates (each on one batch)")
     parser.add_argument("--scale", default="smoke")
+    parser.add_argument("--episode-end", action="store_true",
+                        help="also one batch of the last T steps of random games (the gate penalty) at the initial parameters")
     args = parser.parse_args(argv)
 
     spec = load_spec(args.spec)
@@ -93,6 +135,11 @@ def main(argv: list[str] | None = None) -> int:
 
     trainer.update = measured_update
     state = trainer.init(jax.random.key_data(jax.random.key(0)))
+    if args.episode_end:
+        batch = episode_end_batch(env_spec, config, network, state.learner.params)
+        rl, sr = norms(state.learner.params, batch)
+        print(f"random games' last {config.impala.unroll_length} steps, initial parameters: RL {float(rl):.4g}  "
+              f"SR {float(sr):.4g}  max|r| {float(jnp.max(jnp.abs(batch.rewards))):.5g}", flush=True)
     try:
         trainer.run_chunk(state)
     finally:
