@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.episode_end:
         batch = episode_end_batch(env_spec, config, network, state.learner.params)
         rl, sr = norms(state.learner.params, batch)
-        print(f"random games' last {config.impala.unroll_length} steps, initial parameters: RL {float(rl):.4g}  "
+        print(f"games' last {config.impala.unroll_length} steps, initial params: RL {float(rl):.4g}  "
               f"SR {float(sr):.4g}  max|r| {float(jnp.max(jnp.abs(batch.rewards))):.5g}", flush=True)
     try:
         trainer.run_chunk(state)
