@@ -15,6 +15,7 @@ BENCHMARKS = {
     "refer": "rlrepro.bench.refer",
     "acer": "rlrepro.bench.acer",
     "impala-sr": "rlrepro.bench.impala_sr",
+    "sr-grad-norms": "rlrepro.bench.sr_grad_norms",
     "slurm-startup": "rlrepro.bench.slurm_startup",
 }
 

@@ -13,9 +13,14 @@ from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala_sr.actor import init_actor, unroll
 from rlrepro.agents.impala_sr.config import ImpalaSRConfig, SRConfig
 from rlrepro.agents.impala_sr.learner import init, loss_fn, sr_terms
-from rlrepro.agents.impala_sr.networks import SRActorCritic, make_sr_network
-from rlrepro.environments.jax_envs import Chain
+from rlrepro.agents.impala_sr.loop import make_sr_trainer
+from rlrepro.agents.registry import resolve_config
+from rlrepro.agents.impala_sr.networks import SRActorCritic, init_sr_params, make_sr_network
+from rlrepro.environments.jax_envs import Chain, KeyToDoor
 from rlrepro.losses.synthetic_returns import episode_memory_sums
+from rlrepro.specs import load_spec
+from rlrepro.specs.experiment import RunSpec
+from rlrepro.specs.loading import resolve_agent
 
 ENV = Chain()  # 12-step episodes
 
@@ -226,3 +231,66 @@ def test_an_lstm_with_several_seeds_in_one_cpu_job_is_refused_naming_the_fix() -
     program = build_impala_sr(agent, spec.environments[0], frames=1_000, run=spec.run)
     with pytest.raises(UnsupportedSetupError, match=r"lstm_size 8 with 2 seeds .* run.seeds_per_job: 1"):
         program.init_batch(jax.random.split(jax.random.key(0), 2))
+
+
+def _shapes(tree) -> dict[str, tuple[int, ...]]:
+    return {"/".join(str(k.key) for k in path): tuple(leaf.shape) for path, leaf in jax.tree_util.tree_leaves_with_path(tree)}
+
+
+def test_parameter_shapes_follow_the_supplement() -> None:
+    """Supplement §6.6: LSTM 256, then "a 256-unit layer followed by a ReLU and two separate linear layers to produce
+    policy logits and a baseline"; c and b 2x256 ReLU MLPs with a scalar output; g 256 then one unit (sigmoid)."""
+    config = ImpalaSRConfig(
+        impala=ImpalaConfig(hidden_sizes=(256,)), sr=SRConfig(memory_capacity=85), lstm_size=256
+    )
+    network = make_sr_network(config, num_actions=4)
+    params = jax.eval_shape(lambda: init_sr_params(network, jax.random.key(0), (5, 5, 5)))
+    shapes = _shapes(params["params"])
+    d = 256  # the torso's FC256 (the memory's width)
+    assert shapes["head_layers_0/kernel"] == (256, 256) and shapes["head_layers_0/bias"] == (256,)  # LSTM 256 -> FC 256
+    assert shapes["policy/kernel"] == (256, 4) and shapes["value/kernel"] == (256, 1)  # two linear heads on it
+    for mlp in ("contribution_mlp", "bias_mlp"):
+        assert [shapes[f"{mlp}/Dense_{i}/kernel"] for i in range(3)] == [(d, 256), (256, 256), (256, 1)]
+    assert [shapes[f"gate_mlp/Dense_{i}/kernel"] for i in range(2)] == [(d, 256), (256, 1)]
+    assert not any(name.startswith("head_layers_1") for name in shapes)  # exactly one hidden layer in the head
+
+
+@pytest.mark.parametrize(("experiment", "baseline_discount"), [("catch", 0.90), ("catch_delayed", 0.99)])
+def test_the_catch_discounts_are_the_papers(experiment: str, baseline_discount: float) -> None:
+    """§3.2: both agents solve standard Catch with discount 0.90; on delayed Catch the baseline's best run needed
+    0.99 while the SR agent kept 0.90."""
+    spec = load_spec(f"specs/synthetic_returns/{experiment}.yaml")
+    env = spec.environments[0]
+    discounts = {}
+    for variant in spec.variant_list():
+        agent = resolve_agent(spec, variant, "paper")
+        discounts[variant.name] = resolve_config(agent, env, frames=spec.budget.frames, run=RunSpec()).config.impala.discount
+    assert discounts == {"sr": pytest.approx(0.90), "baseline": pytest.approx(baseline_discount)}
+
+
+def test_key_to_door_tallies_are_summed_per_episode_and_reach_the_chunk_metrics() -> None:
+    """Fig. 5b plots apples (left) and the door (right) apart: every ended episode's apple and phase-3 sums add up to
+    its return, the door opened at most once, and phase 3 pays +5 exactly when it did (standard task)."""
+    env = KeyToDoor(phase_lengths=(3, 4, 6), apples=10)  # 13-step episodes: several end in one unroll
+    config = ImpalaSRConfig(
+        impala=ImpalaConfig(unroll_length=40, batch_size=8, hidden_sizes=(16,), reward_clip=None),
+        sr=SRConfig(alpha=0.3, memory_capacity=13, c_hidden=(8,), b_hidden=(8,), g_hidden=(8,)),
+        lstm_size=None, head_hidden=(8,),
+    )
+    network = make_sr_network(config, env.num_actions)
+    params = init(jax.random.key(0), config, env.observation_shape, env.num_actions).params
+    state = init_actor(jax.random.key(1), env, network, config)
+    _, _, stats = jax.jit(functools.partial(unroll, env=env, network=network, unroll_length=40))(
+        jax.random.key(2), params, state)
+    ended = np.asarray(stats.ended)
+    tallies = {name: np.asarray(value)[ended] for name, value in stats.tallies.items()}
+    returns = np.asarray(stats.returns)[ended]
+    assert ended.sum() >= 16
+    np.testing.assert_allclose(tallies["apple_return"] + tallies["phase3_return"], returns, atol=1e-5)
+    assert set(tallies["door_opened"]) <= {0.0, 1.0} and set(tallies["phase3_return"]) <= {0.0, 5.0}
+    np.testing.assert_array_equal(tallies["phase3_return"] == 5.0, tallies["door_opened"] == 1.0)
+    assert np.all(tallies["door_opened"] <= tallies["first_key_taken"])  # no door without the key
+    trainer = make_sr_trainer(env, config, updates_per_chunk=2)
+    _, metrics = trainer.run_chunk(trainer.init(jax.random.key(3)))
+    assert {"door_opened", "phase3_return", "apple_return", "first_key_taken"} <= set(metrics._fields)
+    assert 0.0 <= float(metrics.door_opened) <= 1.0

@@ -18,7 +18,7 @@ from rlrepro.agents.impala_sr.host import (  # noqa: E402
     write_host_memory,
 )
 from rlrepro.agents.impala_sr.learner import sr_terms  # noqa: E402
-from rlrepro.agents.impala_sr.networks import SRActorCritic  # noqa: E402
+from rlrepro.agents.impala_sr.networks import SRActorCritic, init_sr_params, make_sr_network  # noqa: E402
 from rlrepro.agents.impala_sr.trainer import impala_sr_config  # noqa: E402
 from rlrepro.agents.registry import resolve_config  # noqa: E402
 from rlrepro.losses.synthetic_returns import EpisodicMemory  # noqa: E402
@@ -157,3 +157,16 @@ def test_the_atari_specs_resolve_to_the_papers_settings(experiment):
         assert config.sr.loss == "one_stage" and config.sr.current_repr == "torso" and config.adam is None
     baseline = resolve_config(resolve_agent(spec, variants["baseline"], "paper"), env, frames=spec.budget.frames, run=RunSpec())
     assert not baseline.config.sr.enabled and baseline.config.sr.alpha == 0.0 and baseline.config.sr.beta == 1.0
+
+
+def test_the_pong_network_has_the_supplements_policy_network():
+    """Supplement §6.6 on Atari: ConvNet 32/64/64 3x3 stride 2, LSTM 256, then FC 256 + ReLU and two linear heads."""
+    spec = load_spec("specs/synthetic_returns/pong.yaml")
+    env = resolve_env(spec, "pong", "paper")
+    variants = {v.name: v for v in spec.variant_list()}
+    config = resolve_config(resolve_agent(spec, variants["sr"], "paper"), env, frames=spec.budget.frames, run=RunSpec()).config
+    network = make_sr_network(config, num_actions=6)
+    params = jax.eval_shape(lambda: init_sr_params(network, jax.random.key(0), (4, 84, 84)))["params"]
+    assert params["head_layers_0"]["kernel"].shape == (256, 256)
+    assert params["policy"]["kernel"].shape == (256, 6) and params["value"]["kernel"].shape == (256, 1)
+    assert [params["torso"][f"Conv_{i}"]["kernel"].shape for i in range(3)] == [(3, 3, 4, 32), (3, 3, 32, 64), (3, 3, 64, 64)]

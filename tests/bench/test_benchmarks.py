@@ -20,6 +20,7 @@ TINY = {
                    "--atari-batch", "2", "--atari-unroll", "3", "--atari-capacity", "20", "--atari-repeats", "1"],
                   "memory read share"),
     "slurm-startup": (["--rounds", "1"], "no slurm"),
+    "sr-grad-norms": (["--updates", "2"], "SR/RL"),
 }
 
 

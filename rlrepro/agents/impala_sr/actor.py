@@ -14,7 +14,6 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.impala.actor import EpisodeStats
 from rlrepro.agents.impala.networks import reset_core_state
 from rlrepro.agents.impala_sr.config import ImpalaSRConfig
 from rlrepro.agents.impala_sr.learner import Params, SRBatch
@@ -24,13 +23,24 @@ from rlrepro.losses.synthetic_returns import EpisodicMemory, init_memory, reset_
 
 
 class SRActorState(NamedTuple):
-    """What carries over between unrolls: environments, last observation, returns, core state and memory."""
+    """What carries over between unrolls: environments, last observation, returns (and the environment's episode
+    tallies), core state and memory."""
 
     env_state: Any
     observation: jax.Array  # [B, *obs]
     episode_return: jax.Array  # [B]
     core_state: Any  # () or (c, h) [B, lstm_size], before ``observation``
     memory: EpisodicMemory  # values [B, C, d], counter [B], before ``observation``
+    episode_tallies: dict[str, jax.Array]  # name -> [B]: the sums so far of the environment's ``tallies``
+
+
+class SREpisodeStats(NamedTuple):
+    """IMPALA's per-step episode bookkeeping [T, B] plus ``tallies``: each environment tally's episode sum where an
+    episode ended (0 elsewhere), e.g. Key-to-Door's door opened and phase-3 reward (paper Fig. 5b)."""
+
+    ended: jax.Array
+    returns: jax.Array
+    tallies: dict[str, jax.Array]
 
 
 class _Step(NamedTuple):
@@ -41,6 +51,7 @@ class _Step(NamedTuple):
     env_discount: jax.Array
     behaviour_logits: jax.Array
     episode_return: jax.Array
+    episode_tallies: dict[str, jax.Array]
 
 
 def init_actor(
@@ -55,7 +66,13 @@ def init_actor(
         episode_return=jnp.zeros((batch,), jnp.float32),
         core_state=initial_core_state(network, batch),
         memory=init_memory(config.sr.memory_capacity, representation_dim(config), (batch,)),
+        episode_tallies=jax.tree.map(jnp.zeros_like, step_tallies(timestep)),
     )
+
+
+def step_tallies(timestep: Any) -> dict[str, jax.Array]:
+    """The environment's per-step tallies to sum over each episode (``{}`` for environments that report none)."""
+    return {name: value.astype(jnp.float32) for name, value in getattr(timestep, "tallies", {}).items()}
 
 
 def step_discount(timestep: Any) -> jax.Array:
@@ -79,16 +96,20 @@ def _act_and_step(
     reward = timestep.reward.astype(jnp.float32)
     done = jnp.logical_or(timestep.terminated, timestep.truncated)
     episode_return = state.episode_return + reward
+    tallies = jax.tree.map(jnp.add, state.episode_tallies, step_tallies(timestep))
     memory = reset_memory(jax.vmap(write_memory)(state.memory, out.torso[0]), done)
     core_state = reset_core_state(out.core_state, done)
-    step = _Step(state.observation, action, reward, done, step_discount(timestep), logits, episode_return)
-    next_state = SRActorState(env_state, timestep.observation, jnp.where(done, 0.0, episode_return), core_state, memory)
+    step = _Step(state.observation, action, reward, done, step_discount(timestep), logits, episode_return, tallies)
+    next_state = SRActorState(
+        env_state, timestep.observation, jnp.where(done, 0.0, episode_return), core_state, memory,
+        jax.tree.map(lambda total: jnp.where(done, 0.0, total), tallies),
+    )
     return next_state, step
 
 
 def unroll(
     key: jax.Array, params: Params, state: SRActorState, *, env: JaxEnv, network: SRActorCritic, unroll_length: int
-) -> tuple[SRActorState, SRBatch, EpisodeStats]:
+) -> tuple[SRActorState, SRBatch, SREpisodeStats]:
     """Run T steps in the B environments; the batch records the core state and memory at the unroll's start."""
 
     def scan_step(carry: SRActorState, step_key: jax.Array) -> tuple[SRActorState, _Step]:
@@ -105,5 +126,9 @@ def unroll(
         initial_core_state=state.core_state,
         initial_memory=state.memory,
     )
-    stats = EpisodeStats(ended=steps.done, returns=jnp.where(steps.done, steps.episode_return, 0.0))
+    stats = SREpisodeStats(
+        ended=steps.done,
+        returns=jnp.where(steps.done, steps.episode_return, 0.0),
+        tallies=jax.tree.map(lambda total: jnp.where(steps.done, total, 0.0), steps.episode_tallies),
+    )
     return final, batch, stats

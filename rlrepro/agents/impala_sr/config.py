@@ -85,6 +85,7 @@ class ImpalaSRConfig:
         reward clip, policy lag; ``hidden_sizes`` is the torso MLP).
       sr: the synthetic-returns module.
       lstm_size: LSTM core width after the torso (paper: 256); None: feed-forward.
+      head_hidden: ReLU layers between the core and the linear policy and value heads (paper: one of 256).
       rmsprop_eps_in_sqrt: TF1 RMSProp semantics (eps inside the square root).
       rmsprop_initial_scale: initial second-moment accumulator (TF1: 1).
       conv: the Atari ConvNet torso (None: the MLP torso of ``impala.hidden_sizes``).
@@ -94,6 +95,7 @@ class ImpalaSRConfig:
     impala: ImpalaConfig
     sr: SRConfig
     lstm_size: int | None = 256
+    head_hidden: tuple[int, ...] = (256,)
     rmsprop_eps_in_sqrt: bool = True
     rmsprop_initial_scale: float = 1.0
     conv: SRConvConfig | None = None

@@ -15,8 +15,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.impala.actor import EpisodeStats
-from rlrepro.agents.impala_sr.actor import SRActorState, init_actor, unroll
+from rlrepro.agents.impala_sr.actor import SRActorState, SREpisodeStats, init_actor, unroll
 from rlrepro.agents.impala_sr.config import ImpalaSRConfig
 from rlrepro.agents.impala_sr.learner import LearnerState, Params, SRLearner, SRLearnerMetrics, make_learner
 from rlrepro.agents.impala_sr.networks import SRActorCritic, make_sr_network
@@ -37,10 +36,16 @@ class SRTrainState(NamedTuple):
 _CHUNK_FIELDS = (*SRLearnerMetrics._fields, "episodes", "mean_return", "frames")
 # Learner metrics averaged over the chunk; episodes ended in the chunk, their mean raw return; frames so far.
 ChunkMetrics = NamedTuple("ChunkMetrics", [(name, jax.Array) for name in _CHUNK_FIELDS])
+_CHAIN_FIELDS = ("sr_peak_position", "sr_peak_distance")
 # On the Chain also: the chain position where c peaks with the current parameters, and its distance to the trigger.
-ChainChunkMetrics = NamedTuple(
-    "ChainChunkMetrics", [(name, jax.Array) for name in (*_CHUNK_FIELDS, "sr_peak_position", "sr_peak_distance")]
-)
+ChainChunkMetrics = NamedTuple("ChainChunkMetrics", [(name, jax.Array) for name in (*_CHUNK_FIELDS, *_CHAIN_FIELDS)])
+
+
+@functools.cache
+def tally_chunk_metrics(names: tuple[str, ...]) -> type:
+    """The chunk's metrics plus, per environment tally, its mean episode sum over the episodes ended in the chunk
+    (Key-to-Door: ``door_opened`` is the door-opening rate, ``phase3_return`` the phase-3 reward: Fig. 5b)."""
+    return NamedTuple("TallyChunkMetrics", [(name, jax.Array) for name in (*_CHUNK_FIELDS, *names)])
 
 
 class SRTrainer(NamedTuple):
@@ -75,7 +80,7 @@ def init_train_state(key: jax.Array, env: JaxEnv, config: ImpalaSRConfig, learne
 
 def train_step(
     state: SRTrainState, env: JaxEnv, config: ImpalaSRConfig, learner: SRLearner
-) -> tuple[SRTrainState, tuple[SRLearnerMetrics, EpisodeStats]]:
+) -> tuple[SRTrainState, tuple[SRLearnerMetrics, SREpisodeStats]]:
     """One unroll with the lagged parameters, one learner update, the new snapshot into the ring buffer."""
     rng, unroll_key = jax.random.split(state.rng)
     lag = config.impala.policy_lag
@@ -96,7 +101,7 @@ def run_chunk(
 ) -> tuple[SRTrainState, Any]:
     """``updates_per_chunk`` train steps in a ``lax.scan``; metrics averaged over the chunk."""
 
-    def step(carry: SRTrainState, _: None) -> tuple[SRTrainState, tuple[SRLearnerMetrics, EpisodeStats]]:
+    def step(carry: SRTrainState, _: None) -> tuple[SRTrainState, tuple[SRLearnerMetrics, SREpisodeStats]]:
         return train_step(carry, env, config, learner)
 
     state, (metrics, stats) = jax.lax.scan(step, state, None, length=updates_per_chunk)
@@ -104,6 +109,10 @@ def run_chunk(
     mean_return = jnp.where(episodes > 0, jnp.sum(stats.returns) / jnp.maximum(episodes, 1), jnp.nan)
     values = {**jax.tree.map(jnp.mean, metrics)._asdict(), "episodes": episodes, "mean_return": mean_return,
               "frames": state.frames}
+    if stats.tallies:
+        per_episode = {name: jnp.where(episodes > 0, jnp.sum(total) / jnp.maximum(episodes, 1), jnp.nan)
+                       for name, total in stats.tallies.items()}
+        return state, tally_chunk_metrics(tuple(per_episode))(**values, **per_episode)
     if not has_chain_probe(env):
         return state, ChunkMetrics(**values)
     profile = contribution_profile(make_sr_network(config, env.num_actions), state.learner.params, env)

@@ -1,6 +1,7 @@
 """The IMPALA+SR network (flax.linen): IMPALA's torso, optional LSTM core and heads, plus the SR MLPs c, g, b.
 
-Paper Supplement §6.6: Chain torso FC128 + ReLU, LSTM 256, policy and value heads; c and b are 2x256 ReLU
+Paper Supplement §6.6: Chain torso FC128 + ReLU, LSTM 256, then "a 256-unit layer followed by a ReLU and two
+separate linear layers to produce policy logits and a baseline"; c and b are 2x256 ReLU
 MLPs with a scalar output, g is 256 -> 1 -> sigmoid. c reads the torso output (the space the memory holds);
 g and b read the current state's torso output, or the LSTM output on Skiing (``current_repr``).
 """
@@ -62,7 +63,8 @@ class SROutputs(NamedTuple):
 
 
 class SRActorCritic(nn.Module):
-    """Torso -> optional LSTM -> linear policy and value heads; c, g (sigmoid) and b MLPs beside them."""
+    """Torso -> optional LSTM -> the policy network (``head_hidden`` ReLU layers shared by two linear heads:
+    logits and value); c, g (sigmoid) and b MLPs beside them."""
 
     torso: nn.Module
     num_actions: int
@@ -71,8 +73,10 @@ class SRActorCritic(nn.Module):
     g_hidden: Sequence[int]
     b_hidden: Sequence[int]
     current_repr: str = "torso"
+    head_hidden: Sequence[int] = (256,)
 
     def setup(self) -> None:
+        self.head_layers = [nn.Dense(size) for size in self.head_hidden]
         self.policy = nn.Dense(self.num_actions)
         self.value = nn.Dense(1)
         if self.lstm_size is not None:
@@ -89,7 +93,10 @@ class SRActorCritic(nn.Module):
         core = torso
         if self.lstm_size is not None:
             core_state, core = self.core(core_state, (torso, resets))
-        return SROutputs(self.policy(core), self.value(core)[..., 0], torso, core, core_state)
+        hidden = core
+        for layer in self.head_layers:
+            hidden = nn.relu(layer(hidden))
+        return SROutputs(self.policy(hidden), self.value(hidden)[..., 0], torso, core, core_state)
 
     def embed(self, observations: jax.Array) -> jax.Array:
         """Torso output of ``[N, *obs]`` observations (what the memory stores): ``[N, d]``."""
@@ -136,6 +143,7 @@ def make_sr_network(config: ImpalaSRConfig, num_actions: int) -> SRActorCritic:
         g_hidden=tuple(config.sr.g_hidden),
         b_hidden=tuple(config.sr.b_hidden),
         current_repr=config.sr.current_repr,
+        head_hidden=tuple(config.head_hidden),
     )
 
 

@@ -65,6 +65,7 @@ def impala_sr_config(agent: ImpalaSRAgentSpec, total_updates: int) -> ImpalaSRCo
         impala=impala,
         sr=sr_config,
         lstm_size=net.lstm_size,
+        head_hidden=tuple(net.head_hidden_sizes),
         rmsprop_eps_in_sqrt=rmsprop.eps_in_sqrt if rmsprop else True,
         rmsprop_initial_scale=rmsprop.initial_scale if rmsprop else 1.0,
         conv=None if not isinstance(net, SRConvNetworkSpec) else SRConvConfig(

@@ -13,9 +13,23 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from rlrepro.environments.base import TimeStep
-
 _MOVES = jnp.array([[-1, 0], [1, 0], [0, -1], [0, 1]], jnp.int32)  # up, down, left, right
+
+
+TALLIES: tuple[str, ...] = ("door_opened", "phase3_return", "apple_return", "first_key_taken", "second_key_taken")
+"""Per-step amounts an episode sums (``KeyToDoorTimeStep.tallies``): the door opened (0/1), the phase-3 reward
+(door, per-step and no-door rewards: Fig. 5b right), the apple reward (Fig. 5b left), key 1 (yellow) or key 2 (red)
+picked up (0/1)."""
+
+
+class KeyToDoorTimeStep(NamedTuple):
+    """``TimeStep`` plus ``tallies``: per-step amounts (``TALLIES``) the actor sums over each episode."""
+
+    observation: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    tallies: dict[str, jax.Array]
 
 
 class KeyToDoorState(NamedTuple):
@@ -35,9 +49,11 @@ class KeyToDoor:
 
     Phase 1 (``phase_lengths[0]`` steps): agent and key at random cells; walking onto the key picks it up
     (reward 0). Phase 2 (``phase_lengths[1]`` steps): ``apples`` apples at random cells, ``apple_reward``
-    each (no respawn: ours). Phase 3 (at most ``phase_lengths[2]`` steps): the door is the top-centre cell;
-    walking onto it ends the episode and pays ``door_rewards[held - 1]`` if a key is held (0 without key);
-    ``phase3_step_reward`` is paid on every phase-3 step, ``no_door_reward`` if the phase times out. The agent
+    each (no respawn: ours). Phase 3 (at most ``phase_lengths[2]`` steps): the door is the top-centre cell.
+    It opens only for an agent holding a key (§3.3: "but only if it picked up the key"): walking onto it then
+    ends the episode and pays ``door_rewards[held - 1]``; without a key the closed door blocks like a wall
+    (ours: pycolab's layout is not given) and the phase runs to its end. ``phase3_step_reward`` is paid on every
+    phase-3 step, ``no_door_reward`` when the phase ends with the door unopened (with or without a key). The agent
     restarts at the bottom centre in phases 2 and 3. Observation: ``[size, size, 5]`` float32 planes (agent,
     key 1, key 2, apples, door); the held key is never shown, so the door's outcome depends on phase 1.
 
@@ -91,33 +107,35 @@ class KeyToDoor:
     def entry(self) -> jax.Array:
         return jnp.array([self.size - 1, self.size // 2], jnp.int32)
 
-    def reset(self, key: jax.Array) -> tuple[KeyToDoorState, TimeStep]:
+    def reset(self, key: jax.Array) -> tuple[KeyToDoorState, KeyToDoorTimeStep]:
         state = self._initial_state(key)
         zero = jnp.zeros((), jnp.float32)
-        return state, TimeStep(self._observe(state), zero, jnp.zeros((), bool), jnp.zeros((), bool))
+        tallies = {name: zero for name in TALLIES}
+        return state, KeyToDoorTimeStep(self._observe(state), zero, jnp.zeros((), bool), jnp.zeros((), bool), tallies)
 
-    def step(self, key: jax.Array, state: KeyToDoorState, action: ArrayLike) -> tuple[KeyToDoorState, TimeStep]:
+    def step(self, key: jax.Array, state: KeyToDoorState, action: ArrayLike) -> tuple[KeyToDoorState, KeyToDoorTimeStep]:
         apple_key, reset_key = jax.random.split(key)
-        agent = jnp.clip(state.agent + _MOVES[jnp.asarray(action, jnp.int32)], 0, self.size - 1)
+        agent = self._move(state, action)
         on_key = jnp.all(agent[None, :] == state.keys, axis=1) & jnp.array([True, self.two_keys])
         pick = (state.phase == 0) & (state.held == 0) & jnp.any(on_key)
         held = jnp.where(pick, jnp.argmax(on_key) + 1, state.held).astype(jnp.int32)
         keys = jnp.where(pick, jnp.full_like(state.keys, -1), state.keys)  # picked: both keys leave the room
         eat = (state.phase == 1) & state.apples[agent[0], agent[1]]
         apples = state.apples.at[agent[0], agent[1]].set(state.apples[agent[0], agent[1]] & ~eat)
-        at_door = (state.phase == 2) & jnp.all(agent == self.door)
+        # The door opens only for an agent holding a key (§3.3: "but only if it picked up the key"); _move keeps
+        # a keyless agent off the door cell, so reaching it means opening it.
+        opened = (state.phase == 2) & jnp.all(agent == self.door) & (held > 0)
         door_values = jnp.asarray(self.door_rewards, jnp.float32)
-        door_reward = jnp.where(held > 0, door_values[jnp.maximum(held - 1, 0)], 0.0)
         phase_step = state.phase_step + 1
         phase_over = phase_step == jnp.asarray(self.phase_lengths, jnp.int32)[state.phase]
-        timed_out = (state.phase == 2) & phase_over & ~at_door
-        reward = (
-            jnp.where(eat, self.apple_reward, 0.0)
-            + jnp.where(state.phase == 2, self.phase3_step_reward, 0.0)
-            + jnp.where(at_door, door_reward, 0.0)
+        timed_out = (state.phase == 2) & phase_over & ~opened
+        phase3_reward = (
+            jnp.where(state.phase == 2, self.phase3_step_reward, 0.0)
+            + jnp.where(opened, door_values[jnp.maximum(held - 1, 0)], 0.0)
             + jnp.where(timed_out, self.no_door_reward, 0.0)
-        ).astype(jnp.float32)
-        terminated = at_door | timed_out
+        )
+        apple_reward = jnp.where(eat, self.apple_reward, 0.0)
+        terminated = opened | timed_out
         advance = phase_over & (state.phase < 2)
         next_state = KeyToDoorState(
             phase=jnp.where(advance, state.phase + 1, state.phase).astype(jnp.int32),
@@ -129,7 +147,21 @@ class KeyToDoor:
         )
         fresh = self._initial_state(reset_key)
         state = jax.tree.map(lambda f, o: jnp.where(terminated, f, o), fresh, next_state)
-        return state, TimeStep(self._observe(state), reward, terminated, jnp.zeros((), bool))
+        tallies = {
+            "door_opened": opened.astype(jnp.float32),
+            "phase3_return": phase3_reward.astype(jnp.float32),
+            "apple_return": apple_reward.astype(jnp.float32),
+            "first_key_taken": (pick & (held == 1)).astype(jnp.float32),
+            "second_key_taken": (pick & (held == 2)).astype(jnp.float32),
+        }
+        reward = (apple_reward + phase3_reward).astype(jnp.float32)
+        return state, KeyToDoorTimeStep(self._observe(state), reward, terminated, jnp.zeros((), bool), tallies)
+
+    def _move(self, state: KeyToDoorState, action: ArrayLike) -> jax.Array:
+        """The agent's next cell: walls block, and so does the closed door (phase 3, no key held)."""
+        agent = jnp.clip(state.agent + _MOVES[jnp.asarray(action, jnp.int32)], 0, self.size - 1)
+        door_closed = (state.phase == 2) & (state.held == 0) & jnp.all(agent == self.door)
+        return jnp.where(door_closed, state.agent, agent)
 
     def _random_apples(self, key: jax.Array) -> jax.Array:
         cells = jax.random.permutation(key, self.size * self.size)[: self.apples]

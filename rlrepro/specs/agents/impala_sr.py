@@ -12,7 +12,8 @@ from rlrepro.specs.common import PositiveCount, SpecModel
 
 
 class SRNetworkSpec(SpecModel):
-    """The toy-task actor-critic of the paper (Supplement §6.6): an MLP torso, then an optional LSTM core."""
+    """The toy-task actor-critic of the paper (Supplement §6.6): an MLP torso, an optional LSTM core, then the
+    policy network (a ReLU layer, two linear heads)."""
 
     kind: Literal["mlp"] = Field("mlp", description="Network kind (pure-JAX tasks; Atari is not wired yet).")
     hidden_sizes: list[PositiveCount] = Field(
@@ -21,12 +22,17 @@ class SRNetworkSpec(SpecModel):
     lstm_size: PositiveCount | None = Field(
         256, description="LSTM core width after the torso (paper: 256); null: feed-forward."
     )
+    head_hidden_sizes: list[PositiveCount] = Field(
+        default_factory=lambda: [256],
+        description="ReLU layers between the core and the two linear heads (policy logits, value), shared by both "
+        "(Supplement §6.6: 'a 256-unit layer followed by a ReLU and two separate linear layers'); []: linear heads.",
+    )
 
 
 class SRConvNetworkSpec(SpecModel):
     """The Atari actor-critic of the paper (Supplement §6.6, "Architecture details"): a ConvNet of 3x3 kernels with
     stride 2 (channels 32, 64, 64), a fully connected layer (its width on Atari is not stated: ours 256, the Catch /
-    Key-to-Door width), then the LSTM 256. The FC output is the representation the episodic memory stores."""
+    Key-to-Door width), then the LSTM 256 and the policy network (FC 256 + ReLU, linear logits and value). The FC output is the representation the episodic memory stores."""
 
     kind: Literal["sr_conv"] = Field(description="Network kind: the paper's Atari ConvNet (Pong, Skiing).")
     channels: list[PositiveCount] = Field(
@@ -38,6 +44,11 @@ class SRConvNetworkSpec(SpecModel):
         256, description="Width of the FC + ReLU layer after the convs: the stored representation d (Atari: not stated; ours 256)."
     )
     lstm_size: PositiveCount | None = Field(256, description="LSTM core width after the torso (paper: 256); null: feed-forward.")
+    head_hidden_sizes: list[PositiveCount] = Field(
+        default_factory=lambda: [256],
+        description="ReLU layers between the core and the two linear heads (policy logits, value), shared by both "
+        "(Supplement §6.6: 'a 256-unit layer followed by a ReLU and two separate linear layers'); []: linear heads.",
+    )
 
 
 SRNetwork = Annotated[Union[SRNetworkSpec, SRConvNetworkSpec], Field(discriminator="kind")]
