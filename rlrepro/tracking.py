@@ -1111,9 +1111,9 @@ def publish_experiment(
         _retry(lambda: client.log_batch(run_id, tags=chunk, synchronous=True))
     ts = int(time.time() * 1000)
     metrics = [
-        Metric(_safe_key(f"mean.{row['variant']}.{row['env']}"), float(row["final_return_mean"]), ts, int(row["frames"]))
+        Metric(_safe_key(f"mean.{row['variant']}.{row['env']}"), float(row["mean"]), ts, int(row["frames"]))
         for row in data.get("rows", [])
-        if _is_number(row.get("final_return_mean")) and math.isfinite(row["final_return_mean"])
+        if _is_number(row.get("mean")) and math.isfinite(row["mean"])
     ]
     for chunk in _chunks(metrics, MAX_METRICS_PER_BATCH):
         _retry(lambda: client.log_batch(run_id, metrics=chunk, synchronous=True))

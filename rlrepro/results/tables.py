@@ -30,7 +30,7 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
     paths = {ext: Path(p) for ext, p in plan.table_paths(root).items()}
     paths["json"] = paths["md"].with_suffix(".json")
     paths["md"].parent.mkdir(parents=True, exist_ok=True)
-    rows = _rows(cells, spec.paper_values, spec.scale(scale).frames)
+    rows = _rows(cells, spec.paper_values, spec.scale(scale).frames, spec.run.report_metric)
     provenance = _provenance(plan, scale, cells)
     searches = search_results(plan, root)
     _write_csv(paths["csv"], rows, provenance)
@@ -136,8 +136,13 @@ def search_counts_text(stats: dict[str, float]) -> str:
     )
 
 
-def _rows(cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict[str, float]], budget: int) -> list[dict]:
-    """One row per cell; ``frames`` is what its runs trained (whole chunks), ``frames_budget`` the scale's budget."""
+def _rows(
+    cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict[str, float]], budget: int,
+    metric: str = "final_return",
+) -> list[dict]:
+    """One summary row per cell (the JSON's and the table's): the mean over seeds of ``metric`` with its 95% CI,
+    the per-seed values, the paper's value where it gives one; ``frames`` is what the runs trained (whole chunks),
+    ``frames_budget`` the scale's budget."""
     rows = []
     for (variant, env), cell in cells.items():
         finite = [v for v in cell.final if math.isfinite(v)]
@@ -150,17 +155,32 @@ def _rows(cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict
             {
                 "variant": variant,
                 "env": env,
+                "metric": metric,
+                "unit": metric_unit(metric),
                 "seeds": len(cell.seeds),
                 "frames": max(cell.frames),
                 "frames_budget": budget,
-                "final_return_mean": point,
-                "ci95_low": low,
-                "ci95_high": high,
-                "per_seed": ";".join(f"{v:.4g}" for v in cell.final),
+                "mean": clean_float(point),
+                "ci95_low": clean_float(low),
+                "ci95_high": clean_float(high),
+                "per_seed": [{"seed": seed, "value": clean_float(v)} for seed, v in zip(cell.seeds, cell.final)],
                 "paper": paper_values.get(variant, {}).get(env, math.nan),
             }
         )
     return rows
+
+
+def clean_float(value: float) -> float:
+    """A run's value without float32 noise: -0.8199999928474426 (a float32 -0.82 widened) reads -0.82.
+
+    Summaries store float32 metrics as float64; 7 significant digits are what float32 holds, so rounding there
+    changes no digit a run computed.
+    """
+    return float(f"{value:.7g}") if math.isfinite(value) else value
+
+
+CSV_FIELDS = ("experiment", "scale", "variant", "env", "seed", "metric", "unit", "value", "paper", "frames",
+              "frames_budget", "spec_hash", "run_commits")
 
 
 def _frames_text(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], CellResult]) -> str:
@@ -193,7 +213,17 @@ def _provenance(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], C
 
 #: Units of the metrics a table can show, so every number in a table says what it counts.
 METRIC_UNITS = {"fps": "environment frames per second of wall time, all actors", "best_fitness": "fitness, the sum of "
-                "normalised training returns", "eval_return": "game score (points)", "final_return": "episode return"}
+                "normalised training returns", "eval_return": "game score (points)", "final_return": "episode return",
+                "best_eval_return": "game score (points)", "value_error": "mean squared error of the values over states",
+                "changepoint_error": "mean squared error of the values over states after the change point",
+                "far_fraction": "fraction of replayed samples far from the current policy", "kl": "KL divergence (nats)",
+                "normalized_return": "normalised return", "run_return": "episode return",
+                "duplicate_fraction": "fraction of proposals"}
+
+
+def metric_unit(metric: str) -> str:
+    """The unit of ``metric`` (METRIC_UNITS), or 'as logged' for a metric without one written down."""
+    return METRIC_UNITS.get(metric, "as logged")
 
 
 def _metric_text(metric: str, fraction: float) -> str:
@@ -215,13 +245,25 @@ def _resumed_lines(prov: dict) -> list[str]:
 
 
 def _write_csv(path: Path, rows: list[dict], provenance: dict) -> None:
+    """The tidy CSV: one row per run (variant, environment, seed) with the metric, its unit and value, and the
+    paper's value of the cell beside it (empty where the paper gives none): ``pandas.read_csv`` reads typed columns."""
     extra = {k: provenance[k] for k in ("experiment", "scale", "spec_hash")}
     extra["run_commits"] = ";".join(provenance["run_commits"])
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=[*extra, *rows[0]])
+        writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
         writer.writeheader()
         for row in rows:
-            writer.writerow({**extra, **row})
+            for run in row["per_seed"]:
+                writer.writerow({
+                    **extra, "variant": row["variant"], "env": row["env"], "seed": run["seed"],
+                    "metric": row["metric"], "unit": row["unit"], "value": _csv_number(run["value"]),
+                    "paper": _csv_number(row["paper"]), "frames": row["frames"], "frames_budget": row["frames_budget"],
+                })
+
+
+def _csv_number(value: float) -> str:
+    """A number as its shortest text; empty for a missing one (pandas reads an empty field as NaN)."""
+    return "" if not math.isfinite(value) else repr(float(value))
 
 
 def _estimate(point: str, low: str, high: str, one_run: bool) -> str:
@@ -300,8 +342,8 @@ def _markdown(
             row = by_cell.get((variant, env))
             paper = spec.paper_values.get(variant, {}).get(env)
             text = "—" if row is None else _estimate(
-                _fmt(row["final_return_mean"]), _fmt(row["ci95_low"]), _fmt(row["ci95_high"]),
-                one_run=math.isfinite(row["final_return_mean"]) and not math.isfinite(row["ci95_low"]),
+                _fmt(row["mean"]), _fmt(row["ci95_low"]), _fmt(row["ci95_high"]),
+                one_run=math.isfinite(row["mean"]) and not math.isfinite(row["ci95_low"]),
             )
             cells.append(text if paper is None else f"{text} (paper {paper:g})")
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
