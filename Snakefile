@@ -161,8 +161,11 @@ rule report:
     output:
         md=RESULTS / "REPORT.md",
         # The page to open: every experiment's tables, figures, verdicts and provenance (rlrepro.results.html says
-        # why it is ours rather than `snakemake --report`, which also collects it).
-        html=report(RESULTS / "report.html", category="Report"),
+        # why it is ours rather than `snakemake --report`).
+        html=RESULTS / "report.html",
+        # The same page with its figures inside: `snakemake --report` shows a page in a data: iframe, where the
+        # relative image paths of report.html cannot load; this one carries every figure of every experiment.
+        standalone=report(RESULTS / "report.standalone.html", category="Report"),
     log:
         RESULTS / "logs/report.log",
     params:

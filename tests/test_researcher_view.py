@@ -228,10 +228,14 @@ def test_mlflow_runs_table_in_headless_chromium(server: str, tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_snakemake_report_collects_the_page_and_the_curves(pipeline: Pipeline, subprocess_env):
+def test_snakemake_report_collects_the_page_with_its_figures_and_the_curves(pipeline: Pipeline, subprocess_env):
     # Snakemake's own report (a self-contained page of the outputs marked report(...)) works after a run too.
     target = pipeline.workdir / "snakemake-report.html"
     done = snakemake(pipeline.workdir, "--report", str(target), "-c1", *pipeline.config, env=subprocess_env)
     assert done.returncode == 0, _output(done)
     text = target.read_text(encoding="utf-8", errors="replace")
-    assert "report.html" in text and "toy_e2e.png" in text
+    assert "report.standalone.html" in text and "toy_e2e.png" in text
+    # the page it shows carries its figures (a data: iframe cannot load report.html's relative image paths)
+    standalone = (pipeline.root / "report.standalone.html").read_text(encoding="utf-8")
+    assert "<img src='tables/" not in standalone and '<img src="tables/' not in standalone
+    assert standalone.count("data:image/png;base64,") >= 4

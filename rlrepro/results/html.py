@@ -5,12 +5,13 @@ Why our own page rather than ``snakemake --report``: Snakemake's report is a sep
 for a verdict table or for our tables as tables. This page is written by the ``report`` rule of every run, is plain
 HTML with relative links (no script, no network: it opens from ``file://`` and can be copied with the results
 folder), and renders each experiment's own Markdown table file, so what the tables say (added by any module)
-appears here without this module changing. The Snakefile still marks the page and the figures ``report(...)``
-so ``snakemake --report`` collects them too.
+appears here without this module changing. ``snakemake --report`` shows ``report.standalone.html``, the same page
+with every figure embedded (it puts a page in a ``data:`` iframe, where relative image paths cannot load).
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -146,4 +147,25 @@ def write_html_report(
     path = root / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
+    (root / STANDALONE).write_text(embed_images(page, root), encoding="utf-8")
     return path
+
+
+#: The same page with every figure inside it: what ``snakemake --report`` shows (it embeds a page as a ``data:``
+#: iframe, where relative image paths cannot load) and a file to mail.
+STANDALONE = "report.standalone.html"
+
+
+def embed_images(page: str, root: Path) -> str:
+    """``page`` with each relative ``<img src>`` under ``root`` replaced by its bytes as a ``data:`` URI; links to
+    other files stay relative. A missing image keeps its path (the browser shows its alt text)."""
+
+    def inline(match: re.Match[str]) -> str:
+        quote, url = match.group(1), match.group(2)
+        path = root / html.unescape(url)
+        if re.match(r"^[a-z]+:", url) or not path.is_file():
+            return match.group(0)
+        kind = {".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg"}.get(path.suffix, "application/octet-stream")
+        return f"<img src={quote}data:{kind};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}{quote}"
+
+    return re.sub(r"""<img src=(['"])([^'"]+)\1""", inline, page)

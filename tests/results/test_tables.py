@@ -394,6 +394,23 @@ def test_report_only_selects(aggregated: dict[str, Any], tmp_path: Path) -> None
     assert "toy/mini" not in text
 
 
+def test_the_standalone_page_carries_every_figure_inside_it(aggregated: dict[str, Any]) -> None:
+    # issue 31: `snakemake --report` embeds a page as a data: iframe, where report.html's relative image paths load
+    # none of its figures; report.standalone.html (the page it is given) has each figure's bytes in the page
+    import base64
+    import re
+
+    root = aggregated["results"] / "cpu"
+    linked = re.findall(r"""<img src=['"]([^'"]+)['"]""", (root / "report.html").read_text(encoding="utf-8"))
+    embedded = re.findall(r"""<img src=['"]([^'"]+)['"]""", (root / "report.standalone.html").read_text(encoding="utf-8"))
+    kinds = {Path(src).name.split(".")[1] for src in linked if Path(src).name.count(".") > 1}
+    assert {"intervals", "profiles", "improvement"} <= kinds  # every figure kind, not only the learning curves
+    assert len(embedded) == len(linked) >= 4
+    for src, data in zip(linked, embedded):
+        assert data.startswith("data:image/png;base64,")
+        assert base64.b64decode(data.partition(",")[2]) == (root / src).read_bytes()
+
+
 def test_a_second_spec_set_adds_to_the_scales_report_rather_than_replacing_it(tmp_path: Path) -> None:
     # issue 31: `snakemake --config specs=my/specs` rewrote results/<scale>/REPORT.md as a one-experiment report
     results = tmp_path / "results"
