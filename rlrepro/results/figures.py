@@ -150,7 +150,9 @@ def plot_interval_estimates(panels: list[tuple[str, dict[str, np.ndarray]]], pat
             ax.set_title(f"{label} — {name}", fontsize=8)
             ax.set_xlabel(metric.replace("_", " "), fontsize=8)
             ax.grid(axis="x", alpha=0.3)
-    fig.suptitle(f"{title}\nbar: {CI_TEXT}; line: point estimate", fontsize=9)
+    one_run = all(m.shape[0] < 2 for _, ms in panels for m in ms.values())
+    what = "line: the one run's score (one run per variant: no interval)" if one_run else f"bar: {CI_TEXT}; line: point estimate"
+    fig.suptitle(f"{title}\n{what}", fontsize=9)
     fig.tight_layout()
     return _save(fig, path, plt)
 
@@ -187,7 +189,9 @@ def plot_performance_profiles(panels: list[tuple[str, dict[str, np.ndarray]]], p
         ax.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle(f"{title}\nperformance profiles; band: {CI_TEXT}", fontsize=9)
+    one_run = all(m.shape[0] < 2 for _, ms in panels for m in ms.values())
+    band = "one run per variant: no band" if one_run else f"band: {CI_TEXT}"
+    fig.suptitle(f"{title}\nperformance profiles; {band}", fontsize=9)
     fig.tight_layout()
     return _save(fig, path, plt)
 

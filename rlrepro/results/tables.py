@@ -7,6 +7,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -334,7 +335,8 @@ def _markdown(
         f"- metric: {prov['metric']}; cells: mean over seeds [95% stratified-bootstrap CI]",
     ]
     if spec.reference.notes:
-        lines += [f"- setting: {spec.reference.notes}"]
+        lines += [f"- the paper's setting, as the spec's author wrote it (what each run trained with: Hyper-parameters "
+                  f"below): {spec.reference.notes}"]
     lines += ["", "## Our results", "", "| variant | " + " | ".join(envs) + " |", "|---" * (len(envs) + 1) + "|"]
     for variant in variants:
         cells = []
@@ -348,6 +350,7 @@ def _markdown(
             cells.append(text if paper is None else f"{text} (paper {paper:g})")
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
     lines += _hns_lines(spec, cells_by_key)
+    lines += hyperparameter_lines(spec, prov["scale"], variants, envs)
     if spec.paper_table:
         table = spec.paper_table
         lines += ["", "## The paper's numbers", "", table.caption, "", "| " + " | ".join(table.columns) + " |"]
@@ -360,3 +363,56 @@ def _markdown(
     ] or ["- (no claims)"]
     lines += ["", f"![learning curves]({png})", ""]
     return "\n".join(lines)
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """{'loss.entropy_cost': 0.01, ...}: nested mappings as dotted keys (the spec's override syntax)."""
+    if not isinstance(data, dict):
+        return {prefix: data}
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        flat.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return flat
+
+
+def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """'key a → b' for every dotted key whose value differs (a missing key reads '—')."""
+    keys = [k for k in dict.fromkeys([*before, *after]) if before.get(k, "—") != after.get(k, "—")]
+    return [f"{k} {_setting(before.get(k, '—'))} → {_setting(after.get(k, '—'))}" for k in keys]
+
+
+def _setting(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def hyperparameter_lines(spec: ExperimentSpec, scale: Scale, variants: list[str], envs: list[str]) -> list[str]:
+    """The settings each variant trained with, derived from the resolved spec (never prose): per variant what it
+    changes from the spec's agent, and what the scale changes from the paper's values (paper → this run), for the
+    agent and the environments. Common changes are listed once above the table."""
+    from rlrepro.specs import resolve_agent, resolve_env  # noqa: PLC0415
+
+    by_name = {v.name: v for v in spec.variant_list()}
+    base = _flatten(spec.agent.model_dump(mode="json"))
+    rows = []
+    for name in variants:
+        paper = _flatten(resolve_agent(spec, by_name[name], "paper").model_dump(mode="json"))
+        run = _flatten(resolve_agent(spec, by_name[name], scale).model_dump(mode="json"))
+        own = _changes(base, paper) if paper.get("kind") == base.get("kind") else [
+            f"{key} {_setting(value)}" for key, value in _flatten(by_name[name].agent).items()]  # an agent of its own
+        rows.append((name, own, _changes(paper, run)))
+    common = set.intersection(*(set(r[2]) for r in rows)) if rows else set()
+    env_changes = [f"{env}: " + ", ".join(c) for env in envs
+                   if (c := _changes(_flatten(resolve_env(spec, env, "paper").model_dump(mode="json")),
+                                     _flatten(resolve_env(spec, env, scale).model_dump(mode="json"))))]
+    lines = ["", "## Hyper-parameters", "",
+             f"Derived from the resolved spec: what each variant changes from the spec's agent (the paper's setting), "
+             f"and what scale '{scale}' changes from the paper's values (paper → this run)."]
+    if scale != "paper":
+        lines += ["", "- every variant at this scale: " + ("; ".join(sorted(common)) or "the paper's values")]
+        lines += [f"- environment {text}" for text in env_changes]
+    lines += ["", "| variant | its change from the spec's agent | further at this scale (paper → this run) |",
+              "|---|---|---|"]
+    for name, own, scaled in rows:
+        rest = [c for c in scaled if c not in common]
+        lines.append(f"| {name} | {'; '.join(own) or '— (the spec agent)'} | {'; '.join(rest) or '—'} |")
+    return lines

@@ -259,3 +259,17 @@ def test_claim_comparisons_carry_metric_and_direction() -> None:
     spec = NS(run=NS(report_metric="final_return"),
               claims=[NS(better="refer", worse=["er"], metric="kl", higher_is_better=False), NS(better="a", worse=["b"])])
     assert claim_comparisons(spec) == [Comparison("refer", "er", "kl", False), Comparison("a", "b", "final_return", True)]
+
+
+def test_a_caption_never_promises_a_band_it_does_not_draw(tmp_path: Path) -> None:
+    # issue 31: the smoke scale runs one seed per cell; the captions promised a 95% band the figures cannot draw
+    one = {("a", "catch"): _cell("a", "catch", [[(f, f / 100) for f in (100, 200, 300, 400)]], [4.0]),
+           ("b", "catch"): _cell("b", "catch", [[(f, f / 200) for f in (100, 200, 300, 400)]], [2.0])}
+    axes = _axes_of(lambda: plot_learning_curves(one, tmp_path / "c.png", title="t", metric="episode_return"))
+    caption = axes[0].figure._suptitle.get_text()
+    assert "no band" in caption and "95%" not in caption and not axes[0].collections  # nothing filled
+    written = dict((p.name, p) for _, p in write_figures(tmp_path / "c.png", one, metric="final_return", title="t"))
+    assert {"c.intervals.png", "c.profiles.png"} <= set(written)
+    from rlrepro.results.plots import band_caption
+
+    assert band_caption([1, 3]).endswith("(none for a variant of one run)") and "95%" in band_caption([3, 3])

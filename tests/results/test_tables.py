@@ -223,7 +223,7 @@ def test_markdown_has_provenance(aggregated: dict[str, Any]) -> None:
     assert f"(hash `{spec_hash(load_spec(toy))}`" in md
     assert f"- code: runs at commit(s) `{RUN_COMMIT}`; table at `{git_commit()}`" in md
     assert "over the last 25% of frames" in md
-    assert "- setting: toy tasks" in md
+    assert "- the paper's setting, as the spec's author wrote it (what each run trained with: Hyper-parameters below): toy tasks" in md
 
 
 def test_markdown_puts_our_numbers_beside_the_paper_table(aggregated: dict[str, Any]) -> None:
@@ -547,3 +547,18 @@ def test_runs_that_wrote_an_sr_profile_get_its_figure_in_the_table(tmp_path: Pat
         assert figure.read_bytes()[:8] == PNG_MAGIC
         assert f"![SR profile over the chain: a on {env} (3 runs; Fig. 3c)]({figure.name})" in markdown
     assert "profile over the chain: b" not in markdown
+
+
+def test_hyperparameters_are_derived_from_the_resolved_spec_per_variant(tmp_path: Path) -> None:
+    # issue 31: the prose "setting" said entropy 0.01 for a run trained at 0.02; the table derives what ran
+    from rlrepro.results.tables import hyperparameter_lines
+
+    data = _toy()
+    data["scales"]["cpu"].update(agent={"loss.entropy_cost": 0.02}, variant_agent={"b": {"batch_size": 2}},
+                                 env={"kwargs": {"rows": 5}})
+    spec = load_spec(write_spec(tmp_path, data))
+    text = "\n".join(hyperparameter_lines(spec, "cpu", ["a", "b"], ["catch"]))
+    assert "- every variant at this scale: loss.entropy_cost 0.01 → 0.02" in text
+    assert "| a | — (the spec agent) | — |" in text
+    assert "| b | loss.correction vtrace → none | batch_size 4 → 2 |" in text
+    assert "- environment catch: kwargs.rows — → 5" in text
