@@ -280,6 +280,17 @@ def _fmt(value: float) -> str:
 SCORE_METRICS = ("eval_return", "best_eval_return", "final_return")  # raw game scores, which human-normalisation applies to
 
 
+def _random_row(spec: ExperimentSpec, envs: list[str]) -> list[str]:
+    """A uniform-random policy's score per environment, beside ours, where the spec knows it and the table's metric
+    is a return (spec.random_score: Atari's reference table, else the environment's random_score)."""
+    if spec.run.report_metric not in SCORE_METRICS:
+        return []
+    scores = [spec.random_score(env) for env in envs]
+    if all(score is None for score in scores):
+        return []
+    return ["| *uniform-random policy* | " + " | ".join("—" if x is None else _fmt(x) for x in scores) + " |"]
+
+
 def _hns_lines(spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -> list[str]:
     """For Atari: human-normalised scores per variant, aggregated over the games run (rliable's definitions)."""
     metric = spec.run.report_metric
@@ -349,6 +360,7 @@ def _markdown(
             )
             cells.append(text if paper is None else f"{text} (paper {paper:g})")
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    lines += _random_row(spec, envs)
     lines += _hns_lines(spec, cells_by_key)
     lines += hyperparameter_lines(spec, prov["scale"], variants, envs)
     if spec.paper_table:

@@ -411,6 +411,23 @@ def test_the_standalone_page_carries_every_figure_inside_it(aggregated: dict[str
         assert base64.b64decode(data.partition(",")[2]) == (root / src).read_bytes()
 
 
+def test_the_page_shows_each_claim_once_and_groups_the_not_judged_per_experiment(aggregated: dict[str, Any]) -> None:
+    # issue 31: each claim was listed three times (Every claim, Claim verdicts, Claims); ids broke mid-word
+    import re
+
+    page = (aggregated["results"] / "cpu" / "report.html").read_text(encoding="utf-8")
+    text = re.sub(r"<[^>]+>", "", page)
+    # toy/unrun is a copy of toy/mini with the same claim ids: twice each (once per experiment); lab_claim once
+    for claim, times in (("a_beats_b", 2), ("a_reaches_5", 2), ("b_beats_a_at_scale", 2), ("lab_claim", 1)):
+        assert text.count(claim) == times, (claim, text.count(claim))
+    assert "word-break: break-all" not in page and "a_<wbr>beats_<wbr>b" in page
+    judged = page.partition("Claims judged at this scale")[2].partition("Claims not judged")[0]
+    assert "exp-toy-mini" in judged and "a_<wbr>reaches_<wbr>5" in judged and "lab_<wbr>claim" not in judged
+    not_judged = page.partition("Claims not judged at this scale")[2].partition("<section")[0]
+    assert re.search(r"toy/unrun</a>: 3 claims \(.*\): not run at this scale|toy/unrun</a>: 3 claims", not_judged)
+    assert not_judged.count("<li>") == 3  # toy/mini (1 at scale paper), lab/watermaze, toy/unrun
+
+
 def test_a_second_spec_set_adds_to_the_scales_report_rather_than_replacing_it(tmp_path: Path) -> None:
     # issue 31: `snakemake --config specs=my/specs` rewrote results/<scale>/REPORT.md as a one-experiment report
     results = tmp_path / "results"
