@@ -51,6 +51,13 @@ PLAN_BY_KEY = {p.key: p for p in PLANS}
 onstart: warn_shared_sqlite(workflow.executor_plugin, BASE)  # cluster executor + sqlite on the shared filesystem
 
 
+onsuccess:
+    # The last lines of a run: the page to open and the verdict tally.
+    from rlrepro.results.report import run_end_text
+
+    print(run_end_text(RESULTS))
+
+
 def machine_cores():
     return MACHINE_CORES or (8 if workflow.non_local_exec else workflow.cores)
 

@@ -82,7 +82,24 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
     write_html_report(html_sections, raw_rows, scale=scale, root=root)
+    ordered = {v: counts[v] for v in sorted(counts, key=lambda v: order.get(v, len(order)))}
+    (root / TALLY_FILE).write_text(json.dumps({"experiments": len(plans), "claims": ordered}, indent=2) + "\n")
     return path
+
+
+TALLY_FILE = "verdicts.json"
+
+
+def run_end_text(root: Path) -> str:
+    """What a run prints last: the page to open and the verdict tally (from the report step's verdicts.json)."""
+    tally = root / TALLY_FILE
+    if not tally.exists():
+        return f"No report yet under {root}."
+    data = json.loads(tally.read_text(encoding="utf-8"))
+    claims = data["claims"]
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in claims.items()) or "none"
+    return (f"Report: {root / 'report.html'}\n"
+            f"{data['experiments']} experiment(s), {sum(claims.values())} claim(s): {counts}")
 
 
 SPEC_SETS_FILE = "spec_sets.json"
