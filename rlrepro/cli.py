@@ -355,6 +355,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: a file is not UTF-8 text ({error.reason} at byte {error.start}); save the spec as UTF-8",
               file=sys.stderr)
         return 2
+    except PermissionError as error:  # e.g. a read-only results folder
+        where = f": {error.filename}" if error.filename else ""
+        print(f"error: permission denied{where} (a read-only results folder? make it writable, or pass "
+              "another folder with --results)", file=sys.stderr)
+        return 5
     except OSError as error:
         if error.errno != errno.ENOSPC:
             raise
@@ -363,9 +368,4 @@ def main(argv: list[str] | None = None) -> int:
               "another folder with --results) and run the same command again; it resumes from the last checkpoints.",
               file=sys.stderr)
         return 6
-    except PermissionError as error:  # e.g. a read-only results folder
-        where = f": {error.filename}" if error.filename else ""
-        print(f"error: permission denied{where} (a read-only results folder? make it writable, or pass "
-              "another folder with --results)", file=sys.stderr)
-        return 5
 
