@@ -245,7 +245,7 @@ def plot_probability_of_improvement(
     ax.axvline(0.5, color="#999", linestyle="--", linewidth=1)
     ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlim(0, 1)
+    ax.set_xlim(-0.03, 1.03)  # a P of exactly 0 or 1 stays visible, off the frame
     ax.set_xlabel(f"probability that a run of the first beats one of the second on {metric.replace('_', ' ')} "
                   f"({direction}; ties 1/2)", fontsize=8)
     ax.set_title(f"{title}\nmetric: {metric} ({direction}); bar: {CI_TEXT}; dashed: 0.5 (no difference)", fontsize=9)
