@@ -108,7 +108,8 @@ def _not_judged_html(rows: list[tuple[str, ...]]) -> str:
         return "<p>None.</p>"
     items = "".join(
         f"<li><a href='#{_anchor(e)}'>{html.escape(e)}</a>: {len(c)} claim{'' if len(c) == 1 else 's'} "
-        f"({', '.join(claim_id_html(x) for x in c)}): {html.escape(detail)}</li>"
+        f"({', '.join(claim_id_html(x) for x in c[:8])}{f' and {len(c) - 8} more' if len(c) > 8 else ''}): "
+        f"{html.escape(detail)}</li>"
         for (e, detail), c in groups.items())
     return f"<ul class='not-judged'>{items}</ul>"
 
