@@ -85,13 +85,20 @@ def _verdict_table(rows: list[tuple[str, ...]]) -> str:
             group = experiment
             out.append(f"<tr class='group'><th colspan='{columns}'><a href='#{_anchor(experiment)}'>"
                        f"{html.escape(experiment)}</a></th></tr>")
-        method = f"<td>{html.escape(rest[0] or '')}</td>" if methods else ""
+        method = f"<td>{html.escape(_method_text(rest[0] if rest else ''))}</td>" if methods else ""
         out.append(
             f"<tr><td>{claim_id_html(claim)}</td>"
             f"<td><span class='{verdict_class(verdict)}'>{html.escape(verdict)}</span></td>{method}"
             f"<td>{html.escape(detail)}</td></tr>"
         )
     return "".join(out) + "</tbody></table>"
+
+
+def _method_text(method: object) -> str:
+    """A verdict's method as text: a string as it is, a mapping (e.g. test and assumption) as 'key: value; ...'."""
+    if isinstance(method, dict):
+        return "; ".join(f"{k}: {v}" for k, v in method.items())
+    return str(method or "")
 
 
 def claim_id_html(claim: str) -> str:

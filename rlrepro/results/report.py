@@ -31,7 +31,8 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
             sections.append(f"### {experiment.key}\n\n{why}\n")
             continue
         data = json.loads(table_json.read_text())
-        raw_rows += [(experiment.key, c["claim"], c["verdict"], c["detail"]) for c in data["claims"]]
+        # a verdict's method (test and assumption), where the claims record one, gets a column of the page's table
+        raw_rows += [(experiment.key, c["claim"], c["verdict"], c["detail"], c.get("method") or "") for c in data["claims"]]
         summary_rows += [_row(experiment, c["claim"], c["verdict"], c["detail"]) for c in data["claims"]]
         prov = data["provenance"]
         sections.append(

@@ -579,3 +579,13 @@ def test_hyperparameters_are_derived_from_the_resolved_spec_per_variant(tmp_path
     assert "| a | — (the spec agent) | — |" in text
     assert "| b | loss.correction vtrace → none | batch_size 4 → 2 |" in text
     assert "- environment catch: kwargs.rows — → 5" in text
+
+
+def test_the_claims_table_has_a_method_column_only_where_a_verdict_records_one() -> None:
+    from rlrepro.results.html import _verdict_table
+
+    rows = [("a/b", "c_d", "reproduced", "x", ""), ("a/b", "e", "inconclusive", "y", {"test": "Welch", "assumption": "normal"})]
+    table = _verdict_table(rows)
+    assert "<th>method</th>" in table and "test: Welch; assumption: normal" in table
+    assert table.count("class='group'") == 1  # the experiment once, not a column repeated per row
+    assert "method" not in _verdict_table([("a/b", "c_d", "reproduced", "x", "")])
