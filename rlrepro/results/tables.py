@@ -362,11 +362,11 @@ def _markdown(
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
     lines += _random_row(spec, envs)
     lines += _hns_lines(spec, cells_by_key)
-    lines += hyperparameter_lines(spec, prov["scale"], variants, envs)
     if spec.paper_table:
         table = spec.paper_table
         lines += ["", "## The paper's numbers", "", table.caption, "", "| " + " | ".join(table.columns) + " |"]
         lines += ["|---" * len(table.columns) + "|"] + ["| " + " | ".join(str(c) for c in row) + " |" for row in table.rows]
+    lines += hyperparameter_lines(spec, prov["scale"], variants, envs)
     lines += _search_lines(searches or [])
     lines += ["", "## Claims", ""]
     lines += [
