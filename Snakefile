@@ -68,6 +68,13 @@ PLAN_BY_KEY = {p.key: p for p in PLANS}
 onstart: warn_shared_sqlite(workflow.executor_plugin, BASE)  # cluster executor + sqlite on the shared filesystem
 
 
+onsuccess:
+    # The last lines of a run: the page to open and the verdict tally.
+    from rlrepro.results.report import run_end_text
+
+    print(run_end_text(RESULTS))
+
+
 def machine_cores():
     return MACHINE_CORES or (8 if workflow.non_local_exec else workflow.cores)
 
@@ -180,8 +187,11 @@ rule report:
     output:
         md=RESULTS / "REPORT.md",
         # The page to open: every experiment's tables, figures, verdicts and provenance (rlrepro.results.html says
-        # why it is ours rather than `snakemake --report`, which also collects it).
-        html=report(RESULTS / "report.html", category="Report"),
+        # why it is ours rather than `snakemake --report`).
+        html=RESULTS / "report.html",
+        # The same page with its figures inside: `snakemake --report` shows a page in a data: iframe, where the
+        # relative image paths of report.html cannot load; this one carries every figure of every experiment.
+        standalone=report(RESULTS / "report.standalone.html", category="Report"),
     log:
         RESULTS / "logs/report.log",
     params:

@@ -45,7 +45,8 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     loaded = load_specs(args.paths or ["specs"])
     for path, spec in loaded:
-        print(f"ok  {path}  ({spec.paper}/{spec.experiment}, {len(spec.variant_list())} variants)")
+        count = len(spec.variant_list())
+        print(f"ok  {path}  {count} variant{'' if count == 1 else 's'}")
     print(f"{len(loaded)} spec(s) valid")
     return 0
 
@@ -109,7 +110,7 @@ def cmd_train(args: argparse.Namespace) -> int:
     from rlrepro.training.runner import train_job
 
     _interrupt_on_sigterm()
-    train_job(
+    run_dirs = train_job(
         spec_path=args.spec,
         scale=args.scale,
         variant=args.variant,
@@ -119,7 +120,20 @@ def cmd_train(args: argparse.Namespace) -> int:
         progress=args.progress,
         track=not args.no_mlflow,
     )
+    print(job_summary_line(run_dirs), flush=True)
     return 0
+
+
+def job_summary_line(run_dirs: list[Path]) -> str:
+    """The job's last line: each seed's final return, the frames, the wall time and where the run folders are."""
+    summaries = [json.loads((d / "summary.json").read_text(encoding="utf-8")) for d in run_dirs]
+    values = [s["final"].get("final_return", float("nan")) for s in summaries]
+    finals = ", ".join("no episode finished" if v != v else f"{v:.4g}" for v in values)
+    wall = max(s["wall_time"] for s in summaries)
+    folder = run_dirs[0].parent if len(run_dirs) > 1 else run_dirs[0]
+    return (f"done: final return {finals} ({len(run_dirs)} seed{'s' if len(run_dirs) > 1 else ''}); "
+            f"{summaries[0]['frames']:,} {summaries[0].get('frames_unit', 'frames')} per seed in "
+            f"{wall / 60:.1f} min; runs in {folder}")
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:
@@ -194,9 +208,23 @@ def cmd_init_store(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    """The installed package's version and the commit of the code (a run's provenance names both)."""
+    from importlib.metadata import PackageNotFoundError, version  # noqa: PLC0415
+
+    from rlrepro.provenance import git_commit  # noqa: PLC0415
+
+    try:
+        number = version("rlrepro")
+    except PackageNotFoundError:
+        number = "unknown"
+    return f"{number} (commit {git_commit()})"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlrepro", description=__doc__.splitlines()[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    parser.add_argument("--version", action="version", version=f"rlrepro {_version()}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("validate", help="Validate spec files (default: all of specs/).")
     p.add_argument("paths", nargs="*", type=Path)
@@ -295,8 +323,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _quiet_libraries() -> None:
+    """A job's output is ours: MLflow's INFO lines (and its database migrations') go; its warnings stay. MLflow reads
+    MLFLOW_LOGGING_LEVEL when first imported, so this runs before any command imports it; a value set by the user
+    is kept."""
+    import logging  # noqa: PLC0415
+    import os  # noqa: PLC0415
+
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    for name in ("alembic", "mlflow"):
+        logging.getLogger(name).setLevel(os.environ["MLFLOW_LOGGING_LEVEL"].upper())
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    _quiet_libraries()
     try:
         return args.func(args)
     except KeyboardInterrupt:
@@ -330,15 +371,25 @@ def main(argv: list[str] | None = None) -> int:
     except NotADirectoryError as error:  # e.g. --results naming a file
         print(f"error: {error.filename} is not a folder (a file is in the way: check --results)", file=sys.stderr)
         return 2
+    except UnicodeDecodeError as error:  # a spec saved in another encoding
+        print(f"error: a file is not UTF-8 text ({error.reason} at byte {error.start}); save the spec as UTF-8",
+              file=sys.stderr)
+        return 2
     except PermissionError as error:  # e.g. a read-only results folder
         where = f": {error.filename}" if error.filename else ""
         print(f"error: permission denied{where} (a read-only results folder? make it writable, or pass "
               "another folder with --results)", file=sys.stderr)
         return 5
     except OSError as error:
-        if error.errno != errno.EROFS:
+        if error.errno == errno.EROFS:
+            print(f"error: {error.filename or 'the results folder'} is on a read-only file system: pass a writable "
+                  "folder with --results", file=sys.stderr)
+            return 5
+        if error.errno != errno.ENOSPC:
             raise
-        print(f"error: {error.filename or 'the results folder'} is on a read-only file system: pass a writable "
-              "folder with --results", file=sys.stderr)
-        return 5
+        where = f" writing {error.filename}" if error.filename else ""
+        print(f"error: no space left on the device{where}. Nothing finished is lost: free some space (or pass "
+              "another folder with --results) and run the same command again; it resumes from the last checkpoints.",
+              file=sys.stderr)
+        return 6
 

@@ -1218,7 +1218,7 @@ def cell_metrics(rows: Iterable[Mapping[str, Any]], variants: Iterable[str] = ()
     for row in rows:
         name = display_variant(row["variant"], variants)
         frames = int(row["frames"]) if _is_number(row.get("frames")) and math.isfinite(row["frames"]) else 0
-        for suffix, field in (("mean", "final_return_mean"), ("ci95_lo", "ci95_low"), ("ci95_hi", "ci95_high")):
+        for suffix, field in (("mean", "mean"), ("ci95_lo", "ci95_low"), ("ci95_hi", "ci95_high")):
             value = row.get(field)
             if _is_number(value) and math.isfinite(value):
                 metrics.append(Metric(_safe_key(f"{row['env']} - {name} - {suffix}"), float(value), ts, frames))

@@ -74,13 +74,17 @@ def test_report_html_has_every_table_figure_verdict_and_working_links(pipeline: 
         assert (report.parent / href).exists(), href
     assert not [src for src in images + links if re.match(r"^https?:", src)]  # nothing to fetch from the network
     tables = [tag for tag, _ in page.tags if tag == "table"]
-    assert len(tables) >= 3  # every claim; the experiment's verdicts; its results table
-    # Every claim of the table JSON appears with its verdict, which is rendered from the record, whatever it says.
+    assert len(tables) >= 3  # the judged claims; the experiment's results table; its hyper-parameters
+    # Every claim of the table JSON appears once: a judged one with its verdict in the claims table, rendered from the
+    # record whatever it says; a claim not judged in its experiment's line.
     import json
 
     claims = json.loads((pipeline.root / "tables" / "toytest" / "toy_e2e.json").read_text())["claims"]
+    text = re.sub(r"<[^>]+>", "", report.read_text(encoding="utf-8"))
     for claim in claims:
-        assert claim["claim"] in page.cells and claim["verdict"] in page.cells
+        assert text.count(claim["claim"]) == 1, claim["claim"]
+        if claim["verdict"] != "not judged":
+            assert claim["claim"] in page.cells and claim["verdict"] in page.cells
     assert any(cell.startswith("vtrace") for cell in page.cells)  # the results table's rows
     assert any("spec" in cell or "scale" in cell for cell in page.cells) or "spec hash" in report.read_text()
 
@@ -232,10 +236,14 @@ def test_mlflow_runs_table_in_headless_chromium(server: str, tmp_path: Path):
 
 
 @pytest.mark.slow
-def test_snakemake_report_collects_the_page_and_the_curves(pipeline: Pipeline, subprocess_env):
+def test_snakemake_report_collects_the_page_with_its_figures_and_the_curves(pipeline: Pipeline, subprocess_env):
     # Snakemake's own report (a self-contained page of the outputs marked report(...)) works after a run too.
     target = pipeline.workdir / "snakemake-report.html"
     done = snakemake(pipeline.workdir, "--report", str(target), "-c1", *pipeline.config, env=subprocess_env)
     assert done.returncode == 0, _output(done)
     text = target.read_text(encoding="utf-8", errors="replace")
-    assert "report.html" in text and "toy_e2e.png" in text
+    assert "report.standalone.html" in text and "toy_e2e.png" in text
+    # the page it shows carries its figures (a data: iframe cannot load report.html's relative image paths)
+    standalone = (pipeline.root / "report.standalone.html").read_text(encoding="utf-8")
+    assert "<img src='tables/" not in standalone and '<img src="tables/' not in standalone
+    assert standalone.count("data:image/png;base64,") >= 4

@@ -774,7 +774,7 @@ def test_publish_lists_the_seed_runs_beside_the_summary_with_readable_interval_m
     client.set_tag(nested.info.run_id, "mlflow.parentRunId", "an-older-summary")  # nested by an older rlrepro
     table = tmp_path / "catch.json"
     table.write_text(json.dumps({"claims": [], "rows": [
-        {"variant": "base", "env": "Catch", "frames": 5000, "final_return_mean": 1.5, "ci95_low": 1.0, "ci95_high": 2.0},
+        {"variant": "base", "env": "Catch", "frames": 5000, "mean": 1.5, "ci95_low": 1.0, "ci95_high": 2.0},
     ]}))  # fmt: skip
     spec = {"reference": {"title": "T", "citation": "C", "where": "W"}, "variants": [{"name": "base"}]}
     run_id = T.publish_experiment(uri=store, scale="smoke", paper="toy", experiment="catch", spec=spec,

@@ -341,7 +341,12 @@ def test_frame_count_states_what_runs_train_and_what_a_search_counts() -> None:
     assert (toy.low, toy.high, toy.budget, toy.unit) == (14_000, 16_000, 12_800, "frames")
     assert toy.text() == "14,000-16,000 frames per run (budget 12,800; training runs whole chunks)"
     search = frame_count(load_spec(REPO / "specs" / "evolving_rl" / "search_scratch_cartpole.yaml"), "smoke")
-    assert search.text() == "4 proposals per run (each trains DQN for up to 600 environment steps on 1 environment(s))"
+    assert search.text() == "4 proposals per run (each trains DQN for up to 600 environment steps on cartpole)"
+    # issue 31: the smoke scale's env_steps {cartpole: 600, empty_5x5: 300} merged over the base's five entries
+    # (up to 600,000 on LunarLander): the run trains only its suite's two members, 600 + 300 steps
+    two = frame_count(load_spec(REPO / "specs" / "evolving_rl" / "search_from_scratch.yaml"), "smoke")
+    assert two.text() == ("4 proposals per run (each trains DQN for up to 900 environment steps: cartpole 600, "
+                          "empty_5x5 300)")
 
 
 def test_job_groups_cover_every_job_once_and_their_patterns_give_each_job_s_own_paths() -> None:

@@ -109,9 +109,19 @@ def loss_search_chunks(agent: Any, env_spec: Any, *, frames: int, run: RunSpec) 
     """A loss search's budget counts proposals (programs), ``agent.trials_per_chunk`` per chunk; each proposal
     trains DQN for up to ``agent.env_steps`` environment steps per suite member (the hurdle can stop it first)."""
     per_chunk = min(agent.trials_per_chunk, frames)
-    steps = sum(agent.env_steps.values())
-    per_unit = f"each trains DQN for up to {steps:,} environment steps on {len(agent.env_steps)} environment(s)"
-    return ChunkPlan(math.ceil(frames / per_chunk), per_chunk, per_chunk, "proposals", per_unit)
+    return ChunkPlan(math.ceil(frames / per_chunk), per_chunk, per_chunk, "proposals", search_cost_text(agent, env_spec))
+
+
+def search_cost_text(agent: Any, env_spec: Any) -> str:
+    """What one proposal trains: the suite members the run scores (a scale's ``env_steps`` is merged over the base
+    dict, so members of other suites keep entries the run never trains) and their step budgets."""
+    members = [env.id for env in env_spec.environments if env.id in agent.env_steps]
+    steps = {member: agent.env_steps[member] for member in members}
+    total = sum(steps.values())
+    if len(steps) == 1:
+        return f"each trains DQN for up to {total:,} environment steps on {members[0]}"
+    each = ", ".join(f"{member} {n:,}" for member, n in steps.items())
+    return f"each trains DQN for up to {total:,} environment steps: {each}"
 
 
 class AgentEntry(NamedTuple):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
@@ -149,7 +150,9 @@ def plot_interval_estimates(panels: list[tuple[str, dict[str, np.ndarray]]], pat
             ax.set_title(f"{label} — {name}", fontsize=8)
             ax.set_xlabel(metric.replace("_", " "), fontsize=8)
             ax.grid(axis="x", alpha=0.3)
-    fig.suptitle(f"{title}\nbar: {CI_TEXT}; line: point estimate", fontsize=9)
+    one_run = all(m.shape[0] < 2 for _, ms in panels for m in ms.values())
+    what = "line: the one run's score (one run per variant: no interval)" if one_run else f"bar: {CI_TEXT}; line: point estimate"
+    fig.suptitle(f"{title}\n{what}", fontsize=9)
     fig.tight_layout()
     return _save(fig, path, plt)
 
@@ -186,37 +189,66 @@ def plot_performance_profiles(panels: list[tuple[str, dict[str, np.ndarray]]], p
         ax.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle(f"{title}\nperformance profiles; band: {CI_TEXT}", fontsize=9)
+    one_run = all(m.shape[0] < 2 for _, ms in panels for m in ms.values())
+    band = "one run per variant: no band" if one_run else f"band: {CI_TEXT}"
+    fig.suptitle(f"{title}\nperformance profiles; {band}", fontsize=9)
     fig.tight_layout()
     return _save(fig, path, plt)
 
 
-def plot_probability_of_improvement(
-    panels: list[tuple[str, dict[str, np.ndarray]]], pairs: Sequence[tuple[str, str]], path: Path, *, title: str
-) -> Path | None:
-    """P(better > worse) with 95% CIs for the pairs the claims compare, over every task group that ran both."""
+class Comparison(NamedTuple):
+    """One ordering a claim makes: ``better`` beats ``worse`` on ``metric`` (lower wins where not higher_is_better)."""
+
+    better: str
+    worse: str
+    metric: str
+    higher_is_better: bool = True
+
+
+def improvement_rows(
+    panels: list[tuple[str, dict[str, np.ndarray]]], comparisons: Sequence[Comparison]
+) -> list[tuple[str, float, float, float]]:
+    """(label, P, low, high) per comparison: P(better's run beats worse's run) over every task group that ran both.
+
+    "Beats" follows the claim: for a metric where lower is better (a value error, a KL) the scores are negated, so
+    P reads the same way for every claim (above 0.5: the claimed order holds).
+    """
     rows = []
-    for better, worse in pairs:
-        tasks = [(m[better], m[worse]) for _, m in panels if better in m and worse in m]
+    for c in comparisons:
+        tasks = [(m[c.better], m[c.worse]) for _, m in panels if c.better in m and c.worse in m]
         if not tasks:
             continue
         runs = min(min(a.shape[0], b.shape[0]) for a, b in tasks)
-        x = np.concatenate([a[:runs] for a, _ in tasks], axis=1)
-        y = np.concatenate([b[:runs] for _, b in tasks], axis=1)
-        rows.append((f"P({better} > {worse})", *probability_of_improvement_ci(x, y)))
+        sign = 1.0 if c.higher_is_better else -1.0
+        x = sign * np.concatenate([a[:runs] for a, _ in tasks], axis=1)
+        y = sign * np.concatenate([b[:runs] for _, b in tasks], axis=1)
+        word = ">" if c.higher_is_better else "<"
+        rows.append((f"P({c.better} {word} {c.worse})", *probability_of_improvement_ci(x, y)))
+    return rows
+
+
+def plot_probability_of_improvement(
+    panels: list[tuple[str, dict[str, np.ndarray]]], comparisons: Sequence[Comparison], path: Path, *, title: str,
+    metric: str,
+) -> Path | None:
+    """P(better beats worse) with 95% CIs for the pairs the claims compare on ``metric`` (rliable Fig. 10)."""
+    rows = improvement_rows(panels, comparisons)
     if not rows:
         return None
+    lower = [c for c in comparisons if not c.higher_is_better]
+    direction = "lower is better" if lower else "higher is better"
     plt = _setup_matplotlib()
-    fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.4))
+    fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.6))
     for i, (label, point, low, high) in enumerate(rows):
         ax.barh(i, high - low, left=low, height=0.6, color="#4c72b0", alpha=0.55)
         ax.plot([point] * 2, [i - 0.3, i + 0.3], color="black", linewidth=1.5)
     ax.axvline(0.5, color="#999", linestyle="--", linewidth=1)
     ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=7)
     ax.invert_yaxis()
-    ax.set_xlim(0, 1)
-    ax.set_xlabel("probability of improvement (ties count 1/2; averaged over tasks)")
-    ax.set_title(f"{title}\nbar: {CI_TEXT}; dashed: 0.5 (no difference)", fontsize=9)
+    ax.set_xlim(-0.03, 1.03)  # a P of exactly 0 or 1 stays visible, off the frame
+    ax.set_xlabel(f"probability that a run of the first beats one of the second on {metric.replace('_', ' ')} "
+                  f"({direction}; ties 1/2)", fontsize=8)
+    ax.set_title(f"{title}\nmetric: {metric} ({direction}); bar: {CI_TEXT}; dashed: 0.5 (no difference)", fontsize=9)
     fig.tight_layout()
     return _save(fig, path, plt)
 
@@ -334,27 +366,39 @@ def write_figures(
     *,
     metric: str,
     title: str,
-    pairs: Sequence[tuple[str, str]] = (),
+    pairs: Sequence[Comparison | tuple[str, str]] = (),
     hns: dict[str, np.ndarray] | None = None,
     hns_curves: tuple[dict[str, list[np.ndarray]], dict[str, np.ndarray]] | None = None,
 ) -> list[tuple[str, Path]]:
     """Write the experiment's extra figures beside its curves (``<stem>.<figure>.png``); returns (caption, path).
 
-    Figures of an earlier aggregate that no longer apply are deleted, so the folder shows only current ones.
+    ``pairs`` are the claims' comparisons (a bare (better, worse) pair compares on ``metric``, higher better).
+    The probability of improvement is drawn once per metric the claims compare on: ``<stem>.improvement.png`` for
+    ``metric``, ``<stem>.improvement.<other metric>.png`` for the others. Figures of an earlier aggregate that no
+    longer apply are deleted, so the folder shows only current ones.
     """
     for name in FIGURES:
         curves_png.with_name(f"{curves_png.stem}.{name}.png").unlink(missing_ok=True)
+    for stale in curves_png.parent.glob(f"{curves_png.stem}.improvement.*.png"):
+        stale.unlink()
     out = curves_png.with_name
     panels = score_matrices(cells, metric, hns)
+    label = "human-normalised score (%)" if hns is not None else metric
     written: list[tuple[str, Path | None]] = []
     if panels:
-        label = "human-normalised score (%)" if hns is not None else metric
         written.append(("interval estimates of median, IQM and mean",
                         plot_interval_estimates(panels, out(f"{curves_png.stem}.intervals.png"), metric=label, title=title)))
         written.append(("performance profiles",
                         plot_performance_profiles(panels, out(f"{curves_png.stem}.profiles.png"), metric=label, title=title)))
-        written.append(("probability of improvement between the variants the claims compare",
-                        plot_probability_of_improvement(panels, pairs, out(f"{curves_png.stem}.improvement.png"), title=title)))
+    comparisons = [c if isinstance(c, Comparison) else Comparison(*c, metric=metric) for c in pairs]
+    for compared in dict.fromkeys(c.metric for c in comparisons):
+        own = [c for c in comparisons if c.metric == compared]
+        name = "improvement" if compared == metric else f"improvement.{compared}"
+        metric_panels = panels if compared == metric else score_matrices(cells, compared, None)
+        shown = label if compared == metric else compared
+        written.append((f"probability of improvement on {shown} between the variants the claims compare",
+                        plot_probability_of_improvement(metric_panels, own, out(f"{curves_png.stem}.{name}.png"),
+                                                        title=title, metric=shown)))
     if hns_curves is not None:
         written.append(("aggregate sample efficiency (IQM of human-normalised scores)",
                         plot_sample_efficiency(*hns_curves, out(f"{curves_png.stem}.efficiency.png"), title=title)))
@@ -373,12 +417,20 @@ __all__ = [
 
 def claim_pairs(spec) -> list[tuple[str, str]]:
     """(better, worse) variant pairs of the spec's ordering claims, in claim order, without repeats."""
-    pairs = []
+    return list(dict.fromkeys((c.better, c.worse) for c in claim_comparisons(spec)))
+
+
+def claim_comparisons(spec) -> list[Comparison]:
+    """What the spec's ordering claims compare: (better, worse, metric, higher_is_better), without repeats."""
+    found: list[Comparison] = []
     for claim in spec.claims:
         better, worse = getattr(claim, "better", None), getattr(claim, "worse", None)
-        if better and worse:
-            pairs += [(better, w) for w in worse if (better, w) not in pairs]
-    return pairs
+        if not (better and worse):
+            continue
+        metric = getattr(claim, "metric", None) or getattr(getattr(spec, "run", None), "report_metric", "final_return")
+        higher = getattr(claim, "higher_is_better", True)
+        found += [c for w in worse if (c := Comparison(better, w, metric, higher)) not in found]
+    return found
 
 
 def atari_scores(spec, cells: dict[tuple[str, str], CellResult], metric: str, curve_metric: str):
@@ -422,5 +474,5 @@ def atari_scores(spec, cells: dict[tuple[str, str], CellResult], metric: str, cu
 def experiment_figures(spec, cells: dict[tuple[str, str], CellResult], curves_png: Path, *, title: str) -> list[tuple[str, Path]]:
     """Every extra figure of one experiment, from the spec's metrics and claims (called by the aggregate step)."""
     hns, hns_curves = atari_scores(spec, cells, spec.run.report_metric, spec.run.curve_metric)
-    return write_figures(curves_png, cells, metric=spec.run.report_metric, title=title, pairs=claim_pairs(spec),
+    return write_figures(curves_png, cells, metric=spec.run.report_metric, title=title, pairs=claim_comparisons(spec),
                          hns=hns, hns_curves=hns_curves)

@@ -5,12 +5,13 @@ Why our own page rather than ``snakemake --report``: Snakemake's report is a sep
 for a verdict table or for our tables as tables. This page is written by the ``report`` rule of every run, is plain
 HTML with relative links (no script, no network: it opens from ``file://`` and can be copied with the results
 folder), and renders each experiment's own Markdown table file, so what the tables say (added by any module)
-appears here without this module changing. The Snakefile still marks the page and the figures ``report(...)``
-so ``snakemake --report`` collects them too.
+appears here without this module changing. ``snakemake --report`` shows ``report.standalone.html``, the same page
+with every figure embedded (it puts a page in a ``data:`` iframe, where relative image paths cannot load).
 """
 
 from __future__ import annotations
 
+import base64
 import html
 import json
 import re
@@ -18,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rlrepro.provenance import git_commit
+from rlrepro.results.claims import NOT_JUDGED
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0 auto; max-width: 1200px;
@@ -28,7 +30,9 @@ table { border-collapse: collapse; margin: .6rem 0 1rem; font-size: .88rem; disp
 th, td { border: 1px solid #ccc; padding: .25rem .5rem; text-align: left; vertical-align: top; }
 th { background: #f2f2f2; } tr:nth-child(even) td { background: #fafafa; }
 img { max-width: 100%; height: auto; border: 1px solid #e3e3e3; margin: .4rem 0; display: block; }
-code { background: #f4f4f4; padding: 0 .2rem; font-size: .85em; word-break: break-all; }
+code { background: #f4f4f4; padding: 0 .2rem; font-size: .85em; overflow-wrap: anywhere; }
+code.claim { overflow-wrap: normal; word-break: normal; }
+tr.group th { background: #e8eef7; text-align: left; }
 nav ul { columns: 2; } .files a { margin-right: .8rem; }
 .verdict { font-weight: 600; padding: .05rem .4rem; border-radius: .25rem; white-space: nowrap; }
 .verdict-reproduced { background: #d6f5d6; color: #145214; }
@@ -66,20 +70,55 @@ def _relink(fragment: str, prefix: str) -> str:
     return re.sub(r'(src|href)="([^"]*)"', fix, fragment)
 
 
-def _verdict_table(rows: list[tuple[str, str, str, str]], *, link: bool) -> str:
-    """experiment | claim | verdict | evidence, one row per claim, verdicts coloured by outcome."""
+def _verdict_table(rows: list[tuple[str, ...]]) -> str:
+    """The judged claims, grouped under a row per experiment (linked to its section): claim | verdict | [method] |
+    evidence, verdicts coloured by outcome. A row is (experiment, claim, verdict, detail[, method])."""
     if not rows:
-        return "<p>No claims.</p>"
-    out = ["<table class='verdicts'><thead><tr><th>experiment</th><th>claim</th><th>verdict</th><th>evidence</th>"
-           "</tr></thead><tbody>"]
-    for experiment, claim, verdict, detail in rows:
-        name = f"<a href='#{_anchor(experiment)}'>{html.escape(experiment)}</a>" if link else html.escape(experiment)
+        return "<p>No claim is judged at this scale.</p>"
+    methods = any(len(row) > 4 and row[4] for row in rows)
+    head = "<th>claim</th><th>verdict</th>" + ("<th>method</th>" if methods else "") + "<th>evidence</th>"
+    out = [f"<table class='verdicts'><thead><tr>{head}</tr></thead><tbody>"]
+    columns = 4 if methods else 3
+    group = None
+    for experiment, claim, verdict, detail, *rest in rows:
+        if experiment != group:
+            group = experiment
+            out.append(f"<tr class='group'><th colspan='{columns}'><a href='#{_anchor(experiment)}'>"
+                       f"{html.escape(experiment)}</a></th></tr>")
+        method = f"<td>{html.escape(_method_text(rest[0] if rest else ''))}</td>" if methods else ""
         out.append(
-            f"<tr><td>{name}</td><td><code>{html.escape(claim)}</code></td>"
-            f"<td><span class='{verdict_class(verdict)}'>{html.escape(verdict)}</span></td>"
+            f"<tr><td>{claim_id_html(claim)}</td>"
+            f"<td><span class='{verdict_class(verdict)}'>{html.escape(verdict)}</span></td>{method}"
             f"<td>{html.escape(detail)}</td></tr>"
         )
     return "".join(out) + "</tbody></table>"
+
+
+def _method_text(method: object) -> str:
+    """A verdict's method as text: a string as it is, a mapping (e.g. test and assumption) as 'key: value; ...'."""
+    if isinstance(method, dict):
+        return "; ".join(f"{k}: {v}" for k, v in method.items())
+    return str(method or "")
+
+
+def claim_id_html(claim: str) -> str:
+    """A claim id that wraps only after an underscore, never mid-word."""
+    return "<code class='claim'>" + "_<wbr>".join(html.escape(part) for part in claim.split("_")) + "</code>"
+
+
+def _not_judged_html(rows: list[tuple[str, ...]]) -> str:
+    """Claims not judged at this scale, one line per experiment and reason (as REPORT.md groups them)."""
+    groups: dict[tuple[str, str], list[str]] = {}
+    for experiment, claim, _, detail, *_ in rows:
+        groups.setdefault((experiment, detail), []).append(claim)
+    if not groups:
+        return "<p>None.</p>"
+    items = "".join(
+        f"<li><a href='#{_anchor(e)}'>{html.escape(e)}</a>: {len(c)} claim{'' if len(c) == 1 else 's'} "
+        f"({', '.join(claim_id_html(x) for x in c[:8])}{f' and {len(c) - 8} more' if len(c) > 8 else ''}): "
+        f"{html.escape(detail)}</li>"
+        for (e, detail), c in groups.items())
+    return f"<ul class='not-judged'>{items}</ul>"
 
 
 def _anchor(key: str) -> str:
@@ -108,8 +147,18 @@ def experiment_section(key: str, root: Path, reason: str | None) -> tuple[str, l
         f"<figcaption class='meta'>{html.escape(p.name)}</figcaption></figure>"
         for p in figures if f"tables/{key.split('/')[0]}/{p.name}" not in shown
     )
-    verdicts = "<h3>Claim verdicts</h3>" + _verdict_table(rows, link=False)
-    return head + f"<p class='files meta'>Files: {links}</p>" + verdicts + body + extra + "</section>", rows
+    body = _claims_pointer(body, rows)
+    return head + f"<p class='files meta'>Files: {links}</p>" + body + extra + "</section>", rows
+
+
+def _claims_pointer(body: str, rows: list[tuple[str, ...]]) -> str:
+    """The table file's Claims section, whose verdicts the page lists once at the top, as one line pointing there."""
+    counts: dict[str, int] = {}
+    for row in rows:
+        counts[row[2]] = counts.get(row[2], 0) + 1
+    tally = ", ".join(f"{n} {v}" for v, n in counts.items()) or "none"
+    pointer = f"<h2>Claims</h2><p class='meta'>{tally}: each with its evidence in <a href='#claims'>the claims</a> above.</p>"
+    return re.sub(r"<h2>Claims</h2>.*?(?=<h2>|<p><img|$)", lambda _: pointer, body, count=1, flags=re.S)
 
 
 def write_html_report(
@@ -139,11 +188,33 @@ def write_html_report(
         "Files: <a href='REPORT.md'>REPORT.md</a>, <a href='tables/'>tables/</a>, <a href='runs/'>runs/</a>. "
         "Intervals are 95% stratified-bootstrap confidence intervals over seeds.</p>"
         f"<nav><h2>Experiments</h2><ul>{nav}</ul></nav>"
-        f"<h2>Every claim</h2>{_verdict_table(rows, link=True)}"
+        f"<h2 id='claims'>Claims judged at this scale</h2>{_verdict_table([r for r in rows if r[2] != NOT_JUDGED])}"
+        f"<h2>Claims not judged at this scale</h2>{_not_judged_html([r for r in rows if r[2] == NOT_JUDGED])}"
         + "".join(parts)
         + "</body></html>\n"
     )
     path = root / "report.html"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(page, encoding="utf-8")
+    (root / STANDALONE).write_text(embed_images(page, root), encoding="utf-8")
     return path
+
+
+#: The same page with every figure inside it: what ``snakemake --report`` shows (it embeds a page as a ``data:``
+#: iframe, where relative image paths cannot load) and a file to mail.
+STANDALONE = "report.standalone.html"
+
+
+def embed_images(page: str, root: Path) -> str:
+    """``page`` with each relative ``<img src>`` under ``root`` replaced by its bytes as a ``data:`` URI; links to
+    other files stay relative. A missing image keeps its path (the browser shows its alt text)."""
+
+    def inline(match: re.Match[str]) -> str:
+        quote, url = match.group(1), match.group(2)
+        path = root / html.unescape(url)
+        if re.match(r"^[a-z]+:", url) or not path.is_file():
+            return match.group(0)
+        kind = {".png": "image/png", ".svg": "image/svg+xml", ".jpg": "image/jpeg"}.get(path.suffix, "application/octet-stream")
+        return f"<img src={quote}data:{kind};base64,{base64.b64encode(path.read_bytes()).decode('ascii')}{quote}"
+
+    return re.sub(r"""<img src=(['"])([^'"]+)\1""", inline, page)

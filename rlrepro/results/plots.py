@@ -149,7 +149,9 @@ def plot_learning_curves(
             few = frames.size <= 3
             ax.plot(frames, mean, label=f"{variant} (n={len(cell.curves)})", linewidth=1.4,
                     marker="o" if few else None, markersize=5, **style[variant])
-            if few:
+            if len(cell.curves) < 2:
+                pass  # one run: no interval to draw (the caption says so)
+            elif few:
                 ax.errorbar(frames, mean, yerr=[mean - low, high - mean], fmt="none", capsize=3,
                             color=style[variant]["color"], linewidth=1)
             else:
@@ -171,11 +173,20 @@ def plot_learning_curves(
     handles, labels = next(((h, lab) for h, lab in (ax.get_legend_handles_labels() for ax in axes.flat) if h), ([], []))
     if handles:
         fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
-    fig.suptitle(f"{title}\nmean over seeds; {BAND_TEXT}", fontsize=9)
+    fig.suptitle(f"{title}\n{band_caption([len(c.curves) for c in cells.values()])}", fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
+
+
+def band_caption(runs: list[int]) -> str:
+    """What the curves' caption may promise: a band only where a cell has two runs or more to draw one from."""
+    if runs and max(runs) < 2:
+        return "one run per variant: its curve, no band (an interval needs two runs or more)"
+    if runs and min(runs) < 2:
+        return f"mean over seeds; {BAND_TEXT} (none for a variant of one run)"
+    return f"mean over seeds; {BAND_TEXT}"
 
 
 def x_axis_label(spec) -> str:

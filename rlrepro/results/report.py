@@ -11,14 +11,14 @@ from rlrepro.results.claims import NOT_JUDGED, OUTCOMES, UNINFORMATIVE, VERDICT_
 from rlrepro.results.html import write_html_report
 from rlrepro.results.plots import x_axis_label
 from rlrepro.results.tables import search_counts_text
-from rlrepro.specs import Scale
-from rlrepro.workflow import ExperimentPlan, cannot_run, plan, results_root
+from rlrepro.specs import Scale, SpecError
+from rlrepro.workflow import ExperimentPlan, SelectionError, cannot_run, plan, results_root
 
 
 def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: str | None = None) -> Path:
     """Write ``<results>/<scale>/REPORT.md`` from the experiments' table JSON files."""
     root = results_root(results, scale)
-    plans = plan(specs, scale, only)
+    plans, skipped = plans_of_every_spec_set(specs, scale, only, root)
     summary_rows, sections, raw_rows, html_sections = [], [], [], []
     for experiment in plans:
         reason = cannot_run(experiment)
@@ -31,7 +31,8 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
             sections.append(f"### {experiment.key}\n\n{why}\n")
             continue
         data = json.loads(table_json.read_text())
-        raw_rows += [(experiment.key, c["claim"], c["verdict"], c["detail"]) for c in data["claims"]]
+        # a verdict's method (test and assumption), where the claims record one, gets a column of the page's table
+        raw_rows += [(experiment.key, c["claim"], c["verdict"], c["detail"], c.get("method") or "") for c in data["claims"]]
         summary_rows += [_row(experiment, c["claim"], c["verdict"], c["detail"]) for c in data["claims"]]
         prov = data["provenance"]
         sections.append(
@@ -54,6 +55,7 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
         f"# rlrepro report — scale '{scale}'",
         "",
         f"Generated {datetime.now(timezone.utc).isoformat(timespec='seconds')} at commit `{git_commit()}`.",
+        *_spec_set_lines(root, skipped),
         f"{len(plans)} experiment(s), {len(summary_rows)} claim(s): "
         + (", ".join(f"{counts[v]} {v}" for v in sorted(counts, key=lambda v: order.get(v, len(order)))) or "none"),
         "",
@@ -81,7 +83,67 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines))
     write_html_report(html_sections, raw_rows, scale=scale, root=root)
+    ordered = {v: counts[v] for v in sorted(counts, key=lambda v: order.get(v, len(order)))}
+    (root / TALLY_FILE).write_text(json.dumps({"experiments": len(plans), "claims": ordered}, indent=2) + "\n")
     return path
+
+
+TALLY_FILE = "verdicts.json"
+
+
+def run_end_text(root: Path) -> str:
+    """What a run prints last: the page to open and the verdict tally (from the report step's verdicts.json)."""
+    tally = root / TALLY_FILE
+    if not tally.exists():
+        return f"No report yet under {root}."
+    data = json.loads(tally.read_text(encoding="utf-8"))
+    claims = data["claims"]
+    counts = ", ".join(f"{n} {verdict}" for verdict, n in claims.items()) or "none"
+    return (f"Report: {root / 'report.html'}\n"
+            f"{data['experiments']} experiment(s), {sum(claims.values())} claim(s): {counts}")
+
+
+SPEC_SETS_FILE = "spec_sets.json"
+
+
+def plans_of_every_spec_set(
+    specs: list[str | Path], scale: Scale, only: str | None, root: Path
+) -> tuple[list[ExperimentPlan], list[str]]:
+    """The experiments of every spec set run at this scale: ``specs`` and those recorded in ``<root>/spec_sets.json``
+    by earlier reports, so a run of one's own spec folder (``specs=``) adds its experiments to the scale's report
+    rather than replacing it. An experiment in two sets is shown once (the current set's). Returns the plans and
+    the recorded sets that could not be read (moved, deleted or now invalid), which the report names.
+    """
+    current = [str(Path(s).resolve()) for s in specs]
+    record = root / SPEC_SETS_FILE
+    earlier = json.loads(record.read_text(encoding="utf-8")) if record.exists() else []
+    sets = [current] + [s for s in earlier if s != current]
+    plans = plan(specs, scale, only)
+    seen = {p.key for p in plans}
+    skipped, kept = [], [current]
+    for spec_set in sets[1:]:
+        try:
+            more = plan(spec_set, scale)
+        except (SpecError, SelectionError, FileNotFoundError) as error:
+            skipped.append(f"{', '.join(spec_set)}: {str(error).splitlines()[0]}")
+            continue
+        kept.append(spec_set)
+        plans += [p for p in more if p.key not in seen]
+        seen |= {p.key for p in more}
+    root.mkdir(parents=True, exist_ok=True)
+    record.write_text(json.dumps(kept, indent=2) + "\n", encoding="utf-8")
+    return plans, skipped
+
+
+def _spec_set_lines(root: Path, skipped: list[str]) -> list[str]:
+    """Which spec sets the report covers (spec_sets.json) and which recorded ones it could not read."""
+    sets = json.loads((root / SPEC_SETS_FILE).read_text(encoding="utf-8"))
+    lines = []
+    if len(sets) > 1:
+        lines.append(f"Spec sets run at this scale (every one is in this report; {SPEC_SETS_FILE}): "
+                     + "; ".join(", ".join(f"`{p}`" for p in s) for s in sets) + ".")
+    lines += [f"A spec set recorded earlier could not be read and is left out: {why}." for why in skipped]
+    return lines + ([""] if lines else [])
 
 
 def _search_summary(run: dict) -> str:

@@ -7,6 +7,7 @@ import json
 import math
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -30,7 +31,7 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
     paths = {ext: Path(p) for ext, p in plan.table_paths(root).items()}
     paths["json"] = paths["md"].with_suffix(".json")
     paths["md"].parent.mkdir(parents=True, exist_ok=True)
-    rows = _rows(cells, spec.paper_values, spec.scale(scale).frames)
+    rows = _rows(cells, spec.paper_values, spec.scale(scale).frames, spec.run.report_metric)
     provenance = _provenance(plan, scale, cells)
     searches = search_results(plan, root)
     _write_csv(paths["csv"], rows, provenance)
@@ -136,8 +137,13 @@ def search_counts_text(stats: dict[str, float]) -> str:
     )
 
 
-def _rows(cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict[str, float]], budget: int) -> list[dict]:
-    """One row per cell; ``frames`` is what its runs trained (whole chunks), ``frames_budget`` the scale's budget."""
+def _rows(
+    cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict[str, float]], budget: int,
+    metric: str = "final_return",
+) -> list[dict]:
+    """One summary row per cell (the JSON's and the table's): the mean over seeds of ``metric`` with its 95% CI,
+    the per-seed values, the paper's value where it gives one; ``frames`` is what the runs trained (whole chunks),
+    ``frames_budget`` the scale's budget."""
     rows = []
     for (variant, env), cell in cells.items():
         finite = [v for v in cell.final if math.isfinite(v)]
@@ -150,17 +156,32 @@ def _rows(cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict
             {
                 "variant": variant,
                 "env": env,
+                "metric": metric,
+                "unit": metric_unit(metric),
                 "seeds": len(cell.seeds),
                 "frames": max(cell.frames),
                 "frames_budget": budget,
-                "final_return_mean": point,
-                "ci95_low": low,
-                "ci95_high": high,
-                "per_seed": ";".join(f"{v:.4g}" for v in cell.final),
+                "mean": clean_float(point),
+                "ci95_low": clean_float(low),
+                "ci95_high": clean_float(high),
+                "per_seed": [{"seed": seed, "value": clean_float(v)} for seed, v in zip(cell.seeds, cell.final)],
                 "paper": paper_values.get(variant, {}).get(env, math.nan),
             }
         )
     return rows
+
+
+def clean_float(value: float) -> float:
+    """A run's value without float32 noise: -0.8199999928474426 (a float32 -0.82 widened) reads -0.82.
+
+    Summaries store float32 metrics as float64; 7 significant digits are what float32 holds, so rounding there
+    changes no digit a run computed.
+    """
+    return float(f"{value:.7g}") if math.isfinite(value) else value
+
+
+CSV_FIELDS = ("experiment", "scale", "variant", "env", "seed", "metric", "unit", "value", "paper", "frames",
+              "frames_budget", "spec_hash", "run_commits")
 
 
 def _frames_text(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], CellResult]) -> str:
@@ -193,7 +214,17 @@ def _provenance(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], C
 
 #: Units of the metrics a table can show, so every number in a table says what it counts.
 METRIC_UNITS = {"fps": "environment frames per second of wall time, all actors", "best_fitness": "fitness, the sum of "
-                "normalised training returns", "eval_return": "game score (points)", "final_return": "episode return"}
+                "normalised training returns", "eval_return": "game score (points)", "final_return": "episode return",
+                "best_eval_return": "game score (points)", "value_error": "mean squared error of the values over states",
+                "changepoint_error": "mean squared error of the values over states after the change point",
+                "far_fraction": "fraction of replayed samples far from the current policy", "kl": "KL divergence (nats)",
+                "normalized_return": "normalised return", "run_return": "episode return",
+                "duplicate_fraction": "fraction of proposals"}
+
+
+def metric_unit(metric: str) -> str:
+    """The unit of ``metric`` (METRIC_UNITS), or 'as logged' for a metric without one written down."""
+    return METRIC_UNITS.get(metric, "as logged")
 
 
 def _metric_text(metric: str, fraction: float) -> str:
@@ -215,13 +246,25 @@ def _resumed_lines(prov: dict) -> list[str]:
 
 
 def _write_csv(path: Path, rows: list[dict], provenance: dict) -> None:
+    """The tidy CSV: one row per run (variant, environment, seed) with the metric, its unit and value, and the
+    paper's value of the cell beside it (empty where the paper gives none): ``pandas.read_csv`` reads typed columns."""
     extra = {k: provenance[k] for k in ("experiment", "scale", "spec_hash")}
     extra["run_commits"] = ";".join(provenance["run_commits"])
     with open(path, "w", newline="", encoding="utf-8") as handle:
-        writer = csv.DictWriter(handle, fieldnames=[*extra, *rows[0]])
+        writer = csv.DictWriter(handle, fieldnames=CSV_FIELDS)
         writer.writeheader()
         for row in rows:
-            writer.writerow({**extra, **row})
+            for run in row["per_seed"]:
+                writer.writerow({
+                    **extra, "variant": row["variant"], "env": row["env"], "seed": run["seed"],
+                    "metric": row["metric"], "unit": row["unit"], "value": _csv_number(run["value"]),
+                    "paper": _csv_number(row["paper"]), "frames": row["frames"], "frames_budget": row["frames_budget"],
+                })
+
+
+def _csv_number(value: float) -> str:
+    """A number as its shortest text; empty for a missing one (pandas reads an empty field as NaN)."""
+    return "" if not math.isfinite(value) else repr(float(value))
 
 
 def _estimate(point: str, low: str, high: str, one_run: bool) -> str:
@@ -235,6 +278,17 @@ def _fmt(value: float) -> str:
 
 
 SCORE_METRICS = ("eval_return", "best_eval_return", "final_return")  # raw game scores, which human-normalisation applies to
+
+
+def _random_row(spec: ExperimentSpec, envs: list[str]) -> list[str]:
+    """A uniform-random policy's score per environment, beside ours, where the spec knows it and the table's metric
+    is a return (spec.random_score: Atari's reference table, else the environment's random_score)."""
+    if spec.run.report_metric not in SCORE_METRICS:
+        return []
+    scores = [spec.random_score(env) for env in envs]
+    if all(score is None for score in scores):
+        return []
+    return ["| *uniform-random policy* | " + " | ".join("—" if x is None else _fmt(x) for x in scores) + " |"]
 
 
 def _hns_lines(spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -> list[str]:
@@ -292,7 +346,8 @@ def _markdown(
         f"- metric: {prov['metric']}; cells: mean over seeds [95% stratified-bootstrap CI]",
     ]
     if spec.reference.notes:
-        lines += [f"- setting: {spec.reference.notes}"]
+        lines += [f"- the paper's setting, as the spec's author wrote it (what each run trained with: Hyper-parameters "
+                  f"below): {spec.reference.notes}"]
     lines += ["", "## Our results", "", "| variant | " + " | ".join(envs) + " |", "|---" * (len(envs) + 1) + "|"]
     for variant in variants:
         cells = []
@@ -300,16 +355,18 @@ def _markdown(
             row = by_cell.get((variant, env))
             paper = spec.paper_values.get(variant, {}).get(env)
             text = "—" if row is None else _estimate(
-                _fmt(row["final_return_mean"]), _fmt(row["ci95_low"]), _fmt(row["ci95_high"]),
-                one_run=math.isfinite(row["final_return_mean"]) and not math.isfinite(row["ci95_low"]),
+                _fmt(row["mean"]), _fmt(row["ci95_low"]), _fmt(row["ci95_high"]),
+                one_run=math.isfinite(row["mean"]) and not math.isfinite(row["ci95_low"]),
             )
             cells.append(text if paper is None else f"{text} (paper {paper:g})")
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    lines += _random_row(spec, envs)
     lines += _hns_lines(spec, cells_by_key)
     if spec.paper_table:
         table = spec.paper_table
         lines += ["", "## The paper's numbers", "", table.caption, "", "| " + " | ".join(table.columns) + " |"]
         lines += ["|---" * len(table.columns) + "|"] + ["| " + " | ".join(str(c) for c in row) + " |" for row in table.rows]
+    lines += hyperparameter_lines(spec, prov["scale"], variants, envs)
     lines += _search_lines(searches or [])
     lines += ["", "## Claims", ""]
     lines += [
@@ -318,3 +375,56 @@ def _markdown(
     ] or ["- (no claims)"]
     lines += ["", f"![learning curves]({png})", ""]
     return "\n".join(lines)
+
+
+def _flatten(data: Any, prefix: str = "") -> dict[str, Any]:
+    """{'loss.entropy_cost': 0.01, ...}: nested mappings as dotted keys (the spec's override syntax)."""
+    if not isinstance(data, dict):
+        return {prefix: data}
+    flat: dict[str, Any] = {}
+    for key, value in data.items():
+        flat.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return flat
+
+
+def _changes(before: dict[str, Any], after: dict[str, Any]) -> list[str]:
+    """'key a → b' for every dotted key whose value differs (a missing key reads '—')."""
+    keys = [k for k in dict.fromkeys([*before, *after]) if before.get(k, "—") != after.get(k, "—")]
+    return [f"{k} {_setting(before.get(k, '—'))} → {_setting(after.get(k, '—'))}" for k in keys]
+
+
+def _setting(value: Any) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def hyperparameter_lines(spec: ExperimentSpec, scale: Scale, variants: list[str], envs: list[str]) -> list[str]:
+    """The settings each variant trained with, derived from the resolved spec (never prose): per variant what it
+    changes from the spec's agent, and what the scale changes from the paper's values (paper → this run), for the
+    agent and the environments. Common changes are listed once above the table."""
+    from rlrepro.specs import resolve_agent, resolve_env  # noqa: PLC0415
+
+    by_name = {v.name: v for v in spec.variant_list()}
+    base = _flatten(spec.agent.model_dump(mode="json"))
+    rows = []
+    for name in variants:
+        paper = _flatten(resolve_agent(spec, by_name[name], "paper").model_dump(mode="json"))
+        run = _flatten(resolve_agent(spec, by_name[name], scale).model_dump(mode="json"))
+        own = _changes(base, paper) if paper.get("kind") == base.get("kind") else [
+            f"{key} {_setting(value)}" for key, value in _flatten(by_name[name].agent).items()]  # an agent of its own
+        rows.append((name, own, _changes(paper, run)))
+    common = set.intersection(*(set(r[2]) for r in rows)) if rows else set()
+    env_changes = [f"{env}: " + ", ".join(c) for env in envs
+                   if (c := _changes(_flatten(resolve_env(spec, env, "paper").model_dump(mode="json")),
+                                     _flatten(resolve_env(spec, env, scale).model_dump(mode="json"))))]
+    lines = ["", "## Hyper-parameters", "",
+             f"Derived from the resolved spec: what each variant changes from the spec's agent (the paper's setting), "
+             f"and what scale '{scale}' changes from the paper's values (paper → this run)."]
+    if scale != "paper":
+        lines += ["", "- every variant at this scale: " + ("; ".join(sorted(common)) or "the paper's values")]
+        lines += [f"- environment {text}" for text in env_changes]
+    lines += ["", "| variant | its change from the spec's agent | further at this scale (paper → this run) |",
+              "|---|---|---|"]
+    for name, own, scaled in rows:
+        rest = [c for c in scaled if c not in common]
+        lines.append(f"| {name} | {'; '.join(own) or '— (the spec agent)'} | {'; '.join(rest) or '—'} |")
+    return lines

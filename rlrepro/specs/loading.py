@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
+import re
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin
@@ -44,6 +45,35 @@ def _kind_tags(model: type[BaseModel], seen: set[type] | None = None) -> set[str
 
 
 _UNION_TAGS = _kind_tags(ExperimentSpec)
+
+
+def _field_names(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:
+    """Every field name of ``model`` and the models below it: the words a misspelt key is matched against."""
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return set()
+    seen.add(model)
+    names = set(model.model_fields)
+    for field in model.model_fields.values():
+        stack = [field.annotation]
+        while stack:
+            annotation = stack.pop()
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                names |= _field_names(annotation, seen)
+            else:
+                stack.extend(get_args(annotation))
+    return names
+
+
+_FIELD_NAMES = sorted(_field_names(ExperimentSpec))
+
+
+def _did_you_mean(key: object) -> str:
+    """' (did you mean 'learning_rate'?)' for a key close to a spec field's name; '' otherwise."""
+    import difflib  # noqa: PLC0415
+
+    close = difflib.get_close_matches(str(key), _FIELD_NAMES, n=1, cutoff=0.75)
+    return f"; did you mean '{close[0]}'?" if close else ""
 _AGENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(AgentSpec)
 _ENV_ADAPTER: TypeAdapter[Any] = TypeAdapter(EnvSpec)
 
@@ -62,11 +92,17 @@ def load_spec(path: str | Path) -> ExperimentSpec:
     path = Path(path)
     try:
         data = load_yaml(path)
+    except UnicodeDecodeError as error:
+        raise SpecError(str(path), [f"not UTF-8 text: byte 0x{error.object[error.start]:02x} at offset {error.start} "
+                                    "(save the file as UTF-8)"]) from None
     except (OSError, yaml.YAMLError) as error:
         raise SpecError(str(path), [f"cannot read YAML: {error}"]) from error
     if not isinstance(data, dict):
         raise SpecError(str(path), [f"expected a mapping at the top level, found {type(data).__name__}"])
-    spec = validate_spec(data, source=str(path))
+    try:
+        spec = validate_spec(data, source=str(path))
+    except SpecError as error:
+        raise SpecError(str(path), _located(error, path, data)) from None
     if spec.experiment != path.stem:
         raise SpecError(str(path), [f"experiment: expected the file name '{path.stem}', found '{spec.experiment}'"])
     for scale in ("smoke", "cpu", "paper"):
@@ -75,6 +111,45 @@ def load_spec(path: str | Path) -> ExperimentSpec:
         for env in spec.environments:
             resolve_env(spec, env.id, scale, source=str(path))  # type: ignore[arg-type]
     return spec
+
+
+def _located(error: SpecError, path: Path, data: Mapping[str, Any]) -> list[str]:
+    """Each problem with the claim's id where it is about a claim, and its line in the YAML file."""
+    lines = []
+    for problem in error.problems:
+        field = problem.partition(":")[0]
+        where = []
+        if (m := re.match(r"claims\[(\d+)\]", field)) and int(m.group(1)) < len(data.get("claims") or []):
+            claim = data["claims"][int(m.group(1))]
+            if isinstance(claim, dict) and claim.get("id"):
+                where.append(f"claim '{claim['id']}'")
+        if (line := _yaml_line(path, field)) is not None:
+            where.append(f"line {line}")
+        lines.append(f"{problem} ({', '.join(where)})" if where else problem)
+    return lines
+
+
+def _yaml_line(path: Path, field: str) -> int | None:
+    """The line of ``field`` ('claims[2].better', 'agent.optimizer.lr') in the YAML file: the deepest key found."""
+    try:
+        node = yaml.compose(path.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError, UnicodeDecodeError):
+        return None
+    line = None
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", field):
+        if isinstance(node, yaml.SequenceNode) and part.startswith("["):
+            index = int(part[1:-1])
+            if index >= len(node.value):
+                break
+            node = node.value[index]
+        elif isinstance(node, yaml.MappingNode):
+            found = next(((k, v) for k, v in node.value if k.value == part), None)
+            if found is None:
+                break
+            line, node = found[0].start_mark.line + 1, found[1]
+        else:
+            break
+    return line
 
 
 def validate_spec(data: Mapping[str, Any], *, source: str = "<spec>") -> ExperimentSpec:
@@ -93,7 +168,7 @@ def format_errors(error: ValidationError, prefix: str = "") -> list[str]:
     for item in error.errors(include_url=False):
         field = _field_path(item["loc"], prefix)
         if item["type"] == "extra_forbidden":
-            lines.append(f"{field}: unknown key (not a field of this model; check the spelling)")
+            lines.append(f"{field}: unknown key (not a field of this model{_did_you_mean(item['loc'][-1])})")
             continue
         if item["type"] == "union_tag_invalid":
             expected = item.get("ctx", {}).get("expected_tags", "")

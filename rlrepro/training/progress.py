@@ -99,14 +99,14 @@ class Progress:
                 speed += f" ({rate * self.seeds:,.0f} total)"
             self.stream.write(
                 f"{self.label} {frames:,}/{self.total:,} frames ({fraction:.0%}) {speed}{compiled} "
-                f"ETA {_duration(eta)} return {latest_return:.3f}\n"
+                f"ETA {_duration(eta)} {return_text(latest_return)}\n"
             )
         self.stream.flush()
 
     def _bar(self, frames: int, fraction: float, rate: float, eta: float, latest_return: float) -> str:
         """One line no wider than the terminal (minus one column, so it never wraps)."""
         speed = "compiled" if math.isnan(rate) else f"{_count(rate)} frames/s/seed"
-        text = f" {fraction:4.0%} {_count(frames)}/{_count(self.total)} frames {speed} ETA {_duration(eta)} ret {latest_return:.3g}"
+        text = f" {fraction:4.0%} {_count(frames)}/{_count(self.total)} frames {speed} ETA {_duration(eta)} {return_text(latest_return, short=True)}"
         columns = self._columns() - 1
         room = columns - len(text) - 2
         if room < MIN_BAR:  # a very narrow terminal: the numbers only, cut to fit
@@ -115,3 +115,10 @@ class Progress:
         filled = int(fraction * width)
         # Padded to the width: a shorter redraw must blank what a longer one left on the line.
         return f"[{'#' * filled}{'.' * (width - filled)}]{text}".ljust(columns)
+
+
+def return_text(value: float, *, short: bool = False) -> str:
+    """'return 0.266', or 'no episode finished yet' while no episode has ended (the mean of none is not a number)."""
+    if math.isnan(value):
+        return "no episode finished yet"
+    return f"ret {value:.3g}" if short else f"return {value:.3f}"

@@ -92,8 +92,9 @@ def test_a_loss_search_counts_proposals_and_says_what_one_costs():
     agent, env, run, smoke = _setup("loss_search")
     planned = chunk_plan(agent, env, frames=smoke, run=run)
     assert planned.unit == "proposals" and planned.frames == smoke  # proposals: a chunk is never more than the budget
-    steps = sum(agent.env_steps.values())
-    assert planned.per_unit == f"each trains DQN for up to {steps:,} environment steps on {len(agent.env_steps)} environment(s)"
+    members = [e.id for e in env.environments]
+    steps = sum(agent.env_steps[m] for m in members)
+    assert planned.per_unit.startswith(f"each trains DQN for up to {steps:,} environment steps")
 
 
 def _run_to_the_end(kind: str, budget_chunks: float) -> tuple[int, ChunkPlan]:

@@ -205,3 +205,71 @@ def test_atari_figures_use_human_normalised_scores_and_draw_sample_efficiency(tm
     written = write_figures(tmp_path / "a.png", cells, metric="eval_return", title="t", pairs=[("deep", "shallow")],
                             hns=hns, hns_curves=curves)
     assert "a.efficiency.png" in {p.name for _, p in written}
+
+
+def _improvement_axes(tmp_path: Path, cells, pairs, metric: str):
+    """Draw the experiment's figures and return {file name: the improvement figure's axes}, read back from pyplot."""
+    import matplotlib.pyplot as plt
+
+    seen = {}
+    original = plt.Figure.savefig
+
+    def keep(fig, path, *args, **kwargs):
+        seen[Path(path).name] = fig.axes[0]
+        return original(fig, path, *args, **kwargs)
+
+    plt.Figure.savefig = keep
+    try:
+        write_figures(tmp_path / "x.png", cells, metric=metric, title="t", pairs=pairs)
+    finally:
+        plt.Figure.savefig = original
+    return {name: ax for name, ax in seen.items() if ".improvement" in name}
+
+
+def test_probability_of_improvement_honours_lower_is_better_and_the_claims_metric(tmp_path: Path) -> None:
+    from rlrepro.results.figures import Comparison, improvement_rows
+
+    # FRODO's random walk: frodo's value error 0.10 is worse than TD(lambda)'s 0.05 and 0.06 (lower is better), so
+    # P(frodo beats td) = 0 (every pair: 0.10 > 0.05), not the 1.0 a higher-is-better comparison gives.
+    def cell(v: str, errors: list[float], kl: list[float]) -> CellResult:
+        return CellResult(v, "rw", seeds=list(range(len(errors))), final=errors, frames=[10] * len(errors),
+                          finals=[{"value_error": e, "kl": k, "final_return": 5.0} for e, k in zip(errors, kl)],
+                          report_metric="value_error")
+
+    cells = {("frodo", "rw"): cell("frodo", [0.10, 0.11], [0.2, 0.3]), ("td", "rw"): cell("td", [0.05, 0.06], [0.9, 0.8])}
+    lower = Comparison("frodo", "td", "value_error", higher_is_better=False)
+    panels = [("rw", {"frodo": np.array([[0.10], [0.11]]), "td": np.array([[0.05], [0.06]])})]
+    assert improvement_rows(panels, [lower])[0][:2] == ("P(frodo < td)", 0.0)
+    axes = _improvement_axes(tmp_path, cells, [lower, Comparison("frodo", "td", "kl", higher_is_better=False)],
+                             metric="value_error")
+    assert set(axes) == {"x.improvement.png", "x.improvement.kl.png"}
+    for name, metric in (("x.improvement.png", "value_error"), ("x.improvement.kl.png", "kl")):
+        ax = axes[name]
+        assert metric in ax.get_title() and "lower is better" in ax.get_title()
+        point = ax.lines[0].get_xdata()[0]  # the first row's point estimate
+        # value error: frodo worse in all 4 pairs -> 0; KL (0.2, 0.3 against 0.9, 0.8): frodo lower in all 4 -> 1
+        assert point == (0.0 if metric == "value_error" else 1.0), (name, point)
+
+
+def test_claim_comparisons_carry_metric_and_direction() -> None:
+    from types import SimpleNamespace as NS
+
+    from rlrepro.results.figures import Comparison, claim_comparisons
+
+    spec = NS(run=NS(report_metric="final_return"),
+              claims=[NS(better="refer", worse=["er"], metric="kl", higher_is_better=False), NS(better="a", worse=["b"])])
+    assert claim_comparisons(spec) == [Comparison("refer", "er", "kl", False), Comparison("a", "b", "final_return", True)]
+
+
+def test_a_caption_never_promises_a_band_it_does_not_draw(tmp_path: Path) -> None:
+    # issue 31: the smoke scale runs one seed per cell; the captions promised a 95% band the figures cannot draw
+    one = {("a", "catch"): _cell("a", "catch", [[(f, f / 100) for f in (100, 200, 300, 400)]], [4.0]),
+           ("b", "catch"): _cell("b", "catch", [[(f, f / 200) for f in (100, 200, 300, 400)]], [2.0])}
+    axes = _axes_of(lambda: plot_learning_curves(one, tmp_path / "c.png", title="t", metric="episode_return"))
+    caption = axes[0].figure._suptitle.get_text()
+    assert "no band" in caption and "95%" not in caption and not axes[0].collections  # nothing filled
+    written = dict((p.name, p) for _, p in write_figures(tmp_path / "c.png", one, metric="final_return", title="t"))
+    assert {"c.intervals.png", "c.profiles.png"} <= set(written)
+    from rlrepro.results.plots import band_caption
+
+    assert band_caption([1, 3]).endswith("(none for a variant of one run)") and "95%" in band_caption([3, 3])

@@ -8,11 +8,12 @@ import math
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from rlrepro.cli import main
 from rlrepro.provenance import git_commit
-from rlrepro.results.collect import MissingRunsError, OutOfRangeWarning, collect
+from rlrepro.results.collect import CellResult, MissingRunsError, OutOfRangeWarning, collect
 from rlrepro.results.report import write_report
 from rlrepro.results.tables import aggregate_experiment
 from rlrepro.specs import ExperimentSpec, load_spec, spec_hash
@@ -44,6 +45,7 @@ def _toy() -> dict[str, Any]:
         paper_table={
             "caption": "Table 2 of the paper.", "columns": ["variant", "catch"], "rows": [["a", 46.8], ["b", 40.3]]
         },
+        paper_values={"a": {"catch": 46.8}},
     )
 
 
@@ -51,6 +53,7 @@ def _dmlab() -> dict[str, Any]:
     data = _toy()
     data.update(paper="lab", experiment="watermaze")
     data["environments"] = [{"kind": "dmlab", "id": "rooms_watermaze", "level": "rooms_watermaze"}]
+    data.pop("paper_values")
     data["claims"] = [{"kind": "threshold", "id": "lab_claim", "statement": "s", "variant": "a",
                        "environment": "rooms_watermaze", "op": ">=", "value": 1.0, "judged_at": ["cpu"]}]
     return data
@@ -241,7 +244,7 @@ def test_markdown_has_provenance(aggregated: dict[str, Any]) -> None:
     assert f"(hash `{spec_hash(load_spec(toy))}`" in md
     assert f"- code: runs at commit(s) `{RUN_COMMIT}`; table at `{git_commit()}`" in md
     assert "over the last 25% of frames" in md
-    assert "- setting: toy tasks" in md
+    assert "- the paper's setting, as the spec's author wrote it (what each run trained with: Hyper-parameters below): toy tasks" in md
 
 
 def test_markdown_puts_our_numbers_beside_the_paper_table(aggregated: dict[str, Any]) -> None:
@@ -275,21 +278,41 @@ def test_markdown_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
     assert "judged at scale(s) paper" in lines[2]
 
 
-def test_csv_has_one_row_per_cell(aggregated: dict[str, Any]) -> None:
-    with open(aggregated["paths"]["csv"], newline="", encoding="utf-8") as handle:
-        rows = list(csv.DictReader(handle))
-    assert [(r["variant"], r["env"]) for r in rows] == [
-        ("a", "catch"), ("a", "cartpole"), ("b", "catch"), ("b", "cartpole")
-    ]
+def test_csv_is_tidy_one_row_per_run(aggregated: dict[str, Any]) -> None:
+    import pandas as pd
+
+    table = pd.read_csv(aggregated["paths"]["csv"])
+    assert list(table.columns) == ["experiment", "scale", "variant", "env", "seed", "metric", "unit", "value", "paper",
+                                   "frames", "frames_budget", "spec_hash", "run_commits"]
+    # 2 variants x 2 environments x 3 seeds, typed: ints and floats, not strings packed with ';'
+    assert len(table) == 12 and table["seed"].dtype.kind == "i" and table["value"].dtype.kind == "f"
+    assert set(table["metric"]) == {"final_return"} and set(table["unit"]) == {"episode return"}
     expected_hash = spec_hash(load_spec(aggregated["toy"]))
-    for row in rows:
-        provenance = (row["experiment"], row["scale"], row["spec_hash"], row["run_commits"])
-        assert provenance == ("toy/mini", "cpu", expected_hash, RUN_COMMIT)
-        assert (row["seeds"], row["frames"]) == ("3", "200")
-        mean, low, high = float(row["final_return_mean"]), float(row["ci95_low"]), float(row["ci95_high"])
-        assert mean == (11.0 if row["variant"] == "a" else 2.0)
-        assert mean - 1.0 <= low <= mean <= high <= mean + 1.0  # resampled means of 3 seeds 1 apart
-        assert row["per_seed"] == ("10;11;12" if row["variant"] == "a" else "1;2;3")
+    assert set(zip(table["experiment"], table["scale"], table["spec_hash"], table["run_commits"])) == {
+        ("toy/mini", "cpu", expected_hash, RUN_COMMIT)}
+    a_catch = table[(table["variant"] == "a") & (table["env"] == "catch")]
+    assert a_catch["value"].tolist() == FINALS["a"] and a_catch["seed"].tolist() == [0, 1, 2]
+    assert (a_catch["frames"] == 200).all()
+    # the paper's value of the cell (paper_values: a on catch 46.8) on each of its runs; NaN where it gives none
+    assert (a_catch["paper"] == 46.8).all() and table[table["variant"] == "b"]["paper"].isna().all()
+
+
+def test_csv_values_carry_no_float32_noise_and_name_their_metric(tmp_path: Path) -> None:
+    import pandas as pd
+
+    from rlrepro.results.tables import _rows, _write_csv
+
+    noisy = float(np.float32(-0.82))  # -0.8199999928474426: a float32 metric read back as float64
+    cells = {("td", "rw"): CellResult("td", "rw", seeds=[0, 1], final=[noisy, float(np.float32(0.1))],
+                                      frames=[100, 100], report_metric="value_error")}
+    rows = _rows(cells, {}, 100, "value_error")
+    assert rows[0]["mean"] == pytest.approx(-0.36) and rows[0]["metric"] == "value_error"
+    _write_csv(tmp_path / "t.csv", rows, {"experiment": "frodo/random_walk", "scale": "smoke", "spec_hash": "h",
+                                          "run_commits": ["c"]})
+    text = (tmp_path / "t.csv").read_text()
+    assert "-0.82," in text and "0.1," in text and "0.8199999" not in text and "0.1000000" not in text
+    table = pd.read_csv(tmp_path / "t.csv")
+    assert table["unit"].tolist() == ["mean squared error of the values over states"] * 2
 
 
 def test_json_has_provenance_rows_and_claims(aggregated: dict[str, Any]) -> None:
@@ -392,6 +415,67 @@ def test_report_only_selects(aggregated: dict[str, Any], tmp_path: Path) -> None
     assert "toy/mini" not in text
 
 
+def test_the_standalone_page_carries_every_figure_inside_it(aggregated: dict[str, Any]) -> None:
+    # issue 31: `snakemake --report` embeds a page as a data: iframe, where report.html's relative image paths load
+    # none of its figures; report.standalone.html (the page it is given) has each figure's bytes in the page
+    import base64
+    import re
+
+    root = aggregated["results"] / "cpu"
+    linked = re.findall(r"""<img src=['"]([^'"]+)['"]""", (root / "report.html").read_text(encoding="utf-8"))
+    embedded = re.findall(r"""<img src=['"]([^'"]+)['"]""", (root / "report.standalone.html").read_text(encoding="utf-8"))
+    kinds = {Path(src).name.split(".")[1] for src in linked if Path(src).name.count(".") > 1}
+    assert {"intervals", "profiles", "improvement"} <= kinds  # every figure kind, not only the learning curves
+    assert len(embedded) == len(linked) >= 4
+    for src, data in zip(linked, embedded):
+        assert data.startswith("data:image/png;base64,")
+        assert base64.b64decode(data.partition(",")[2]) == (root / src).read_bytes()
+
+
+def test_the_page_shows_each_claim_once_and_groups_the_not_judged_per_experiment(aggregated: dict[str, Any]) -> None:
+    # issue 31: each claim was listed three times (Every claim, Claim verdicts, Claims); ids broke mid-word
+    import re
+
+    page = (aggregated["results"] / "cpu" / "report.html").read_text(encoding="utf-8")
+    text = re.sub(r"<[^>]+>", "", page)
+    # toy/unrun is a copy of toy/mini with the same claim ids: twice each (once per experiment); lab_claim once
+    for claim, times in (("a_beats_b", 2), ("a_reaches_5", 2), ("b_beats_a_at_scale", 2), ("lab_claim", 1)):
+        assert text.count(claim) == times, (claim, text.count(claim))
+    assert "word-break: break-all" not in page and "a_<wbr>beats_<wbr>b" in page
+    judged = page.partition("Claims judged at this scale")[2].partition("Claims not judged")[0]
+    assert "exp-toy-mini" in judged and "a_<wbr>reaches_<wbr>5" in judged and "lab_<wbr>claim" not in judged
+    not_judged = page.partition("Claims not judged at this scale")[2].partition("<section")[0]
+    assert re.search(r"toy/unrun</a>: 3 claims \(.*\): not run at this scale|toy/unrun</a>: 3 claims", not_judged)
+    assert not_judged.count("<li>") == 3  # toy/mini (1 at scale paper), lab/watermaze, toy/unrun
+
+
+def test_a_second_spec_set_adds_to_the_scales_report_rather_than_replacing_it(tmp_path: Path) -> None:
+    # issue 31: `snakemake --config specs=my/specs` rewrote results/<scale>/REPORT.md as a one-experiment report
+    results = tmp_path / "results"
+    repo_specs, own_specs = tmp_path / "repo_specs", tmp_path / "own_specs"
+    toy = write_spec(repo_specs, _toy())
+    mine = _toy()
+    mine.update(paper="mine", experiment="own")
+    own = write_spec(own_specs, mine)
+    for spec in (toy, own):
+        fabricate_all(spec, results)
+        aggregate_experiment(spec, scale="cpu", results=results)
+    write_report([repo_specs], scale="cpu", results=results)
+    path = write_report([own_specs], scale="cpu", results=results)
+    text = path.read_text(encoding="utf-8")
+    assert "### toy/mini" in text and "### mine/own" in text  # both spec sets, one report
+    assert "2 experiment(s), 6 claim(s)" in text and str(repo_specs.resolve()) in text
+    page = (results / "cpu" / "report.html").read_text(encoding="utf-8")
+    assert "exp-toy-mini" in page and "exp-mine-own" in page
+    # a recorded set that is gone is named, not a crash and not silently dropped
+    (repo_specs / "toy" / "mini.yaml").unlink()
+    (repo_specs / "toy").rmdir()
+    repo_specs.rmdir()
+    text = write_report([own_specs], scale="cpu", results=results).read_text(encoding="utf-8")
+    assert "### mine/own" in text and "### toy/mini" not in text
+    assert f"could not be read and is left out: {repo_specs.resolve()}" in text
+
+
 # --- damaged metrics files (one reader: rlrepro.metrics_file) ------------------------------------------------
 
 
@@ -443,8 +527,8 @@ def test_a_cell_of_one_run_has_no_interval_and_two_runs_have_one():
     cells = {("a", "catch"): CellResult("a", "catch", seeds=[0], final=[5.0], frames=[200]),
              ("b", "catch"): CellResult("b", "catch", seeds=[0, 1], final=[5.0, 7.0], frames=[200, 200])}
     one, two = _rows(cells, {}, 200)
-    assert one["final_return_mean"] == 5.0 and math.isnan(one["ci95_low"]) and math.isnan(one["ci95_high"])
-    assert two["final_return_mean"] == 6.0 and 5.0 <= two["ci95_low"] < two["ci95_high"] <= 7.0
+    assert one["mean"] == 5.0 and math.isnan(one["ci95_low"]) and math.isnan(one["ci95_high"])
+    assert two["mean"] == 6.0 and 5.0 <= two["ci95_low"] < two["ci95_high"] <= 7.0
 
 
 # --- diagnostic curves (run.diagnostic_curves) ------------------------------------------------------------
@@ -501,3 +585,28 @@ def test_runs_that_wrote_an_sr_profile_get_its_figure_in_the_table(tmp_path: Pat
         assert figure.read_bytes()[:8] == PNG_MAGIC
         assert f"![SR profile over the chain: a on {env} (3 runs; Fig. 3c)]({figure.name})" in markdown
     assert "profile over the chain: b" not in markdown
+
+
+def test_hyperparameters_are_derived_from_the_resolved_spec_per_variant(tmp_path: Path) -> None:
+    # issue 31: the prose "setting" said entropy 0.01 for a run trained at 0.02; the table derives what ran
+    from rlrepro.results.tables import hyperparameter_lines
+
+    data = _toy()
+    data["scales"]["cpu"].update(agent={"loss.entropy_cost": 0.02}, variant_agent={"b": {"batch_size": 2}},
+                                 env={"kwargs": {"rows": 5}})
+    spec = load_spec(write_spec(tmp_path, data))
+    text = "\n".join(hyperparameter_lines(spec, "cpu", ["a", "b"], ["catch"]))
+    assert "- every variant at this scale: loss.entropy_cost 0.01 → 0.02" in text
+    assert "| a | — (the spec agent) | — |" in text
+    assert "| b | loss.correction vtrace → none | batch_size 4 → 2 |" in text
+    assert "- environment catch: kwargs.rows — → 5" in text
+
+
+def test_the_claims_table_has_a_method_column_only_where_a_verdict_records_one() -> None:
+    from rlrepro.results.html import _verdict_table
+
+    rows = [("a/b", "c_d", "reproduced", "x", ""), ("a/b", "e", "inconclusive", "y", {"test": "Welch", "assumption": "normal"})]
+    table = _verdict_table(rows)
+    assert "<th>method</th>" in table and "test: Welch; assumption: normal" in table
+    assert table.count("class='group'") == 1  # the experiment once, not a column repeated per row
+    assert "method" not in _verdict_table([("a/b", "c_d", "reproduced", "x", "")])

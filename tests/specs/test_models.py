@@ -72,14 +72,14 @@ def test_misspelt_key_is_an_error_naming_its_path() -> None:
     data = minimal()
     data["agent"]["optimizer"]["learnin_rate"] = 0.1
     assert problems(data) == [
-        "agent.optimizer.learnin_rate: unknown key (not a field of this model; check the spelling)"
+        "agent.optimizer.learnin_rate: unknown key (not a field of this model; did you mean 'learning_rate'?)"
     ]
 
 
 def test_misspelt_top_level_key_is_an_error() -> None:
     data = minimal()
     data["experimnt"] = "mini"
-    assert problems(data) == ["experimnt: unknown key (not a field of this model; check the spelling)"]
+    assert problems(data) == ["experimnt: unknown key (not a field of this model; did you mean 'experiment'?)"]
 
 
 def test_string_where_a_number_is_expected() -> None:
@@ -189,7 +189,7 @@ def test_misspelt_variant_override_key_is_an_error(tmp_path: Path) -> None:
         load_spec(write(tmp_path, data))
     assert caught.value.problems == [
         "agent (variant 'b' at scale 'smoke').loss.corection: "
-        "unknown key (not a field of this model; check the spelling)"
+        "unknown key (not a field of this model; did you mean 'correction'?)"
     ]
 
 

@@ -103,7 +103,7 @@ def test_speed_and_eta_count_only_the_frames_of_this_process_after_a_resume(cloc
 def test_eta_is_unknown_while_no_frames_were_made(clock: FakeClock):
     stream = io.StringIO()
     Progress(3_600_000, label="run", mode="lines", stream=stream).update(0, float("nan"))
-    assert "? frames/s (compiled and first chunk in 0.0 s) ETA ? return nan" in stream.getvalue()
+    assert "? frames/s (compiled and first chunk in 0.0 s) ETA ? no episode finished yet" in stream.getvalue()
 
 
 def test_eta_shows_hours(clock: FakeClock):

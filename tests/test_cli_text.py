@@ -1,0 +1,68 @@
+"""What the terminal shows: a job's last line, a return before any episode ends, a run's last lines, --version,
+validate within 80 columns, and no MLflow INFO lines."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from rlrepro.cli import job_summary_line, main
+
+
+def test_a_return_before_any_episode_ends_says_so() -> None:
+    from rlrepro.training.progress import return_text
+
+    assert return_text(math.nan) == "no episode finished yet" and return_text(math.nan, short=True) == "no episode finished yet"
+    assert return_text(0.2664) == "return 0.266" and return_text(0.2664, short=True) == "ret 0.266"
+
+
+def test_a_job_ends_with_one_summary_line(tmp_path: Path) -> None:
+    dirs = []
+    for seed, final in ((0, 0.25), (1, math.nan)):
+        run = tmp_path / "runs" / "p" / "e" / "v" / "catch" / f"seed{seed}"
+        run.mkdir(parents=True)
+        (run / "summary.json").write_text(json.dumps({"frames": 19_200, "frames_unit": "frames", "wall_time": 90.0 + seed,
+                                                      "final": {"final_return": final}}))
+        dirs.append(run)
+    line = job_summary_line(dirs)
+    assert line == (f"done: final return 0.25, no episode finished (2 seeds); 19,200 frames per seed in 1.5 min; "
+                    f"runs in {dirs[0].parent}")
+
+
+def test_a_run_ends_with_the_reports_path_and_the_verdict_tally(tmp_path: Path) -> None:
+    from rlrepro.results.report import TALLY_FILE, run_end_text
+
+    assert run_end_text(tmp_path) == f"No report yet under {tmp_path}."
+    (tmp_path / TALLY_FILE).write_text(json.dumps({"experiments": 2, "claims": {"reproduced": 2, "not judged": 9}}))
+    assert run_end_text(tmp_path) == (f"Report: {tmp_path / 'report.html'}\n"
+                                      "2 experiment(s), 11 claim(s): 2 reproduced, 9 not judged")
+
+
+def test_version_and_validate_fit_80_columns(capsys, monkeypatch) -> None:
+    import pytest
+
+    with pytest.raises(SystemExit) as done:
+        main(["--version"])
+    assert done.value.code == 0 and capsys.readouterr().out.startswith("rlrepro ")
+    monkeypatch.setenv("COLUMNS", "80")
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert max(len(line) for line in capsys.readouterr().out.splitlines()) <= 80
+    assert main(["validate", "specs/impala/offpolicy_correction_toy.yaml", "specs/frodo/catch.yaml"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert max(len(line) for line in out) <= 80, out
+    assert "ok  specs/impala/offpolicy_correction_toy.yaml  24 variants" in out
+
+
+def test_mlflow_logs_no_info_lines_in_a_jobs_output(monkeypatch) -> None:
+    import logging
+    import os
+
+    from rlrepro.cli import _quiet_libraries
+
+    monkeypatch.delenv("MLFLOW_LOGGING_LEVEL", raising=False)
+    _quiet_libraries()
+    assert os.environ["MLFLOW_LOGGING_LEVEL"] == "WARNING"
+    assert not logging.getLogger("mlflow").isEnabledFor(logging.INFO)
+    assert not logging.getLogger("alembic").isEnabledFor(logging.INFO)
