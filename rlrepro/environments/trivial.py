@@ -279,11 +279,13 @@ def run_trivial_scores(paths: list[Any], *, filters: list[str], episodes: int | 
     from datetime import datetime, timezone
 
     from rlrepro.provenance import git_commit
-    from rlrepro.results.trivial import score_row, unavailable_row
+    from rlrepro.results.trivial import protocol_key, score_row, unavailable_row
 
     todo, unavailable, done = plan_missing(paths, filters, _read(csv_path))
     index, count = shard
-    todo = todo[index::count]
+    keys = list(dict.fromkeys(protocol_key(env) for env, _ in todo))  # a protocol's policies stay in one shard
+    mine = set(keys[index::count])
+    todo = [(env, policy) for env, policy in todo if protocol_key(env) in mine]
     if not todo and not unavailable:
         out(f"nothing to measure: all {done} protocol(s) of the selected environments have their trivial scores "
             f"in {csv_path}")
