@@ -119,6 +119,8 @@ def _dump(env_spec: Any) -> dict[str, Any]:
 def env_name(env_spec: Any) -> str:
     """The environment's own name: Atari game, gymnasium id, JAX name, DMLab level, flow solver."""
     d = _dump(env_spec)
+    if d.get("kind") == "gym_suite":
+        protocol_fields(env_spec)  # raises: a suite has no single score
     for field in ("game", "name", "level", "solver"):
         if field in d:
             return str(d[field])
@@ -283,8 +285,9 @@ def score_row(env_spec: Any, score: TrivialScore, **extra: Any) -> dict[str, Any
         "env": env_name(env_spec),
         "status": "measured",
         "reason": "",
-        **{k: v for k, v in dataclasses.asdict(score).items()},
+        **dataclasses.asdict(score),
         **extra,
+        "protocol": protocol_json(env_spec),  # the environment's, whatever the score says
     }
     for field in ("mean", "sd", "low", "high"):
         row[field] = repr(float(row[field]))
