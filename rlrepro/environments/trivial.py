@@ -179,7 +179,7 @@ def measure(env_spec: Any, policy: str, *, episodes: int, seed: int = 0, command
     returns, mean_steps = MEASURERS[kind](env_spec, policy, episodes, seed)
     mean, sd, low, high, method = summarize(returns)
     score = TrivialScore(policy=policy, mean=mean, sd=sd, episodes=len(returns), low=low, high=high,
-                         protocol=protocol_json(env_spec), command=command, commit=commit, date=date, interval=method)
+                         protocol=protocol_json(env_spec, policy), command=command, commit=commit, date=date, interval=method)
     extra = {"mean_steps": f"{mean_steps:.1f}", "versions": backend_versions(kind),
              "seconds": f"{time.monotonic() - start:.1f}"}
     return score, extra
@@ -243,13 +243,18 @@ def plan_missing(paths: list[Any], filters: list[str], rows: list[dict[str, str]
     for _, _, env in spec_environments(paths):
         if _matches(env, filters):
             unique.setdefault(protocol_key(env), env)
-    todo, unavailable, done = [], [], 0
+    todo, unavailable, done, planned = [], [], 0, set()
     for key, env in sorted(unique.items(), key=lambda item: _order(item[1])):
         if unavailable_reason(env) is not None:
             if (key, "") not in have:
                 unavailable.append(env)
             continue
-        lacking = [(env, p) for p in policies_for(env) if (key, p) not in have]
+        lacking = []
+        for policy in policies_for(env):  # one row may serve several protocols (Atari NOOP: both action sets)
+            row_key = (protocol_key(env, policy), policy)
+            if row_key not in have and row_key not in planned:
+                lacking.append((env, policy))
+                planned.add(row_key)
         todo.extend(lacking)
         done += not lacking
     return todo, unavailable, done

@@ -127,8 +127,13 @@ def env_name(env_spec: Any) -> str:
     raise TrivialScoresError(f"environment {d.get('id', d)!r} of kind {d.get('kind')!r} has no name field")
 
 
-def protocol_fields(env_spec: Any) -> dict[str, Any]:
-    """What a trivial policy's score depends on (see the module docstring for what is left out and why)."""
+def protocol_fields(env_spec: Any, policy: str | None = None) -> dict[str, Any]:
+    """What a trivial policy's score depends on (see the module docstring for what is left out and why).
+
+    ``policy`` narrows it: Atari NOOP does not depend on the action set (action 0 is NOOP in the minimal and the
+    full set of every one of the 57 games; ``tests/environments/test_trivial_atari.py`` checks it), so one NOOP
+    row serves both sets.
+    """
     d = _dump(env_spec)
     kind = d.get("kind")
     if kind == "jax":
@@ -146,6 +151,9 @@ def protocol_fields(env_spec: Any) -> dict[str, Any]:
             "action_set": d["action_set"],
             "fire_reset": d["fire_reset"],
         }
+        if policy == "noop":
+            del fields["action_set"]
+            fields["action"] = "0 (NOOP in the minimal and the full action set)"
     elif kind == "dmlab":
         fields = {"level": d["level"], "action_repeat": d["action_repeat"]}
     elif kind == "flow_control":
@@ -160,18 +168,18 @@ def protocol_fields(env_spec: Any) -> dict[str, Any]:
     return {"kind": kind, **fields, "measure_version": MEASURE_VERSION}
 
 
-def protocol_json(env_spec: Any) -> str:
+def protocol_json(env_spec: Any, policy: str | None = None) -> str:
     """The protocol fields as canonical JSON (sorted keys, no spaces): what the CSV stores."""
-    return json.dumps(protocol_fields(env_spec), sort_keys=True, separators=(",", ":"))
+    return json.dumps(protocol_fields(env_spec, policy), sort_keys=True, separators=(",", ":"))
 
 
-def protocol_key(env_spec: Any) -> str:
+def protocol_key(env_spec: Any, policy: str | None = None) -> str:
     """Stable identity of what is measured: ``kind:name:<12 hex of sha256(protocol JSON)>``.
 
     Changes whenever a field of :func:`protocol_fields` changes, so a row measured under another protocol is stale.
     """
-    fields = protocol_fields(env_spec)
-    digest = hashlib.sha256(protocol_json(env_spec).encode("utf-8")).hexdigest()[:12]
+    fields = protocol_fields(env_spec, policy)
+    digest = hashlib.sha256(protocol_json(env_spec, policy).encode("utf-8")).hexdigest()[:12]
     return f"{fields['kind']}:{env_name(env_spec)}:{digest}"
 
 
@@ -256,12 +264,13 @@ def trivial_scores(env_spec: Any, path: str | Path | None = None) -> dict[str, T
         raise TrivialScoresUnavailable(f"no trivial-policy scores for {kind} environment {name!r}: {reason}")
     key, protocol = protocol_key(env_spec), protocol_json(env_spec)
     rows = read_rows(path)
-    mine = [r for r in rows if r["protocol_key"] == key and r["status"] == "measured"]
-    wanted = policies_for(env_spec)
-    found = {r["policy"]: _score(r) for r in mine if r["policy"] in wanted}
+    wanted = {policy: protocol_key(env_spec, policy) for policy in policies_for(env_spec)}
+    found = {r["policy"]: _score(r) for r in rows
+             if r["status"] == "measured" and wanted.get(r["policy"]) == r["protocol_key"]}
     if set(found) == set(wanted):
         return found
-    stale = sorted({r["protocol"] for r in rows if r["kind"] == kind and r["env"] == name and r["protocol_key"] != key})
+    stale = sorted({r["protocol"] for r in rows
+                    if r["kind"] == kind and r["env"] == name and r["protocol_key"] not in wanted.values()})
     detail = f"; rows of {name!r} exist under other protocols (stale or another scale's): {'; '.join(stale)}" if stale else ""
     lacking = ", ".join(p for p in wanted if p not in found)
     raise TrivialScoresMissing(
@@ -280,14 +289,14 @@ def trivial_level(env_spec: Any, path: str | Path | None = None) -> TrivialScore
 def score_row(env_spec: Any, score: TrivialScore, **extra: Any) -> dict[str, Any]:
     """A CSV row for one measured score (``extra``: mean_steps, versions, seconds)."""
     row = {
-        "protocol_key": protocol_key(env_spec),
+        "protocol_key": protocol_key(env_spec, score.policy),
         "kind": _dump(env_spec)["kind"],
         "env": env_name(env_spec),
         "status": "measured",
         "reason": "",
         **dataclasses.asdict(score),
         **extra,
-        "protocol": protocol_json(env_spec),  # the environment's, whatever the score says
+        "protocol": protocol_json(env_spec, score.policy),  # the environment's, whatever the score says
     }
     for field in ("mean", "sd", "low", "high"):
         row[field] = repr(float(row[field]))
