@@ -54,43 +54,58 @@ def summarize(returns: list[float]) -> tuple[float, float, float, float, str]:
 # --- per backend --------------------------------------------------------------------------------------------
 
 
-def _jax_returns(env_spec: Any, policy: str, episodes: int, seed: int, max_steps: int = 100_000) -> tuple[list[float], float]:
-    """First-episode returns of ``episodes`` vmapped copies of a pure-JAX environment, and their mean length."""
+_JAX_RUNNERS: dict[tuple[str, int], Any] = {}
+_JAX_CHUNK = 256
+
+
+def _jax_runner(env_spec: Any, episodes: int) -> tuple[Any, Any]:
+    """(env, jitted chunk of ``_JAX_CHUNK`` vmapped steps), compiled once per protocol for both policies."""
+    cache_key = (protocol_json(env_spec), episodes)
+    if cache_key in _JAX_RUNNERS:
+        return _JAX_RUNNERS[cache_key]
     import jax
     import jax.numpy as jnp
 
     from rlrepro.environments.jax_envs import make_jax_env
 
     env = make_jax_env(env_spec.name, **env_spec.kwargs)
-    chunk = 256
 
-    def act(key: jax.Array) -> jax.Array:
-        if policy == "noop":
-            return jnp.zeros((), jnp.int32)
-        return jax.random.randint(key, (), 0, env.num_actions, dtype=jnp.int32)
-
-    def one_step(carry: Any, key: jax.Array) -> tuple[Any, None]:
+    def one_step(carry: Any, key: jax.Array, noop: jax.Array) -> tuple[Any, None]:
         state, total, length, done = carry
         action_key, step_key = jax.random.split(key)
-        state, ts = env.step(step_key, state, act(action_key))
+        random_action = jax.random.randint(action_key, (), 0, env.num_actions, dtype=jnp.int32)
+        action = jnp.where(noop, jnp.zeros((), jnp.int32), random_action)
+        state, ts = env.step(step_key, state, action)
         live = ~done
         total = total + jnp.where(live, ts.reward, 0.0)
         length = length + live.astype(jnp.int32)
         done = done | ts.terminated | ts.truncated
-        return (state, total, length, done), None
+        return (state, total, length, done)
 
     @jax.jit
-    def run_chunk(carry: Any, key: jax.Array) -> Any:
-        keys = jax.random.split(key, chunk * episodes).reshape(chunk, episodes, -1)
-        return jax.lax.scan(lambda c, k: jax.vmap(one_step)(c, k), carry, keys)[0]
+    def run_chunk(carry: Any, key: jax.Array, noop: jax.Array) -> Any:
+        keys = jax.random.split(key, _JAX_CHUNK * episodes).reshape(_JAX_CHUNK, episodes, -1)
+        step = jax.vmap(one_step, in_axes=(0, 0, None))
+        return jax.lax.scan(lambda c, k: (step(c, k, noop), None), carry, keys)[0]
 
+    _JAX_RUNNERS[cache_key] = (env, run_chunk)
+    return env, run_chunk
+
+
+def _jax_returns(env_spec: Any, policy: str, episodes: int, seed: int, max_steps: int = 100_000) -> tuple[list[float], float]:
+    """First-episode returns of ``episodes`` vmapped copies of a pure-JAX environment, and their mean length."""
+    import jax
+    import jax.numpy as jnp
+
+    env, run_chunk = _jax_runner(env_spec, episodes)
+    noop = jnp.asarray(policy == "noop")
     key = jax.random.PRNGKey(seed)
     key, reset_key = jax.random.split(key)
     states, _ = jax.vmap(env.reset)(jax.random.split(reset_key, episodes))
     carry = (states, jnp.zeros(episodes, jnp.float32), jnp.zeros(episodes, jnp.int32), jnp.zeros(episodes, bool))
-    for _ in range(max_steps // chunk + 1):
+    for _ in range(max_steps // _JAX_CHUNK + 1):
         key, chunk_key = jax.random.split(key)
-        carry = run_chunk(carry, chunk_key)
+        carry = run_chunk(carry, chunk_key, noop)
         if bool(carry[3].all()):
             break
     else:
