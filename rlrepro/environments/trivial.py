@@ -321,6 +321,9 @@ def run_trivial_scores(paths: list[Any], *, filters: list[str], episodes: int | 
         if dry_run:
             out(f"would measure  {env.kind}:{env_name(env)} {policy}  {protocol_json_short(env)}")
             continue
+        if (protocol_key(env, policy), policy) in {(r["protocol_key"], r["policy"]) for r in _read(csv_path)}:
+            out(f"[{number}/{len(todo)}] {env.kind}:{env_name(env)} {policy}: measured meanwhile by another run")
+            continue
         n = episodes or DEFAULT_EPISODES[env.kind][policy]
         score, extra = measure(env, policy, episodes=n, command=command, commit=commit, date=stamp())
         _merge(csv_path, [score_row(env, score, **extra)])
