@@ -276,7 +276,8 @@ def plan_missing(paths: list[Any], filters: list[str], rows: list[dict[str, str]
 
 
 def _merge(csv_path: Any, new_rows: list[dict[str, Any]]) -> None:
-    """Add rows to the CSV under a file lock (several shards may write), replacing rows of the same key and policy."""
+    """Add rows to the CSV under a file lock (several runs may write), replacing rows of the same key and policy
+    unless the stored row has more episodes (a quick re-measurement never overwrites a longer one)."""
     import fcntl
     import hashlib
     import tempfile
@@ -288,9 +289,16 @@ def _merge(csv_path: Any, new_rows: list[dict[str, Any]]) -> None:
     lock_path = Path(tempfile.gettempdir()) / f"rlrepro-trivial-{digest}.lock"
     with open(lock_path, "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        replaced = {(r["protocol_key"], r["policy"]) for r in new_rows}
-        rows = [r for r in read_rows(csv_path) if (r["protocol_key"], r["policy"]) not in replaced]
-        write_rows(rows + new_rows, csv_path)
+        rows = read_rows(csv_path)
+        stored = {(r["protocol_key"], r["policy"]): r for r in rows}
+
+        def episodes(row: Any) -> int:
+            return int(row.get("episodes") or 0)
+
+        kept = [r for r in new_rows if episodes(stored.get((r["protocol_key"], r["policy"]), {})) <= episodes(r)]
+        replaced = {(r["protocol_key"], r["policy"]) for r in kept}
+        rows = [r for r in rows if (r["protocol_key"], r["policy"]) not in replaced]
+        write_rows(rows + kept, csv_path)
 
 
 def run_trivial_scores(paths: list[Any], *, filters: list[str], episodes: int | None, csv_path: Any, command: str,
