@@ -249,11 +249,16 @@ def _matches(env_spec: Any, filters: list[str]) -> bool:
     return any(f in names for f in filters)
 
 
-def plan_missing(paths: list[Any], filters: list[str], rows: list[dict[str, str]]) -> tuple[list[tuple[Any, str]], list[Any], int]:
-    """(missing (env, policy) pairs in measuring order, unavailable envs without a row, protocols already measured)."""
+def plan_missing(paths: list[Any], filters: list[str], rows: list[dict[str, str]],
+                 episodes: int | None = None) -> tuple[list[tuple[Any, str]], list[Any], int]:
+    """(missing (env, policy) pairs in measuring order, unavailable envs without a row, protocols already measured).
+
+    With ``episodes``, a stored row with fewer episodes counts as missing (it is measured again, longer).
+    """
     from rlrepro.results.trivial import policies_for, protocol_key, unavailable_reason
 
-    have = {(r["protocol_key"], r["policy"]) for r in rows}
+    have = {(r["protocol_key"], r["policy"]) for r in rows
+            if episodes is None or not r.get("episodes") or int(r["episodes"]) >= episodes}
     unique: dict[str, Any] = {}
     for _, _, env in spec_environments(paths):
         if _matches(env, filters):
@@ -309,7 +314,7 @@ def run_trivial_scores(paths: list[Any], *, filters: list[str], episodes: int | 
     from rlrepro.provenance import git_commit
     from rlrepro.results.trivial import protocol_key, score_row, unavailable_row
 
-    todo, unavailable, done = plan_missing(paths, filters, _read(csv_path))
+    todo, unavailable, done = plan_missing(paths, filters, _read(csv_path), episodes)
     index, count = shard
     keys = list(dict.fromkeys(protocol_key(env) for env, _ in todo))  # a protocol's policies stay in one shard
     mine = set(keys[index::count])
@@ -329,7 +334,8 @@ def run_trivial_scores(paths: list[Any], *, filters: list[str], episodes: int | 
         if dry_run:
             out(f"would measure  {env.kind}:{env_name(env)} {policy}  {protocol_json_short(env)}")
             continue
-        if (protocol_key(env, policy), policy) in {(r["protocol_key"], r["policy"]) for r in _read(csv_path)}:
+        if any(r["protocol_key"] == protocol_key(env, policy) and r["policy"] == policy
+               and int(r["episodes"] or 0) >= (episodes or 0) for r in _read(csv_path)):
             out(f"[{number}/{len(todo)}] {env.kind}:{env_name(env)} {policy}: measured meanwhile by another run")
             continue
         n = episodes or DEFAULT_EPISODES[env.kind][policy]
