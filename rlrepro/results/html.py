@@ -18,6 +18,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rlrepro.provenance import git_commit
+from rlrepro.results.claims import detail_with_method
 
 STYLE = """
 body { font-family: system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 0 auto; max-width: 1200px;
@@ -94,7 +95,7 @@ def experiment_section(key: str, root: Path, reason: str | None) -> tuple[str, l
         why = f"not run on this machine: {reason}" if reason else "not run at this scale (no table yet)"
         return head + f"<p class='meta'>{html.escape(why)}</p></section>", []
     data = json.loads(md_path.with_suffix(".json").read_text(encoding="utf-8"))
-    rows = [(key, c["claim"], c["verdict"], c["detail"]) for c in data.get("claims", [])]
+    rows = [(key, c["claim"], c["verdict"], detail_with_method(c)) for c in data.get("claims", [])]
     folder = md_path.parent
     files = sorted(p for p in folder.iterdir() if p.name.startswith(md_path.stem + ".") and p.is_file())
     links = " ".join(f"<a href='tables/{html.escape(key.split('/')[0])}/{html.escape(p.name)}'>{html.escape(p.name)}</a>"
