@@ -544,9 +544,11 @@ def _threshold_seeds_note(claim: ThresholdClaim, values: list[float], bounds: tu
     sd = float(np.std(values, ddof=1))
     on_side = claim.passes(float(interval.point))
     if bounds is not None:
-        n = stats.seeds_for_bounded_threshold(values, *bounds, claim.op, claim.bound) if on_side else None
+        if not on_side:
+            return ". The observed mean is on the other side: more seeds would more likely contradict it"
+        n = stats.seeds_for_bounded_threshold(values, *bounds, claim.op, claim.bound)
         if n is None:
-            return ". No number of seeds spread like these would show it (the observed mean is not far enough on the claimed side)"
+            return ". More than 256 seeds spread like these would be needed (the mean is close to the bound)"
         return f". If the seeds' observed distribution were the truth, about {n} seeds would put the bound on the claimed side"
     if sd == 0:
         return ". No spread among the seeds: a zero-width interval is not certainty; more seeds would decide"
