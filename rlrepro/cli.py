@@ -183,6 +183,15 @@ def cmd_init_store(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_trivial_scores(args: argparse.Namespace) -> int:
+    from rlrepro.environments.trivial import run_trivial_scores
+
+    index, _, count = args.shard.partition("/")
+    command = " ".join(["rlrepro", *sys.argv[1:]]) if sys.argv[1:2] == ["trivial-scores"] else "rlrepro trivial-scores"
+    return run_trivial_scores(args.spec or [Path("specs")], filters=args.env, episodes=args.episodes, csv_path=args.csv,
+                              command=command, shard=(int(index) - 1, int(count)), dry_run=args.dry_run)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlrepro", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -273,6 +282,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_results(p)
     p.add_argument("--uri", default=None, help="Tracking URI (default: MLFLOW_TRACKING_URI or results/mlflow.db).")
     p.set_defaults(func=cmd_mlflow_publish)
+
+    from rlrepro.results.trivial import CSV_PATH
+
+    p = sub.add_parser("trivial-scores", help="Measure missing or stale trivial-policy scores (random, NOOP, zero action).")
+    p.add_argument("--spec", type=Path, action="append", help="Spec file or folder (repeatable; default: specs/).")
+    p.add_argument("--env", action="append", default=[], help="Only this env id, name, game or kind (repeatable).")
+    p.add_argument("--episodes", type=int, default=None, help="Episodes per policy (default: per backend).")
+    p.add_argument("--csv", type=Path, default=CSV_PATH, help="The scores file (default: the shipped one).")
+    p.add_argument("--shard", default="1/1", help="K/N: measure every N-th missing row from the K-th (parallel runs).")
+    p.add_argument("--dry-run", action="store_true", help="List what would be measured.")
+    p.set_defaults(func=cmd_trivial_scores)
 
     p = sub.add_parser("init-store", help="Create the MLflow store once, before jobs fan out.")
     p.add_argument("--uri", required=True)

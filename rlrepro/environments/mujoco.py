@@ -69,20 +69,36 @@ def task_shape(env_spec: Any) -> TaskShape:
     )
 
 
-def random_episode_returns(spec: Any, episodes: int, seed: int) -> list[float]:
-    """Undiscounted returns of ``episodes`` episodes of uniform-random actions in the task's box."""
+def episode_returns(spec: Any, episodes: int, seed: int, policy: str = "uniform_random") -> tuple[list[float], float]:
+    """Undiscounted returns of ``episodes`` episodes, and their mean length in steps.
+
+    ``policy``: ``uniform_random`` (uniform in the task's action box) or ``zero_action`` (the zero vector, clipped
+    to the box as every action is). The one measuring loop of R_random here and of ``environments.trivial``.
+    """
+    if policy not in ("uniform_random", "zero_action"):
+        raise ValueError(f"unknown MuJoCo trivial policy {policy!r}; expected uniform_random or zero_action")
     env = MujocoHostEnv(spec, seed)
     rng = np.random.default_rng(seed + 1)
-    returns = []
+    returns, lengths = [], []
     for _ in range(episodes):
         env.reset()
-        total, done = 0.0, False
+        total, steps, done = 0.0, 0, False
         while not done:
-            _, reward, terminated, truncated = env.step(rng.uniform(env.action_low, env.action_high))
-            total += reward
+            if policy == "uniform_random":
+                action = rng.uniform(env.action_low, env.action_high)
+            else:
+                action = np.zeros(env.action_dim, np.float32)
+            _, reward, terminated, truncated = env.step(action)
+            total, steps = total + reward, steps + 1
             done = terminated or truncated
         returns.append(total)
-    return returns
+        lengths.append(steps)
+    return returns, float(np.mean(lengths))
+
+
+def random_episode_returns(spec: Any, episodes: int, seed: int) -> list[float]:
+    """Undiscounted returns of ``episodes`` episodes of uniform-random actions in the task's box."""
+    return episode_returns(spec, episodes, seed, "uniform_random")[0]
 
 
 def random_score(spec: Any, cache_dir: Path, *, episodes: int = RANDOM_SCORE_EPISODES, seed: int = 0) -> dict[str, Any]:

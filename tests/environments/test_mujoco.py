@@ -78,3 +78,15 @@ def test_the_flow_control_spec_validates_and_its_run_fails_at_once(tmp_path, cap
     assert code != 0
     assert "CUDA Navier-Stokes solver" in capsys.readouterr().err
     assert not list(tmp_path.rglob("metrics.jsonl"))  # nothing trained
+
+
+def test_zero_action_and_random_episodes_share_one_loop():
+    """InvertedPendulum-v5 pays 1 per step except the terminal one: every return is its episode's length - 1."""
+    from rlrepro.environments.mujoco import episode_returns, random_episode_returns
+
+    for policy in ("zero_action", "uniform_random"):
+        returns, mean_steps = episode_returns(_spec(), 3, 0, policy)
+        assert sum(returns) == pytest.approx(3 * (mean_steps - 1.0))
+    assert random_episode_returns(_spec(), 3, 0) == episode_returns(_spec(), 3, 0, "uniform_random")[0]
+    with pytest.raises(ValueError, match="zero_action"):
+        episode_returns(_spec(), 1, 0, "noop")

@@ -37,7 +37,9 @@ def _readme_checksums() -> dict[str, str]:
 
 def test_every_shipped_csv_matches_its_readme_checksum():
     checksums = _readme_checksums()
-    assert sorted(checksums) == list(data.available())
+    from rlrepro.results.trivial import CSV_NAME  # measured here row by row (README): no fixed checksum
+
+    assert sorted(checksums) == [name for name in data.available() if name != CSV_NAME]
     for name, expected in checksums.items():
         assert hashlib.sha256(data.data_path(name).read_bytes()).hexdigest() == expected, name
 
