@@ -361,7 +361,7 @@ def trivial_level_of(
             try:
                 score = trivial.trivial_level(env)
                 return float(score.mean), f"{score.policy}, {score.episodes} episodes"
-            except trivial.TrivialScoresMissing as error:
+            except trivial.TrivialScoresError as error:
                 why = str(error).splitlines()[0]
         random = spec.random_score(env_id)
         if random is not None:

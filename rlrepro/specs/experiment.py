@@ -422,7 +422,7 @@ class ExperimentSpec(SpecModel):
             return scores
         try:
             measured = trivial.trivial_scores(env)
-        except trivial.TrivialScoresMissing:
+        except trivial.TrivialScoresError:
             return scores
         scores.update({name: float(score.mean) for name, score in measured.items()})
         return scores
