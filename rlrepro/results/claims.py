@@ -535,7 +535,35 @@ def _judge_threshold(claim: ThresholdClaim, spec: ExperimentSpec, cells: dict[tu
     )
     if code == stats.UNDECIDED:
         detail += _threshold_seeds_note(claim, values, bounds, interval)
+    detail = _weak_bar_note(claim, spec) + detail
     return _threshold_verdict(claim, code, detail + (f" ({seed_note}; those searches are left out)" if seed_note else ""), method)
+
+
+WEAK_BAR = 0.05  # a bar within 5% of the trivial-to-top span from the trivial level is reported as weak
+
+
+def _weak_bar_note(claim: ThresholdClaim, spec: ExperimentSpec) -> str:
+    """'weak bar: ...' when a return threshold sits within WEAK_BAR of the span (Atari: human - random; else the
+    return range) above the trivial level (below it for '<='), else ''."""
+    if claim.metric not in RETURN_METRICS:
+        return ""
+    env = next(e for e in spec.environments if e.id == claim.environment)
+    if env.kind == "atari":
+        from rlrepro.results.normalization import canonical_game_name, reference_scores  # noqa: PLC0415
+
+        known = reference_scores("dqn_zoo_57").get(canonical_game_name(env.game))
+        span = abs(known[1] - known[0]) if known else None
+    else:
+        bounds = getattr(env, "return_range", None)
+        span = bounds[1] - bounds[0] if bounds is not None else None
+    level, source = trivial_level_of(spec, claim.environment, claim.metric, claim.metric_range, claim.op == ">=")
+    if not span or level is None:
+        return ""
+    gap = (claim.bound - level) if claim.op == ">=" else (level - claim.bound)
+    if gap >= WEAK_BAR * span:
+        return ""
+    return (f"weak bar: {claim.op} {claim.bound:g} is {100 * gap / span:.1f}% of the span ({span:.4g}) from the trivial "
+            f"level {level:.4g} ({source}). ")
 
 
 def _threshold_seeds_note(claim: ThresholdClaim, values: list[float], bounds: tuple[float, float] | None, interval: stats.Interval) -> str:

@@ -422,3 +422,16 @@ def test_clopper_pearson_at_the_closed_form_ends() -> None:
     assert np.isclose(low, 1.0 - math.sqrt(0.975)) and np.isclose(high, math.sqrt(0.975))
     with pytest.raises(ValueError, match="0 <= successes <= trials"):
         binomial_interval(5, 4)
+
+
+def test_a_bar_within_five_percent_of_the_trivial_level_is_reported_as_weak() -> None:
+    # cartpole: random 20 on [0, 500] (no measured trivial scores for this toy's protocol): a bar of 30 is
+    # (30 - 20) / 500 = 2.0% of the span above the random level; a bar of 60 is 8%, not weak
+    spec = make_spec(threshold(">=", 30.0, 0.0, environment="cartpole"), environments=SCORED_ENVS)
+    [weak] = judge_claims(spec, "cpu", cells({("a", "cartpole"): [400.0, 420.0, 410.0, 405.0]}))
+    assert weak.detail.startswith("weak bar: >= 30 is 2.0% of the span (500) from the trivial level 20 (random score")
+    strong = make_spec(threshold(">=", 60.0, 0.0, environment="cartpole"), environments=SCORED_ENVS)
+    [fine] = judge_claims(strong, "cpu", cells({("a", "cartpole"): [400.0, 420.0, 410.0, 405.0]}))
+    assert "weak bar" not in fine.detail
+    # bounded returns: Anderson's bound over 4 seeds on [0, 500], not a t interval
+    assert "Anderson's distribution-free bound" in fine.method and fine.verdict == REPRODUCED
