@@ -207,6 +207,11 @@ class OrderingClaim(SpecModel):
             )
         if (self.holds_on == "at_least") != (self.at_least is not None):
             raise ValueError(f"claim {self.id}: at_least (k) is required with holds_on: at_least and only with it")
+        if self.holds_on == "at_least" and self.relation != "beats":
+            raise ValueError(
+                f"claim {self.id}: holds_on: at_least counts Holm's rejections of per-environment permutation tests, "
+                f"which only 'beats' has; relation {self.relation} needs holds_on: each or aggregate"
+            )
         if (self.holds_on == "aggregate") != (self.aggregate is not None):
             raise ValueError(f"claim {self.id}: aggregate (median | iqm | mean) is required with holds_on: aggregate and only with it")
         _check_range(self.id, self.metric_range)

@@ -60,6 +60,14 @@ def test_at_least_needs_k_and_k_at_most_the_environments() -> None:
         validate_spec(spec_with(ordering(holds_on="at_least", at_least=3)))
     with pytest.raises(SpecError, match=r"at_least 2 exceeds the 1 environment\(s\)"):
         validate_spec(spec_with(ordering(holds_on="at_least", at_least=2, environments=["catch"])))
+    with pytest.raises(SpecError, match="holds_on: at_least counts Holm's rejections .* relation matches_or_beats"):
+        validate_spec(spec_with(ordering(holds_on="at_least", at_least=1, relation="matches_or_beats", margin=0.1)))
+
+
+def test_a_metric_range_must_be_low_then_high() -> None:
+    with pytest.raises(SpecError, match=r"metric_range must be \[low, high\] with low < high; got \[1.0, 0.0\]"):
+        validate_spec(spec_with(ordering(metric_range=[1.0, 0.0])))
+    assert validate_spec(spec_with(threshold(metric_range=[0.0, 1.0], metric="success"))).claims[0].metric_range == (0.0, 1.0)
     assert validate_spec(spec_with(ordering(holds_on="at_least", at_least=2))).claims[0].at_least == 2
 
 
