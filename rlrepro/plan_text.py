@@ -304,7 +304,7 @@ def power_lines(plans: list, scale: str, results_root: Path) -> list[str]:
         return []
     meaning = f"; {POWER_UNKNOWN}: {POWER_UNKNOWN_MEANING}" if unknown else ""
     return wrap("power of the ordering claims judged at this scale: the smallest difference the seeds detect with "
-                f"80% power (t-based, one-sided 0.025){meaning}.", hanging="  ") + lines
+                f"80% power (permutation test, one-sided 0.025, normal seeds){meaning}.", hanging="  ") + lines
 
 
 def plan_lines(plans: list, scale: str, *, units: bool, results_root: Path) -> list[str]:

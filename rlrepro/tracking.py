@@ -1181,6 +1181,7 @@ def publish_experiment(
         note[1:1] = ["", f"Runs: {frames}."]
     run_tags = [RunTag(k, _truncate(str(v), MAX_TAG_VAL_LENGTH)) for k, v in tags.items()]
     run_tags += [RunTag(_safe_key(f"verdict.{v['claim']}"), v["verdict"]) for v in verdicts]
+    run_tags += [RunTag(_safe_key(f"verdict_method.{v['claim']}"), v["method"]) for v in verdicts if v.get("method")]
     run_tags.append(RunTag(NOTE_TAG, _truncate("\n".join(note), MAX_TAG_VAL_LENGTH)))
     for chunk in _chunks(run_tags, MAX_PARAMS_TAGS_PER_BATCH):
         call(lambda: client.log_batch(run_id, tags=chunk, synchronous=True))

@@ -10,7 +10,11 @@ Data shapes (all with mean 0 and scale 1, so effects are in units of the spread)
 and ``exponential`` (skewed), centred and scaled to SD 1; ``t3`` (heavy tails, scaled to SD 1) and ``t2``
 (infinite variance, unit scale).
 
-Run ``python -m rlrepro.results.calibration`` to print the tables of the issue (#10).
+RL's shapes (issue #25, ``rl_rate``): seeds on [0, 1] that learn or fail (bimodal), collapse to the floor, have
+no spread, or sit at the random level, for every claim kind at its least favourable null.
+
+Run ``python -m rlrepro.results.calibration`` to print the tables of the issue (#10); ``--rl`` prints issue
+#25's grid over RL's shapes (``--sims`` sets its size; minutes at the default 2000).
 """
 
 from __future__ import annotations
@@ -52,17 +56,12 @@ def _pair(rng: np.random.Generator, shape: str, n: int, sims: int, difference: f
 def ordering_rate(
     relation: str, n: int, shape: str, difference: float, *, margin: float = 0.0, sims: int = 4000, seed: int = 0
 ) -> float:
-    """P(reproduced) of one comparison (one environment, one worse variant) with Welch's interval."""
+    """P(reproduced) of one comparison (one environment, one worse variant) as the verdict decides it with no
+    range (unbounded shapes): the permutation test for beats, Welch's interval for matches / matches_or_beats."""
     a, b = _pair(np.random.default_rng(seed), shape, n, sims, difference)
-    interval = stats.welch_interval(a, b)
     if relation == "beats":
-        outcome = stats.decide_beats(interval.low, interval.high)
-    elif relation == "matches":
-        outcome = stats.decide_matches(interval.low, interval.high, margin)
-    elif relation == "matches_or_beats":
-        outcome = stats.decide_non_inferior(interval.low, interval.high, margin)
-    else:
-        raise ValueError(f"unknown relation {relation!r}")
+        return float(np.mean(stats.permutation_p(a, b) <= stats.ALPHA))
+    outcome = stats.decide_ordering(relation, a, b, margin, None)
     return float(np.mean(outcome == stats.SUPPORTED))
 
 
@@ -72,29 +71,30 @@ def each_rate(n: int, shape: str, differences: list[float], *, sims: int = 4000,
     outcomes = []
     for difference in differences:
         a, b = _pair(rng, shape, n, sims, difference)
-        interval = stats.welch_interval(a, b)
-        outcomes.append(stats.decide_beats(interval.low, interval.high))
+        outcomes.append(np.where(stats.permutation_p(a, b) <= stats.ALPHA, stats.SUPPORTED, stats.UNDECIDED))
     return float(np.mean(stats.combine_each(np.stack(outcomes, axis=-1)) == stats.SUPPORTED))
 
 
 def at_least_rate(n: int, shape: str, differences: list[float], k: int, *, sims: int = 4000, seed: int = 0) -> float:
-    """P(reproduced) of 'beats on at least k of the environments' (one difference per environment, Holm)."""
+    """P(reproduced) of 'beats on at least k of the environments' (permutation p per environment, Holm).
+
+    Only supported outcomes are counted, which do not depend on the contradicted ones (not computed).
+    """
     rng = np.random.default_rng(seed)
-    p_values, contradicted = [], []
+    p_values = []
     for difference in differences:
         a, b = _pair(rng, shape, n, sims, difference)
-        interval = stats.welch_interval(a, b)
-        p_values.append(stats.one_sided_p(interval, 0.0))
-        contradicted.append(stats.decide_beats(interval.low, interval.high) == stats.CONTRADICTED)
-    outcome = stats.decide_at_least(np.stack(p_values, -1), np.stack(contradicted, -1), k)
+        p_values.append(stats.permutation_p(a, b))
+    p = np.stack(p_values, -1)
+    outcome = stats.decide_at_least(p, np.zeros(p.shape, dtype=bool), k)
     return float(np.mean(outcome == stats.SUPPORTED))
 
 
 def threshold_rate(n: int, shape: str, op: str, offset: float, *, sims: int = 4000, seed: int = 0) -> float:
-    """P(reproduced) of a threshold claim 'mean op 0' when the true mean is ``offset`` (one-sample t interval)."""
+    """P(reproduced) of a threshold claim 'mean op 0' when the true mean is ``offset`` (no range: t interval)."""
     x = draw(np.random.default_rng(seed), shape, (sims, n)) + offset
-    interval = stats.one_sample_interval(x)
-    return float(np.mean(stats.decide_threshold(interval.low, interval.high, op, 0.0) == stats.SUPPORTED))
+    code, _ = stats.decide_threshold_values(x, op, 0.0, None)
+    return float(np.mean(code == stats.SUPPORTED))
 
 
 def aggregate_rate(
@@ -111,6 +111,17 @@ def aggregate_rate(
     b = draw(rng, shape, (sims, n, tasks)) + levels
     _, low, high = bootstrap_difference_intervals(a, b, aggregate, reps, stats.CONFIDENCE, rng)
     return float(np.mean(stats.decide_beats(low, high) == stats.SUPPORTED))
+
+
+def aggregate_permutation_rate(
+    n: int, shape: str, aggregate: str, difference: float, *, tasks: int = 5, sims: int = 300, seed: int = 0
+) -> float:
+    """P(reproduced) of 'beats on the aggregate over tasks' as the verdict decides it: whole runs permuted."""
+    rng = np.random.default_rng(seed)
+    levels = np.arange(tasks, dtype=np.float64)
+    a = draw(rng, shape, (sims, n, tasks)) + levels + difference
+    b = draw(rng, shape, (sims, n, tasks)) + levels
+    return float(np.mean(stats.aggregate_permutation_p(a, b, aggregate) <= stats.ALPHA))
 
 
 def old_bootstrap_rates(n: int, *, sims: int = 400, seed: int = 0) -> tuple[float, float]:
@@ -155,7 +166,156 @@ def issue_table() -> str:
     return "\n".join(lines)
 
 
+# --- RL's shapes (issue #25): bounded on [0, 1], the shapes seeds of RL agents take -------------------------------
+
+RL_SHAPES = (
+    "bimodal_0.2", "bimodal_0.5", "bimodal_0.8", "collapse_0.1", "collapse_0.2", "collapse_0.3", "zero_spread",
+    "at_random",
+)
+RL_KINDS = (
+    "beats", "matches", "matches_or_beats", "threshold >=", "threshold <=", "best_of", "at least 1 of 5",
+    "at least 3 of 5", "aggregate median of 5", "aggregate iqm of 5", "aggregate mean of 5",
+)
+RL_SEED_COUNTS = (2, 3, 4, 5, 8, 10, 16)
+RL_BOUNDS = (0.0, 1.0)
+RL_MARGIN = 0.2  # of matches / matches_or_beats, in units of the range
+RANDOM_LEVEL = 0.09  # Catch's random policy, -0.82 +- 0.05 on [-1, 1], mapped to [0, 1]: 0.09 +- 0.025
+ZERO_SPREAD_VALUE = 0.7
+
+
+def rl_draw(rng: np.random.Generator, shape: str, size: tuple[int, ...]) -> np.ndarray:
+    """Seeds on [0, 1] of an RL shape: learners U[0.9, 1], failures U[0, 0.1] with a learn probability
+    (``bimodal_p``); a share at the floor 0, the rest U[0.9, 1] (``collapse_s``); one value (``zero_spread``);
+    an agent that learned nothing (``at_random``: 0.09 +- 0.025, clipped)."""
+    kind, _, parameter = shape.partition("_")
+    if kind == "bimodal":
+        learned = rng.random(size) < float(parameter)
+        return np.where(learned, rng.uniform(0.9, 1.0, size), rng.uniform(0.0, 0.1, size))
+    if kind == "collapse":
+        return np.where(rng.random(size) < float(parameter), 0.0, rng.uniform(0.9, 1.0, size))
+    if shape == "zero_spread":
+        return np.full(size, ZERO_SPREAD_VALUE)
+    if shape == "at_random":
+        return np.clip(rng.normal(RANDOM_LEVEL, 0.025, size), 0.0, 1.0)
+    raise ValueError(f"unknown shape {shape!r}; expected one of {RL_SHAPES}")
+
+
+def rl_mean(shape: str) -> float:
+    """The true mean of an RL shape (clipping of ``at_random`` is below 1e-200)."""
+    kind, _, parameter = shape.partition("_")
+    if kind == "bimodal":
+        return float(parameter) * 0.95 + (1.0 - float(parameter)) * 0.05
+    if kind == "collapse":
+        return (1.0 - float(parameter)) * 0.95
+    return ZERO_SPREAD_VALUE if shape == "zero_spread" else RANDOM_LEVEL
+
+
+def _shifted(rng: np.random.Generator, x: np.ndarray, mean: float, shift: float) -> np.ndarray:
+    """x with its true mean moved by exactly ``shift`` while staying on [0, 1]: a share of seeds replaced by the
+    floor (shift < 0, share -shift / mean) or the ceiling (shift > 0, share shift / (1 - mean))."""
+    if shift < 0:
+        return np.where(rng.random(x.shape) < -shift / mean, 0.0, x)
+    return np.where(rng.random(x.shape) < shift / (1.0 - mean), 1.0, x)
+
+
+def _null_pair(rng: np.random.Generator, shape: str, relation: str, size: tuple[int, ...]) -> tuple[np.ndarray, np.ndarray, float]:
+    """(better, worse, trivial level) at the least favourable null of a relation.
+
+    beats: one distribution for both. matches: |difference| = margin (shifted down where the mean allows).
+    matches_or_beats: better worse by the margin. at_random: both at the random level (difference 0), where
+    matches / matches_or_beats hold numerically but are uninformative.
+    """
+    worse = rl_draw(rng, shape, size)
+    better = rl_draw(rng, shape, size)
+    mean = rl_mean(shape)
+    trivial = RANDOM_LEVEL if shape == "at_random" else 0.0
+    if relation == "beats" or shape == "at_random":
+        return better, worse, trivial
+    if relation == "matches":
+        return _shifted(rng, better, mean, -RL_MARGIN if mean >= RL_MARGIN else RL_MARGIN), worse, trivial
+    return _shifted(rng, better, mean, -RL_MARGIN), worse, trivial
+
+
+def _ordering_outcome(relation: str, better: np.ndarray, worse: np.ndarray, trivial: float) -> np.ndarray:
+    """The verdict's decision (``stats.decide_ordering``) and, for matches / matches_or_beats, its trivial-level rule."""
+    margin = None if relation == "beats" else RL_MARGIN
+    code = stats.decide_ordering(relation, better, worse, margin, RL_BOUNDS)
+    if relation != "beats":
+        shown = stats.above_trivial(better, trivial, RL_MARGIN, RL_BOUNDS) & stats.above_trivial(worse, trivial, RL_MARGIN, RL_BOUNDS)
+        code = np.where(shown, code, stats.UNDECIDED)
+    return code
+
+
+def rl_rate(kind: str, shape: str, n: int, *, sims: int = 2000, seed: int = 0) -> float:
+    """P(reproduced) of a claim kind at its least favourable null on an RL shape, n seeds per side (``RL_KINDS``)."""
+    rng = np.random.default_rng(seed)
+    if kind == "beats":  # supported needs only the claim's p-value (the reverse test decides 'contradicted')
+        better, worse, _ = _null_pair(rng, shape, kind, (sims, n))
+        return float(np.mean(stats.permutation_p(better, worse) <= stats.ALPHA))
+    if kind in ("matches", "matches_or_beats"):
+        better, worse, trivial = _null_pair(rng, shape, kind, (sims, n))
+        return float(np.mean(_ordering_outcome(kind, better, worse, trivial) == stats.SUPPORTED))
+    if kind.startswith("threshold"):
+        op = kind.split()[1]
+        code, _ = stats.decide_threshold_values(rl_draw(rng, shape, (sims, n)), op, rl_mean(shape), RL_BOUNDS)
+        return float(np.mean(code == stats.SUPPORTED))
+    if kind == "best_of":
+        # a count of the runs that pass (the paper's selection), no inference: with the value above every run's
+        # reach (the claim false), no run passes; the rule reads reproduced only when k runs pass
+        x = rl_draw(rng, shape, (sims, n))
+        return float(np.mean((x >= 1.0 + 1e-9).sum(axis=-1) >= 1))
+    if kind.startswith("at least"):
+        k = int(kind.split()[2])
+        p_values = []
+        for task in range(5):
+            if task < k - 1:  # the k - 1 tasks where the claim clearly holds: learners against failures
+                better, worse = rng.uniform(0.9, 1.0, (sims, n)), rng.uniform(0.0, 0.1, (sims, n))
+            else:
+                better, worse = rl_draw(rng, shape, (sims, n)), rl_draw(rng, shape, (sims, n))
+            p_values.append(stats.permutation_p(better, worse))
+        p = np.stack(p_values, -1)
+        outcome = stats.decide_at_least(p, np.zeros(p.shape, dtype=bool), k)  # supported ignores contradictions
+        return float(np.mean(outcome == stats.SUPPORTED))
+    if kind.startswith("aggregate"):
+        aggregate = kind.split()[1]
+        better, worse = rl_draw(rng, shape, (sims, n, 5)), rl_draw(rng, shape, (sims, n, 5))
+        return float(np.mean(stats.aggregate_permutation_p(better, worse, aggregate) <= stats.ALPHA))
+    raise ValueError(f"unknown kind {kind!r}; expected one of {RL_KINDS}")
+
+
+def beats_power_rate(n: int, *, effect: float = 1.5, sims: int = 2000, seed: int = 1) -> float:
+    """Power of the 'beats' verdict for normal seeds ``effect`` SDs apart, n per side (simulated)."""
+    rng = np.random.default_rng(seed)
+    better, worse = rng.standard_normal((sims, n)) + effect, rng.standard_normal((sims, n))
+    return float(np.mean(stats.permutation_p(better, worse) <= stats.ALPHA))
+
+
+def rl_table(seed_counts: tuple[int, ...] = RL_SEED_COUNTS, *, sims: int = 2000, aggregate_sims: int = 300) -> str:
+    """Markdown: P(reproduced) at the null for every claim kind and RL shape (rows) and seed count (columns)."""
+    lines = ["| claim kind | shape | " + " | ".join(f"n = {n}" for n in seed_counts) + " |",
+             "|---|---" + "|---" * len(seed_counts) + "|"]
+    for kind in RL_KINDS:
+        for shape in RL_SHAPES:
+            count = aggregate_sims if kind.startswith("aggregate") else sims
+            rates = [rl_rate(kind, shape, n, sims=count) for n in seed_counts]
+            lines.append(f"| {kind} | {shape} | " + " | ".join(f"{r:.3f}" for r in rates) + " |")
+    return "\n".join(lines)
+
+
 def _main() -> None:
+    import argparse  # noqa: PLC0415 -- the CLI only
+
+    parser = argparse.ArgumentParser(description="Error rates of the claim verdicts by simulation.")
+    parser.add_argument("--rl", action="store_true", help="issue #25's grid over RL's shapes and every claim kind")
+    parser.add_argument("--sims", type=int, default=2000, help="simulated experiments per cell of the --rl grid")
+    args = parser.parse_args()
+    if args.rl:
+        print(f"P(reproduced) at each kind's least favourable null; {args.sims} simulated experiments per cell "
+              f"(aggregates {max(args.sims // 5, 100)}).\n")
+        print(rl_table(sims=args.sims, aggregate_sims=max(args.sims // 5, 100)), "\n")
+        print("Power of 'beats', normal seeds 1.5 SD apart: " + ", ".join(
+            f"n = {n}: {beats_power_rate(n, sims=args.sims):.3f}" for n in RL_SEED_COUNTS))
+        return
     print("False 'reproduced' rates (nominal 0.025) and power; 4000 simulated experiments per cell unless noted.\n")
     print(issue_table(), "\n")
     for shape in SHAPES:
@@ -167,9 +327,9 @@ def _main() -> None:
             ("at least 3 of 5, two +10, three 0", lambda n, s=shape: at_least_rate(n, s, [10.0, 10.0, 0.0, 0.0, 0.0], 3)),
             ("threshold >=, mean at bound", lambda n, s=shape: threshold_rate(n, s, ">=", 0.0)),
             ("threshold <=, mean at bound", lambda n, s=shape: threshold_rate(n, s, "<=", 0.0)),
-            ("aggregate median of 5, diff 0 (1000 sims)", lambda n, s=shape: aggregate_rate(n, s, "median", 0.0)),
-            ("aggregate IQM of 5, diff 0 (1000 sims)", lambda n, s=shape: aggregate_rate(n, s, "iqm", 0.0)),
-            ("aggregate mean of 5, diff 0 (1000 sims)", lambda n, s=shape: aggregate_rate(n, s, "mean", 0.0)),
+            ("aggregate median of 5, diff 0 (300 sims)", lambda n, s=shape: aggregate_permutation_rate(n, s, "median", 0.0)),
+            ("aggregate IQM of 5, diff 0 (300 sims)", lambda n, s=shape: aggregate_permutation_rate(n, s, "iqm", 0.0)),
+            ("aggregate mean of 5, diff 0 (300 sims)", lambda n, s=shape: aggregate_permutation_rate(n, s, "mean", 0.0)),
             ("power: beats, diff 1.5 SD", lambda n, s=shape: ordering_rate("beats", n, s, 1.5)),
         ]
         print(f"### {shape}\n\n{table(rows)}\n")

@@ -6,7 +6,10 @@
 - *not judged*: not run, scale below the claim's ``judged_at``, or missing runs.
 
 A threshold claim that a uniform-random policy already passes (``informative: false``) is *uninformative*:
-reported apart, never counted as reproduced. The statistics are in ``rlrepro.results.stats`` and their error
+reported apart, never counted as reproduced. So is a matches / matches_or_beats claim (per environment or on an
+aggregate) whose variants are not shown above the trivial-policy level (``rlrepro.results.trivial``: the best of
+uniform random, always action 0 and zero action) by the claim's margin: two agents that learned nothing "match".
+Every verdict names its test and what it assumes (``Verdict.method``). The statistics are in ``rlrepro.results.stats`` and their error
 rates are measured by ``rlrepro.results.calibration``.
 """
 
@@ -20,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from rlrepro.results import stats
-from rlrepro.results.aggregation import corrected_bootstrap_ci, stratified_bootstrap_difference
+from rlrepro.results.aggregation import batched_aggregate, corrected_bootstrap_ci, stratified_bootstrap_difference
 from rlrepro.results.collect import CellResult
 from rlrepro.results.normalization import human_normalized_scores
 from rlrepro.specs import AggregateClaim, ExperimentSpec, OrderingClaim, ThresholdClaim
@@ -39,7 +42,8 @@ VERDICT_MEANING = {
     NOT_REPRODUCED: "the data contradict the claim (its 95% interval lies wholly on the other side)",
     INCONCLUSIVE: "this scale cannot decide (the detail says about how many seeds would)",
     NOT_JUDGED: "not run, below the claim's scale, or missing runs",
-    UNINFORMATIVE: "a uniform-random policy already passes the claim: never counted as reproduced",
+    UNINFORMATIVE: "a trivial policy (uniform random, always action 0, zero action) already passes the claim, or the "
+    "variants that match are not shown above it: never counted as reproduced",
 }
 
 _OUTCOME = {stats.SUPPORTED: REPRODUCED, stats.CONTRADICTED: NOT_REPRODUCED, stats.UNDECIDED: INCONCLUSIVE}
@@ -54,9 +58,16 @@ class Verdict:
     detail: str
     paper_evidence: str
     power: str = ""  # the smallest difference the seeds can detect (ordering claims), for tables and plan
+    method: str = ""  # the test behind the verdict and what it assumes (table, REPORT.md, report.html, MLflow tag)
 
     def as_dict(self) -> dict[str, str]:
         return asdict(self)
+
+
+def detail_with_method(claim: dict[str, str]) -> str:
+    """A verdict's detail followed by its test and assumption, from its JSON form (REPORT.md, report.html)."""
+    method = claim.get("method", "")
+    return f"{claim['detail']}. Test: {method}" if method else claim["detail"]
 
 
 def judge_claims(
@@ -79,7 +90,7 @@ def judge_claims(
         elif isinstance(claim, ThresholdClaim) and claim.best_of is not None:
             verdicts.append(_judge_best_of(claim, cells, runs=spec.scale(scale).seeds))
         elif isinstance(claim, ThresholdClaim):
-            verdicts.append(_judge_threshold(claim, cells))
+            verdicts.append(_judge_threshold(claim, spec, cells))
         else:
             verdicts.append(_judge_aggregate(claim, spec, cells, reps))
     return verdicts
@@ -98,6 +109,25 @@ class _Comparison:
     outcome: int
     p_value: float  # of the test that supports the claim (for Holm's count)
     at_bound: str  # "floor" / "ceiling" when every seed of both sides sits there, else ""
+    bounds: tuple[float, float] | None  # the signed metric's range, None when it has none
+
+
+def metric_bounds(spec: ExperimentSpec, claim: OrderingClaim | ThresholdClaim, env_id: str) -> tuple[float, float] | None:
+    """The range every run's value lies in: the claim's ``metric_range``, else the environment's ``return_range``
+    for a return metric, else None (no distribution-free bound: the verdict rests on normality)."""
+    if claim.metric_range is not None:
+        return tuple(claim.metric_range)
+    env = next((e for e in spec.environments if e.id == env_id), None)
+    bounds = getattr(env, "return_range", None)
+    return tuple(bounds) if bounds is not None and claim.metric in RETURN_METRICS else None
+
+
+def _signed_bounds(bounds: tuple[float, float] | None, sign: float) -> tuple[float, float] | None:
+    return None if bounds is None else (bounds if sign > 0 else (-bounds[1], -bounds[0]))
+
+
+def _inside(values: list[float], bounds: tuple[float, float] | None) -> bool:
+    return bounds is None or all(bounds[0] <= v <= bounds[1] for v in values)
 
 
 def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -> Verdict:
@@ -117,12 +147,13 @@ def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tupl
                 few.append(f"{claim.better} vs {worse_name} on {env} has {len(a)} and {len(b)} run(s)")
             else:
                 comparisons.append(_compare(claim, spec, env, worse_name, a, b))
+    method = _ordering_method(claim, comparisons)
     if missing or not (comparisons or few):
         why = "not run at this scale: " + "; ".join(dict.fromkeys(missing)) if missing else "no runs to compare"
-        return Verdict(claim.id, claim.statement, NOT_JUDGED, why, claim.paper_evidence)
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, why, claim.paper_evidence, method=method)
     if few:
         why = "one run per side gives no interval; at least 2 seeds per variant are needed: " + "; ".join(few)
-        return Verdict(claim.id, claim.statement, INCONCLUSIVE, why, claim.paper_evidence)
+        return Verdict(claim.id, claim.statement, INCONCLUSIVE, why, claim.paper_evidence, method=method)
     if claim.holds_on == "at_least":
         by_env: dict[str, list[_Comparison]] = {}
         for c in comparisons:
@@ -143,27 +174,34 @@ def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tupl
     detail = f"{rule}. " + "; ".join(lines)
     if code == stats.UNDECIDED:
         detail += ". " + _what_would_decide(claim, comparisons)
-    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, _power_text(comparisons))
+    power = _power_text(comparisons) if claim.relation == "beats" else ""
+    if claim.relation != "beats" and code == stats.SUPPORTED:
+        trivial = _trivial_check(claim, spec, comparisons)
+        if trivial:
+            return Verdict(claim.id, claim.statement, UNINFORMATIVE, f"{trivial}; the data alone would read "
+                           f"{REPRODUCED}. {detail}", claim.paper_evidence, power, method)
+    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, power, method)
 
 
 def _compare(claim: OrderingClaim, spec: ExperimentSpec, env: str, worse: str, a: list[float], b: list[float]) -> _Comparison:
-    """Welch's interval of the signed difference (positive = the claimed-better side) and its decision."""
+    """The claim's test on one environment against one worse variant, on signed values (positive = better)."""
     sign = 1.0 if claim.higher_is_better else -1.0
-    interval = stats.welch_interval(sign * np.asarray(a), sign * np.asarray(b))
+    bounds = metric_bounds(spec, claim, env)
+    if not _inside([*a, *b], bounds):
+        bounds = None  # values outside the declared range: no distribution-free bound; the line says so
+    sa, sb = sign * np.asarray(a), sign * np.asarray(b)
+    signed = _signed_bounds(bounds, sign)
     if claim.relation == "beats":
-        outcome = stats.decide_beats(interval.low, interval.high)
-        p = stats.one_sided_p(interval, 0.0)
-    elif claim.relation == "matches":
-        outcome = stats.decide_matches(interval.low, interval.high, claim.margin)
-        negated = stats.Interval(-interval.point, -interval.high, -interval.low, interval.se, interval.df)
-        p = np.maximum(stats.one_sided_p(interval, -claim.margin), stats.one_sided_p(negated, -claim.margin))
+        interval = stats.welch_interval(sa, sb)  # shown for the size of the gap; the decision is the permutation test
+        outcome, p = stats.decide_beats_permutation(sa, sb)
     else:
-        outcome = stats.decide_non_inferior(interval.low, interval.high, claim.margin)
-        p = stats.one_sided_p(interval, -claim.margin)
+        interval = stats.ordering_interval(sa, sb, signed)
+        outcome = stats.decide_ordering(claim.relation, sa, sb, claim.margin, signed)
+        p = 1.0  # Holm's count applies to 'beats' (holds_on: at_least)
     at_bound = _at_bound(spec, env, claim.metric, a, b)
     if at_bound:  # every seed of both at the floor (or ceiling): this scale cannot tell them apart
         outcome, p = stats.UNDECIDED, 1.0
-    return _Comparison(env, worse, a, b, interval, int(outcome), float(p), at_bound)
+    return _Comparison(env, worse, a, b, interval, int(outcome), float(p), at_bound, signed)
 
 
 def _at_bound(spec: ExperimentSpec, env_id: str, metric: str, a: list[float], b: list[float]) -> str:
@@ -177,14 +215,26 @@ def _at_bound(spec: ExperimentSpec, env_id: str, metric: str, a: list[float], b:
     return ""
 
 
+def _ordering_method(claim: OrderingClaim, comparisons: list[_Comparison]) -> str:
+    """The test and its assumption, in one phrase (Verdict.method)."""
+    if claim.relation == "beats":
+        return "exact two-sample permutation test of the difference of means, one-sided 0.025 (any distribution; " \
+            "assumes runs independent and exchangeable under no effect)" + (
+                "; Holm over environments" if claim.holds_on == "at_least" else "")
+    if comparisons and all(c.bounds is not None for c in comparisons):
+        return "distribution-free interval on the metric's range (Anderson's bounds, Bonferroni over the two " \
+            "variants), two one-sided tests at 0.025 (any distribution on the range)"
+    return "Welch's t interval, two one-sided tests at 0.025 (rests on normality: the metric has no declared range)"
+
+
 def _rule(claim: OrderingClaim) -> str:
     side = "higher" if claim.higher_is_better else "lower"
     if claim.relation == "beats":
-        return f"{claim.metric} ({side} is better): each difference's 95% Welch interval must lie on the better side of 0"
+        return f"{claim.metric} ({side} is better): each difference must be significant by the permutation test (p <= 0.025)"
     if claim.relation == "matches":
-        return f"{claim.metric}: each difference's 95% Welch interval must lie inside +-{claim.margin:g} (two one-sided tests)"
+        return f"{claim.metric}: each difference's 95% interval must lie inside +-{claim.margin:g} (two one-sided tests)"
     return (
-        f"{claim.metric} ({side} is better): each difference's 95% Welch interval must lie above -{claim.margin:g} "
+        f"{claim.metric} ({side} is better): each difference's 95% interval must lie above -{claim.margin:g} "
         "on the better side (non-inferiority)"
     )
 
@@ -193,18 +243,32 @@ def _comparison_line(claim: OrderingClaim, c: _Comparison) -> str:
     """'env: better - worse = d [95% CI low, high] supports' in the metric's own units and direction."""
     iv = c.interval
     point, low, high = (iv.point, iv.low, iv.high) if claim.higher_is_better else (-iv.point, -iv.high, -iv.low)
-    text = f"{c.env}: {claim.better} - {c.worse} = {float(point):+.3g} [95% CI {float(low):+.3g}, {float(high):+.3g}] "
+    if claim.relation == "beats":
+        floor = stats.smallest_permutation_p(len(c.a), len(c.b))
+        text = (f"{c.env}: {claim.better} - {c.worse} = {float(point):+.3g} [Welch 95% CI {float(low):+.3g}, "
+                f"{float(high):+.3g}], permutation p = {c.p_value:.3g}")
+        if floor > stats.ALPHA:
+            text += f" (the smallest possible at {len(c.a)} v {len(c.b)} is {floor:.3g})"
+        text += " "
+    else:
+        kind = "distribution-free" if c.bounds is not None else "Welch"
+        text = f"{c.env}: {claim.better} - {c.worse} = {float(point):+.3g} [{kind} 95% CI {float(low):+.3g}, {float(high):+.3g}] "
+        if c.bounds is None and float(high) - float(low) <= 0:
+            return text + "undecided (no spread: a zero-width interval is not certainty)"
     if c.at_bound:
         return text + f"undecided (every seed of both at the {c.at_bound})"
     return text + _LINE[c.outcome]
 
 
 def _what_would_decide(claim: OrderingClaim, comparisons: list[_Comparison]) -> str:
-    """About how many seeds per side would decide the undecided comparisons (normal approximation, 80% power)."""
-    needs = []
+    """How many seeds per side would decide the undecided comparisons, if the observed gap and spread were the truth."""
+    fewest = stats.fewest_seeds_for_permutation()
+    needs, refuses = [], []
     for c in comparisons:
         if c.outcome != stats.UNDECIDED or c.at_bound:
             continue
+        if claim.relation == "beats" and stats.smallest_permutation_p(len(c.a), len(c.b)) > stats.ALPHA:
+            refuses.append(c)
         sd = stats.pooled_sd([c.a, c.b])
         observed = float(c.interval.point)
         if claim.relation == "beats":
@@ -213,34 +277,98 @@ def _what_would_decide(claim: OrderingClaim, comparisons: list[_Comparison]) -> 
             target, what = claim.margin - abs(observed), f"equivalence within {claim.margin:g} at the observed difference"
         else:
             target, what = observed + claim.margin, f"non-inferiority at margin {claim.margin:g}"
+        if c.bounds is not None and claim.relation != "beats":
+            continue  # a distribution-free interval: its width, not a normal power, sets the seeds (below)
         if sd > 0 and target > 0:
-            needs.append((stats.seeds_to_detect(sd, target, equivalence=claim.relation == "matches"), c, what, sd))
+            n = stats.seeds_to_detect(sd, target, equivalence=claim.relation == "matches")
+            needs.append((max(n, fewest) if claim.relation == "beats" else n, c, what, sd))
+    texts = []
+    if refuses:
+        c = refuses[0]
+        texts.append(
+            f"The permutation test cannot reach 0.025 at {len(c.a)} v {len(c.b)} seeds (smallest p "
+            f"{stats.smallest_permutation_p(len(c.a), len(c.b)):.3g}): at least {fewest} seeds per side are needed to decide"
+        )
     if any(c.at_bound for c in comparisons):
-        floor_note = "Runs that leave the floor/ceiling (more frames) would decide the comparisons stuck there"
-    else:
-        floor_note = ""
-    if not needs:
-        wrong = "The observed differences point the other way: more seeds would more likely contradict it"
-        return "; ".join(x for x in (floor_note, wrong if not floor_note else "") if x)
-    n, c, what, sd = max(needs, key=lambda x: x[0])
-    text = (
-        f"About {n} seeds per side would show {what} with 80% power ({c.env}, {claim.better} vs {c.worse}, pooled "
-        f"SD {sd:.3g}; normal approximation, one-sided 0.025)"
-    )
-    return text + (f"; {floor_note}" if floor_note else "")
+        texts.append("Runs that leave the floor/ceiling (more frames) would decide the comparisons stuck there")
+    if any(c.bounds is not None and c.outcome == stats.UNDECIDED for c in comparisons) and claim.relation != "beats":
+        texts.append("The distribution-free interval narrows as 1/sqrt(n): more seeds (or a wider margin) would decide")
+    if needs:
+        n, c, what, sd = max(needs, key=lambda x: x[0])
+        texts.append(
+            f"If the observed gap and spread were the truth, about {n} seeds per side would show {what} with 80% power "
+            f"({c.env}, {claim.better} vs {c.worse}, pooled SD {sd:.3g}; normal seeds)"
+        )
+    if not texts:
+        texts.append("The observed differences point the other way: more seeds would more likely contradict it")
+    return "; ".join(texts)
 
 
 def _power_text(comparisons: list[_Comparison]) -> str:
-    """'n seeds per side detect a difference of D (t-based, 80% power) at the spread seen (pooled SD s)'."""
+    """'if the observed spread were the truth: n seeds per side detect D with 80% power (permutation test)'."""
     usable = [c for c in comparisons if not c.at_bound]
     if not usable:
         return ""
     sd = max(stats.pooled_sd([c.a, c.b]) for c in usable)
     n = min(min(len(c.a), len(c.b)) for c in usable)
+    if stats.smallest_permutation_p(n, n) > stats.ALPHA:
+        return f"{n} seeds per side cannot detect any difference (the permutation test's smallest p exceeds 0.025)"
+    if not sd > 0:
+        return ""
     return (
-        f"{n} seeds per side detect a difference of {stats.detectable_difference(sd, n):.3g} with 80% power at the "
-        f"largest spread seen (pooled SD {sd:.3g}; t-based, one-sided 0.025)"
+        f"if the spread seen were the truth (pooled SD {sd:.3g}, normal seeds): {n} seeds per side detect a "
+        f"difference of {stats.detectable_difference(sd, n):.3g} with 80% power (permutation test, one-sided 0.025)"
     )
+
+
+def _trivial_check(claim: OrderingClaim, spec: ExperimentSpec, comparisons: list[_Comparison]) -> str:
+    """'' when every compared variant is shown above the trivial level by the claim's margin, else why not (one line)."""
+    sign = 1.0 if claim.higher_is_better else -1.0
+    failing, levels = [], []
+    for c in comparisons:
+        level, source = trivial_level_of(spec, c.env, claim.metric, claim.metric_range, claim.higher_is_better)
+        if level is None:
+            continue
+        levels.append(f"{c.env} {level:.4g} ({source})")
+        for name, values in ((claim.better, c.a), (c.worse, c.b)):
+            if not bool(stats.above_trivial(sign * np.asarray(values), sign * level, claim.margin, c.bounds)):
+                failing.append(f"{name} on {c.env}")
+    if not failing:
+        return ""
+    return (
+        f"uninformative: {', '.join(dict.fromkeys(failing))} not shown above the trivial level by the claim's margin "
+        f"{claim.margin:g} (one-sided 0.025; trivial level {'; '.join(dict.fromkeys(levels))}): variants that learned "
+        "nothing match"
+    )
+
+
+def trivial_level_of(
+    spec: ExperimentSpec, env_id: str, metric: str, metric_range: tuple[float, float] | None, higher_is_better: bool
+) -> tuple[float | None, str]:
+    """The do-nothing level of a metric on an environment, and where it comes from.
+
+    Returns: the best trivial policy's measured mean (``rlrepro.results.trivial``) for a return metric, else the
+    environment's random score (trivial scores missing); the range's worse end for a metric with a declared
+    range; (None, reason) when neither exists.
+    """
+    if metric in RETURN_METRICS:
+        env = next(e for e in spec.environments if e.id == env_id)
+        try:
+            from rlrepro.results import trivial  # noqa: PLC0415 -- numpy-only; absent before the scores were measured
+        except ImportError:
+            trivial, why = None, "trivial-policy scores not in this checkout"
+        if trivial is not None:
+            try:
+                score = trivial.trivial_level(env)
+                return float(score.mean), f"{score.policy}, {score.episodes} episodes"
+            except trivial.TrivialScoresError as error:
+                why = str(error).splitlines()[0]
+        random = spec.random_score(env_id)
+        if random is not None:
+            return float(random), f"random score; {why}"
+    if metric_range is not None:
+        return (float(metric_range[0]) if higher_is_better else float(metric_range[1])), "the range's worse end"
+    return None, "no trivial level for this metric"
 
 
 # --- ordering claims on an aggregate over environments ---------------------------------------------------------
@@ -274,41 +402,88 @@ def _judge_ordering_aggregate(
     claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], reps: int
 ) -> Verdict:
     envs = claim.environments or sorted({env for (_, env) in cells})
+    method = (
+        f"permutation test of the difference of {claim.aggregate}s, whole runs permuted between the variants, "
+        "one-sided 0.025 (any distribution; runs independent)" if claim.relation == "beats" else
+        "stratified bootstrap over runs, small-sample corrected (asymptotic: not distribution-free at these n)"
+    )
     better = _variant_matrix(spec, cells, claim.better, envs, claim.metric)
     if better is None:
-        return Verdict(claim.id, claim.statement, NOT_JUDGED, f"not run at this scale: {claim.better} on some of {envs}", claim.paper_evidence)
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, f"not run at this scale: {claim.better} on some of {envs}",
+                       claim.paper_evidence, method=method)
     sign = 1.0 if claim.higher_is_better else -1.0
-    codes, lines = [], []
+    codes, lines, matrices = [], [], {claim.better: better}
     for worse_name in claim.worse:
         worse = _variant_matrix(spec, cells, worse_name, envs, claim.metric)
         if worse is None:
-            return Verdict(claim.id, claim.statement, NOT_JUDGED, f"not run at this scale: {worse_name} on some of {envs}", claim.paper_evidence)
+            return Verdict(claim.id, claim.statement, NOT_JUDGED, f"not run at this scale: {worse_name} on some of {envs}",
+                           claim.paper_evidence, method=method)
         if min(len(better), len(worse)) < 2:
             why = f"one run per side gives no interval ({claim.better} {len(better)}, {worse_name} {len(worse)} run(s))"
-            return Verdict(claim.id, claim.statement, INCONCLUSIVE, why, claim.paper_evidence)
-        point, low, high = stratified_bootstrap_difference(sign * better, sign * worse, claim.aggregate, reps=reps)
-        if claim.relation == "beats":
-            code = stats.decide_beats(low, high)
-        elif claim.relation == "matches":
-            code = stats.decide_matches(low, high, claim.margin)
-        else:
-            code = stats.decide_non_inferior(low, high, claim.margin)
-        codes.append(int(code))
-        shown = (point, low, high) if claim.higher_is_better else (-point, -high, -low)
-        lines.append(
-            f"{claim.aggregate}({claim.better}) - {claim.aggregate}({worse_name}) = {shown[0]:+.3g} "
-            f"[95% CI {shown[1]:+.3g}, {shown[2]:+.3g}] {_LINE[int(code)]}"
-        )
+            return Verdict(claim.id, claim.statement, INCONCLUSIVE, why, claim.paper_evidence, method=method)
+        matrices[worse_name] = worse
+        code, line = _aggregate_comparison(claim, sign * better, sign * worse, worse_name, reps)
+        codes.append(code)
+        lines.append(line)
     code = int(stats.combine_each(codes))
     detail = (
         f"{claim.metric} normalised per environment (Atari: human-normalised, dqn_zoo_57; others: (x - random) / "
         f"(high - random)), {claim.aggregate} over {len(envs)} environments ({', '.join(envs)}) with rliable's "
-        f"definition; interval: stratified bootstrap over runs within each environment, {reps} resamples, "
-        f"small-sample corrected; {len(better)} run(s) of {claim.better}. " + "; ".join(lines)
+        f"definition; {len(better)} run(s) of {claim.better}. " + "; ".join(lines)
     )
     if code == stats.UNDECIDED:
-        detail += ". More seeds per environment (or more environments) would narrow the interval"
-    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence)
+        detail += ". More seeds per environment (or more environments) would decide it"
+        if claim.relation == "beats" and stats.smallest_permutation_p(len(better), len(better)) > stats.ALPHA:
+            detail += f" (the permutation test needs at least {stats.fewest_seeds_for_permutation()} runs per side)"
+    if claim.relation != "beats" and code == stats.SUPPORTED:
+        trivial = _aggregate_trivial_check(claim, spec, envs, matrices, reps)
+        if trivial:
+            return Verdict(claim.id, claim.statement, UNINFORMATIVE, f"{trivial}; the data alone would read {REPRODUCED}. "
+                           f"{detail}", claim.paper_evidence, method=method)
+    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, method=method)
+
+
+def _aggregate_comparison(claim: OrderingClaim, better: np.ndarray, worse: np.ndarray, worse_name: str, reps: int) -> tuple[int, str]:
+    """(outcome code, line) of one aggregate comparison on signed normalised scores (positive = better)."""
+    sign = 1.0 if claim.higher_is_better else -1.0
+    if claim.relation == "beats":
+        p = float(stats.aggregate_permutation_p(better, worse, claim.aggregate))
+        reverse = float(stats.aggregate_permutation_p(worse, better, claim.aggregate))
+        code = stats.SUPPORTED if p <= stats.ALPHA else stats.CONTRADICTED if reverse <= stats.ALPHA else stats.UNDECIDED
+        point = float(batched_aggregate(claim.aggregate, better) - batched_aggregate(claim.aggregate, worse))
+        return code, (f"{claim.aggregate}({claim.better}) - {claim.aggregate}({worse_name}) = {sign * point:+.3g}, "
+                      f"permutation p = {p:.3g} {_LINE[code]}")
+    point, low, high = stratified_bootstrap_difference(better, worse, claim.aggregate, reps=reps)
+    if claim.relation == "matches":
+        code = int(stats.decide_matches(low, high, claim.margin))
+    else:
+        code = int(stats.decide_non_inferior(low, high, claim.margin))
+    shown = (point, low, high) if claim.higher_is_better else (-point, -high, -low)
+    return code, (f"{claim.aggregate}({claim.better}) - {claim.aggregate}({worse_name}) = {shown[0]:+.3g} "
+                  f"[95% CI {shown[1]:+.3g}, {shown[2]:+.3g}] {_LINE[code]}")
+
+
+def _aggregate_trivial_check(
+    claim: OrderingClaim, spec: ExperimentSpec, envs: list[str], matrices: dict[str, np.ndarray], reps: int
+) -> str:
+    """'' when each variant's aggregate is shown above the trivial policies' aggregate by the margin, else why not."""
+    levels = []
+    for env in envs:
+        level, _ = trivial_level_of(spec, env, claim.metric, claim.metric_range, claim.higher_is_better)
+        if level is None:
+            return ""
+        levels.append(float(normalised_scores(spec, env, np.asarray([level]))[0]))
+    trivial = float(batched_aggregate(claim.aggregate, np.asarray([levels])))
+    sign = 1.0 if claim.higher_is_better else -1.0
+    failing = []
+    for name, matrix in matrices.items():
+        _, low, high = corrected_bootstrap_ci(sign * matrix, claim.aggregate, reps=reps)
+        if not low > sign * trivial + claim.margin:
+            failing.append(name)
+    if not failing:
+        return ""
+    return (f"uninformative: {', '.join(failing)} not shown above the trivial policies' {claim.aggregate} "
+            f"{trivial:.3g} by the claim's margin {claim.margin:g}: variants that learned nothing match")
 
 
 # --- threshold and aggregate claims ----------------------------------------------------------------------------
@@ -318,11 +493,18 @@ SEED_FLAG = "best_is_seed"  # a search's summary: 1 when its best program is the
 FOUND_PROGRAM_METRICS = ("best_td_like",)  # properties of the program a search found, not of its seed
 
 
-def _judge_threshold(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult]) -> Verdict:
+def _judge_threshold(claim: ThresholdClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -> Verdict:
     cell = cells.get((claim.variant, claim.environment))
     values = _finite(cell.values(claim.metric)) if cell else []
+    bounds = metric_bounds(spec, claim, claim.environment)
+    method = (
+        f"Anderson's distribution-free bound on the mean over seeds, range [{bounds[0]:g}, {bounds[1]:g}], one-sided "
+        "0.025 (any distribution on the range)" if bounds is not None else
+        "one-sample t interval over seeds, one-sided 0.025 (rests on normality: the metric has no declared range)"
+    )
     if not values:
-        return Verdict(claim.id, claim.statement, NOT_JUDGED, f"{claim.variant} on {claim.environment} not run at this scale", claim.paper_evidence)
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, f"{claim.variant} on {claim.environment} not run at this scale",
+                       claim.paper_evidence, method=method)
     needs = f"needs {claim.op} {claim.value:g} (tolerance {claim.tolerance:g})"
     seed_note = ""
     if claim.metric in FOUND_PROGRAM_METRICS:
@@ -332,26 +514,77 @@ def _judge_threshold(claim: ThresholdClaim, cells: dict[tuple[str, str], CellRes
                 f"{seed_note}: its {claim.metric} is the seed's (DQN is TD by construction), not a finding; a longer "
                 "search (more proposals) would decide"
             )
-            return _threshold_verdict(claim, stats.UNDECIDED, detail)
+            return _threshold_verdict(claim, stats.UNDECIDED, detail, method)
+    if bounds is not None and not _inside(values, bounds):
+        detail = (f"{claim.metric} of {claim.variant} on {claim.environment}: values outside the declared range "
+                  f"[{bounds[0]:g}, {bounds[1]:g}] ({', '.join(f'{v:.4g}' for v in values)}): the range is wrong; fix it")
+        return _threshold_verdict(claim, stats.UNDECIDED, detail, method)
     if len(values) < 2:
         detail = (
             f"{claim.metric} of {claim.variant} on {claim.environment}: {values[0]:.4g} from one seed; {needs}. "
             "One seed gives no interval: at least 2 seeds are needed to decide" + (f" ({seed_note})" if seed_note else "")
         )
-        return _threshold_verdict(claim, stats.UNDECIDED, detail)
-    interval = stats.one_sample_interval(values)
-    code = int(stats.decide_threshold(interval.low, interval.high, claim.op, claim.bound))
+        return _threshold_verdict(claim, stats.UNDECIDED, detail, method)
+    code, interval = stats.decide_threshold_values(values, claim.op, claim.bound, bounds)
+    code = int(code)
+    kind = "distribution-free" if bounds is not None else "t"
     detail = (
         f"{claim.metric} of {claim.variant} on {claim.environment}: mean {float(interval.point):.4g} "
-        f"[95% t interval {float(interval.low):.4g}, {float(interval.high):.4g}] over {len(values)} seeds; {needs}; "
+        f"[95% {kind} interval {float(interval.low):.4g}, {float(interval.high):.4g}] over {len(values)} seeds; {needs}; "
         "reproduced only when the whole interval is on the claimed side"
     )
+    if code == stats.UNDECIDED:
+        detail += _threshold_seeds_note(claim, values, bounds, interval)
+    detail = _weak_bar_note(claim, spec) + detail
+    return _threshold_verdict(claim, code, detail + (f" ({seed_note}; those searches are left out)" if seed_note else ""), method)
+
+
+WEAK_BAR = 0.05  # a bar within 5% of the trivial-to-top span from the trivial level is reported as weak
+
+
+def _weak_bar_note(claim: ThresholdClaim, spec: ExperimentSpec) -> str:
+    """'weak bar: ...' when a return threshold sits within WEAK_BAR of the span (Atari: human - random; else the
+    return range) above the trivial level (below it for '<='), else ''."""
+    if claim.metric not in RETURN_METRICS:
+        return ""
+    env = next(e for e in spec.environments if e.id == claim.environment)
+    if env.kind == "atari":
+        from rlrepro.results.normalization import canonical_game_name, reference_scores  # noqa: PLC0415
+
+        known = reference_scores("dqn_zoo_57").get(canonical_game_name(env.game))
+        span = abs(known[1] - known[0]) if known else None
+    else:
+        bounds = getattr(env, "return_range", None)
+        span = bounds[1] - bounds[0] if bounds is not None else None
+    level, source = trivial_level_of(spec, claim.environment, claim.metric, claim.metric_range, claim.op == ">=")
+    if not span or level is None:
+        return ""
+    gap = (claim.bound - level) if claim.op == ">=" else (level - claim.bound)
+    if gap >= WEAK_BAR * span:
+        return ""
+    return (f"weak bar: {claim.op} {claim.bound:g} is {100 * gap / span:.1f}% of the span ({span:.4g}) from the trivial "
+            f"level {level:.4g} ({source}). ")
+
+
+def _threshold_seeds_note(claim: ThresholdClaim, values: list[float], bounds: tuple[float, float] | None, interval: stats.Interval) -> str:
+    """What would decide an undecided threshold, if the seeds' observed distribution were the truth."""
     gap = abs(float(interval.point) - claim.bound)
     sd = float(np.std(values, ddof=1))
-    if code == stats.UNDECIDED and sd > 0 and gap > 0:
-        n = max(2, math.ceil(stats.seeds_to_detect(sd, gap) / 2))  # one sample: half the two-sample count
-        detail += f". About {n} seeds would decide it at the observed mean (SD {sd:.3g}; normal approximation, 80% power)"
-    return _threshold_verdict(claim, code, detail + (f" ({seed_note}; those searches are left out)" if seed_note else ""))
+    on_side = claim.passes(float(interval.point))
+    if bounds is not None:
+        if not on_side:
+            return ". The observed mean is on the other side: more seeds would more likely contradict it"
+        n = stats.seeds_for_bounded_threshold(values, *bounds, claim.op, claim.bound)
+        if n is None:
+            return ". More than 256 seeds spread like these would be needed (the mean is close to the bound)"
+        return f". If the seeds' observed distribution were the truth, about {n} seeds would put the bound on the claimed side"
+    if sd == 0:
+        return ". No spread among the seeds: a zero-width interval is not certainty; more seeds would decide"
+    if gap > 0:
+        n = stats.one_sample_seeds(sd, gap)
+        return (f". If the observed mean and spread were the truth, about {n} seeds would decide it with 80% power "
+                f"(SD {sd:.3g}; t-based)")
+    return ""
 
 
 def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult], *, runs: int) -> Verdict:
@@ -366,7 +599,8 @@ def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResul
     values = _finite(cell.values(claim.metric)) if cell else []
     where = f"{claim.metric} of {claim.variant} on {claim.environment}"
     if not values:
-        return Verdict(claim.id, claim.statement, NOT_JUDGED, f"{claim.variant} on {claim.environment} not run at this scale", claim.paper_evidence)
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, f"{claim.variant} on {claim.environment} not run at this scale",
+                       claim.paper_evidence, method=BEST_OF_METHOD)
     runs = max(runs, len(values))
     passing = sum(claim.passes(v) for v in values)
     best = sorted(values, reverse=claim.op == ">=")[:k]
@@ -382,7 +616,7 @@ def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResul
     missing = runs - len(values)
     if passing + missing >= k:
         detail = f"{facts}; {missing} run(s) missing: they decide whether {k} reach it"
-        return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence)
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence, method=BEST_OF_METHOD)
     return _threshold_verdict(claim, stats.CONTRADICTED, f"{facts}; fewer than {k} can reach it")
 
 
@@ -397,14 +631,17 @@ def _drop_unchanged_seeds(cell: CellResult, metric: str) -> tuple[list[float], s
     return kept, f"the best program is the unchanged bootstrap seed in {seeded} of {len(pairs)} search(es)"
 
 
-def _threshold_verdict(claim: ThresholdClaim, code: int, detail: str) -> Verdict:
+BEST_OF_METHOD = "count of runs that pass (the paper's selection of its best k); share of runs: Clopper-Pearson (exact)"
+
+
+def _threshold_verdict(claim: ThresholdClaim, code: int, detail: str, method: str = BEST_OF_METHOD) -> Verdict:
     if not claim.informative:
         detail = (
-            f"uninformative: a uniform-random policy already passes it ({claim.informative_reason}); "
+            f"uninformative: a trivial policy already passes it ({claim.informative_reason}); "
             f"the data alone would read {_OUTCOME[code]}. {detail}"
         )
-        return Verdict(claim.id, claim.statement, UNINFORMATIVE, detail, claim.paper_evidence)
-    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence)
+        return Verdict(claim.id, claim.statement, UNINFORMATIVE, detail, claim.paper_evidence, method=method)
+    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, method=method)
 
 
 AGGREGATES = {"median_hns": "median", "mean_hns": "mean", "iqm_hns": "iqm"}
@@ -429,11 +666,12 @@ def hns_matrix(
 
 
 def _judge_aggregate(claim: AggregateClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], reps: int) -> Verdict:
+    method = "stratified bootstrap over runs, small-sample corrected (asymptotic: human-normalised scores have no range)"
     games, matrix = hns_matrix(spec, cells, claim.variant, claim.metric, claim.hns_table)
     known = [i for i, game in enumerate(games) if np.isfinite(matrix[:, i]).all()]
     if len(known) < claim.min_environments:
         detail = f"{len(known)} game(s) with scores at this scale; the claim needs {claim.min_environments}"
-        return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence)
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence, method=method)
     point, low, high = corrected_bootstrap_ci(matrix[:, known], AGGREGATES[claim.aggregate], reps=reps)
     bound = claim.value - claim.tolerance if claim.op == ">=" else claim.value + claim.tolerance
     detail = (
@@ -442,9 +680,12 @@ def _judge_aggregate(claim: AggregateClaim, spec: ExperimentSpec, cells: dict[tu
         f"corrected]; needs {claim.op} {claim.value:g}% (tolerance {claim.tolerance:g})"
     )
     if matrix.shape[0] < 2:
-        return Verdict(claim.id, claim.statement, INCONCLUSIVE, detail + ". One run per game gives no interval", claim.paper_evidence)
+        return Verdict(claim.id, claim.statement, INCONCLUSIVE, detail + ". One run per game gives no interval",
+                       claim.paper_evidence, method=method)
     code = int(stats.decide_threshold(low, high, claim.op, bound))
-    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence)
+    if high - low <= 0:
+        code, detail = stats.UNDECIDED, detail + ". No spread: a zero-width interval is not certainty"
+    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, method=method)
 
 
 def _finite(values: list[float]) -> list[float]:
@@ -461,7 +702,7 @@ POWER_UNKNOWN_MEANING = "no expected_sd in the spec and no table yet"
 
 def claim_power(spec: ExperimentSpec, scale: str, table_json: Path | None = None) -> list[tuple[str, str]]:
     """Per ordering claim judged at ``scale`` (claim id, text): the smallest difference the scale's seeds per side
-    can detect with 80% power (t-based, one-sided 0.025).
+    can detect with 80% power with the 'beats' test (the permutation test, one-sided 0.025; normal seeds).
 
     From the claim's ``expected_sd`` (before any run), else from the spread seen in the experiment's last table
     (``table_json``), else POWER_UNKNOWN.
@@ -475,9 +716,13 @@ def claim_power(spec: ExperimentSpec, scale: str, table_json: Path | None = None
         if not isinstance(claim, OrderingClaim) or scale not in claim.judged_at:
             continue
         gap = f" (margin {claim.margin:g})" if claim.margin is not None else ""
-        if claim.expected_sd is not None:
+        if claim.expected_sd is not None and claim.relation == "beats" and seeds < stats.fewest_seeds_for_permutation():
+            text = (f"none: {seeds} seeds per side cannot reach 0.025 with the permutation test (at least "
+                    f"{stats.fewest_seeds_for_permutation()} are needed)")
+        elif claim.expected_sd is not None:
             d = stats.detectable_difference(claim.expected_sd, seeds)
-            text = f"{d:.3g} in {claim.metric} at the expected SD {claim.expected_sd:g}{gap}"
+            text = (f"{d:.3g} in {claim.metric} if the expected SD {claim.expected_sd:g} were the truth (normal seeds, "
+                    f"permutation test){gap}")
         elif seen.get(claim.id):
             text = f"from the last table: {seen[claim.id]}{gap}"
         else:

@@ -125,7 +125,7 @@ def _anchor(key: str) -> str:
     return "exp-" + re.sub(r"[^A-Za-z0-9]+", "-", key)
 
 
-def experiment_section(key: str, root: Path, reason: str | None) -> tuple[str, list[tuple[str, str, str, str]]]:
+def experiment_section(key: str, root: Path, reason: str | None) -> tuple[str, list[tuple[str, ...]]]:
     """The HTML of one experiment (from its table files under ``root``) and its verdict rows."""
     md_path = root / "tables" / f"{key}.md"
     head = f"<section class='experiment' id='{_anchor(key)}'><h2>{html.escape(key)}</h2>"
@@ -133,7 +133,7 @@ def experiment_section(key: str, root: Path, reason: str | None) -> tuple[str, l
         why = f"not run on this machine: {reason}" if reason else "not run at this scale (no table yet)"
         return head + f"<p class='meta'>{html.escape(why)}</p></section>", []
     data = json.loads(md_path.with_suffix(".json").read_text(encoding="utf-8"))
-    rows = [(key, c["claim"], c["verdict"], c["detail"]) for c in data.get("claims", [])]
+    rows = [(key, c["claim"], c["verdict"], c["detail"], c.get("method") or "") for c in data.get("claims", [])]
     folder = md_path.parent
     files = sorted(p for p in folder.iterdir() if p.name.startswith(md_path.stem + ".") and p.is_file())
     links = " ".join(f"<a href='tables/{html.escape(key.split('/')[0])}/{html.escape(p.name)}'>{html.escape(p.name)}</a>"

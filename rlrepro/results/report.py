@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rlrepro.provenance import git_commit
-from rlrepro.results.claims import NOT_JUDGED, OUTCOMES, UNINFORMATIVE, VERDICT_MEANING
+from rlrepro.results.claims import NOT_JUDGED, OUTCOMES, UNINFORMATIVE, VERDICT_MEANING, detail_with_method
 from rlrepro.results.html import write_html_report
 from rlrepro.results.plots import x_axis_label
 from rlrepro.results.tables import search_counts_text
@@ -31,9 +31,9 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
             sections.append(f"### {experiment.key}\n\n{why}\n")
             continue
         data = json.loads(table_json.read_text())
-        # a verdict's method (test and assumption), where the claims record one, gets a column of the page's table
+        # a verdict's method (test and assumption) gets a column of the page's table and ends REPORT.md's detail
         raw_rows += [(experiment.key, c["claim"], c["verdict"], c["detail"], c.get("method") or "") for c in data["claims"]]
-        summary_rows += [_row(experiment, c["claim"], c["verdict"], c["detail"]) for c in data["claims"]]
+        summary_rows += [_row(experiment, c["claim"], c["verdict"], detail_with_method(c)) for c in data["claims"]]
         prov = data["provenance"]
         sections.append(
             f"### {experiment.key}\n\n{experiment.spec.reference.where}. Scale {prov['scale']}, {prov['seeds']} seeds, "

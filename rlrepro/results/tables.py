@@ -371,6 +371,7 @@ def _markdown(
     lines += ["", "## Claims", ""]
     lines += [
         f"- **{v.claim}**: {v.verdict}. {v.statement} — {v.detail}" + (f" (power: {v.power})" if v.power else "")
+        + (f" (test: {v.method})" if v.method else "")
         for v in verdicts
     ] or ["- (no claims)"]
     lines += ["", f"![learning curves]({png})", ""]

@@ -186,6 +186,12 @@ class OrderingClaim(SpecModel):
         description="Spread (SD over seeds) of the metric expected before any run, in metric units: `rlrepro plan` "
         "states from it the smallest difference the scale's seeds can detect.",
     )
+    metric_range: tuple[float, float] | None = Field(
+        None,
+        description="[low, high] that every run's value of the metric lies in (e.g. [0, 1] for a success rate); "
+        "default: the environment's return_range for a return metric. With a range the verdict uses bounds valid "
+        "for any distribution on it (Anderson's bound); without one it rests on normality and says so.",
+    )
     environments: list[str] | None = Field(None, description="Environment ids where it must hold (default: all run).")
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
@@ -201,9 +207,20 @@ class OrderingClaim(SpecModel):
             )
         if (self.holds_on == "at_least") != (self.at_least is not None):
             raise ValueError(f"claim {self.id}: at_least (k) is required with holds_on: at_least and only with it")
+        if self.holds_on == "at_least" and self.relation != "beats":
+            raise ValueError(
+                f"claim {self.id}: holds_on: at_least counts Holm's rejections of per-environment permutation tests, "
+                f"which only 'beats' has; relation {self.relation} needs holds_on: each or aggregate"
+            )
         if (self.holds_on == "aggregate") != (self.aggregate is not None):
             raise ValueError(f"claim {self.id}: aggregate (median | iqm | mean) is required with holds_on: aggregate and only with it")
+        _check_range(self.id, self.metric_range)
         return self
+
+
+def _check_range(claim_id: str, metric_range: tuple[float, float] | None) -> None:
+    if metric_range is not None and not metric_range[0] < metric_range[1]:
+        raise ValueError(f"claim {claim_id}: metric_range must be [low, high] with low < high; got {list(metric_range)}")
 
 
 class ThresholdClaim(SpecModel):
@@ -220,12 +237,19 @@ class ThresholdClaim(SpecModel):
     op: Literal[">=", "<="] = Field(description="Comparison.")
     value: float = Field(description="Threshold.")
     tolerance: float = Field(0.0, ge=0, description="Allowed shortfall.")
+    metric_range: tuple[float, float] | None = Field(
+        None,
+        description="[low, high] that every run's value of the metric lies in (e.g. [0, 1] for a success rate); "
+        "default: the environment's return_range for a return metric. With a range the verdict uses bounds valid "
+        "for any distribution on it (Anderson's bound); without one it rests on normality and says so.",
+    )
     informative: bool = Field(
         True,
-        description="false if a uniform-random policy already satisfies the claim (then informative_reason is "
+        description="false if a trivial policy (uniform random, always action 0, zero action: "
+        "rlrepro/data/trivial_policy_scores.csv) already satisfies the claim (then informative_reason is "
         "required, and the verdict is reported apart as uninformative, never as reproduced).",
     )
-    informative_reason: str = Field("", description="Why the claim is kept although a random policy passes it.")
+    informative_reason: str = Field("", description="Why the claim is kept although a trivial policy passes it.")
     best_of: PositiveCount | None = Field(
         None,
         description="The paper's seed selection, when it reports only its best k runs (e.g. Synthetic Returns' "
@@ -241,6 +265,7 @@ class ThresholdClaim(SpecModel):
     def _check_reason(self) -> "ThresholdClaim":
         if not self.informative and not self.informative_reason.strip():
             raise ValueError(f"claim {self.id}: informative: false needs an informative_reason")
+        _check_range(self.id, self.metric_range)
         return self
 
     def passes(self, value: float) -> bool:
@@ -353,8 +378,9 @@ class ExperimentSpec(SpecModel):
                 _check_subset(f"claims[{i}].variant", [claim.variant], names)
         if uninformative:
             raise ValueError(
-                "a uniform-random policy already satisfies these threshold claims: make each discriminate (e.g. a "
-                "margin above the random score) or mark it informative: false with an informative_reason:\n  "
+                "a trivial policy (uniform random, always action 0, zero action) already satisfies these threshold "
+                "claims: make each discriminate (e.g. a margin above the trivial score) or mark it informative: false "
+                "with an informative_reason:\n  "
                 + "\n  ".join(uninformative)
             )
         _check_subset("paper_values", list(self.paper_values), names)
@@ -373,16 +399,38 @@ class ExperimentSpec(SpecModel):
         return getattr(env, "random_score", None)
 
     def _uninformative(self, i: int, claim: ThresholdClaim) -> list[str]:
-        """A threshold on a return that a uniform-random policy already meets, unless marked informative: false."""
+        """A threshold on a return that a trivial policy already meets, unless marked informative: false.
+
+        Trivial policies: uniform random (the env's random_score, Atari's reference table) and every policy of the
+        measured trivial-policy scores (``rlrepro.results.trivial``: always action 0 / NOOP, zero action), where
+        they exist for the environment's protocol.
+        """
         if claim.metric not in RETURN_METRICS or not claim.informative:
             return []
-        random = self.random_score(claim.environment)
-        if random is None or not claim.passes(random):
-            return []
+        scores = self.trivial_scores(claim.environment)
         return [
-            f"claims[{i}] ({claim.id}): random policy {random:g} on {claim.environment} satisfies {claim.op} "
+            f"claims[{i}] ({claim.id}): {policy} policy {score:g} on {claim.environment} satisfies {claim.op} "
             f"{claim.value:g} (tolerance {claim.tolerance:g})"
-        ]
+            for policy, score in scores.items() if claim.passes(score)
+        ][:1]
+
+    def trivial_scores(self, env_id: str) -> dict[str, float]:
+        """Mean return of each trivial policy known for an environment: 'random' (random_score) and the measured ones."""
+        scores = {}
+        random = self.random_score(env_id)
+        if random is not None:
+            scores["uniform-random"] = random
+        env = next(e for e in self.environments if e.id == env_id)
+        try:
+            from rlrepro.results import trivial  # noqa: PLC0415 -- numpy-only; absent before the scores were measured
+        except ImportError:
+            return scores
+        try:
+            measured = trivial.trivial_scores(env)
+        except trivial.TrivialScoresError:
+            return scores
+        scores.update({name: float(score.mean) for name, score in measured.items()})
+        return scores
 
     def _check_best_of(self, i: int, claim: ThresholdClaim) -> None:
         """'The best k of n runs' needs at least k runs at every scale the claim is judged at."""

@@ -77,14 +77,17 @@ def test_ordering_that_clearly_holds_is_reproduced_with_welchs_interval() -> Non
                                                  ("b", "cartpole"): LOW}))
     assert verdict.verdict == REPRODUCED
     assert (verdict.claim, verdict.statement, verdict.paper_evidence) == ("order", "a beats b", "Table 2")
-    assert verdict.detail.count("a - b = +9.12 [95% CI +7.79, +10.5] supports") == 2
-    assert "Welch" in verdict.detail and "intersection-union" in verdict.detail
+    # 4 v 4 with every HIGH above every LOW: the observed split is the most extreme of C(8, 4) = 70, p = 1/70
+    assert verdict.detail.count("a - b = +9.12 [Welch 95% CI +7.79, +10.5], permutation p = 0.0143 supports") == 2
+    assert "intersection-union" in verdict.detail
+    assert verdict.method.startswith("exact two-sample permutation test")
 
 
 def test_ordering_that_is_clearly_reversed_is_not_reproduced() -> None:
     [verdict] = judge_claims(make_spec(ordering()), "cpu", cells({("a", "catch"): LOW, ("b", "catch"): HIGH}))
     assert verdict.verdict == NOT_REPRODUCED
-    assert "catch: a - b = -9.12 [95% CI -10.5, -7.79] CONTRADICTS" in verdict.detail
+    # the claim's p is 1 (every split is at least as extreme); the reverse test's p = 1/70 contradicts it
+    assert "catch: a - b = -9.12 [Welch 95% CI -10.5, -7.79], permutation p = 1 CONTRADICTS" in verdict.detail
 
 
 def test_overlapping_noisy_results_are_inconclusive_and_say_how_many_seeds_would_decide() -> None:
@@ -92,9 +95,10 @@ def test_overlapping_noisy_results_are_inconclusive_and_say_how_many_seeds_would
     [verdict] = judge_claims(make_spec(ordering()), "cpu", cells({("a", "catch"): better, ("b", "catch"): worse}))
     assert verdict.verdict == INCONCLUSIVE
     assert "catch: a - b = +0.625" in verdict.detail and "undecided" in verdict.detail
-    # pooled SD^2 = (26 + 3.6875) / 6 = 4.948; n = 2 (1.95996 + 0.84162)^2 * 4.948 / 0.625^2 = 198.8 -> 199
-    assert "About 199 seeds per side would show the observed gap 0.625 with 80% power" in verdict.detail
-    assert "normal approximation" in verdict.detail
+    # pooled SD^2 = (26 + 3.6875) / 6 = 4.948; the normal approximation 2 (1.95996 + 0.84162)^2 * 4.948 / 0.625^2
+    # = 198.8 seeds; Welch's noncentral t (df ~ 2n - 2) needs one more: 200
+    assert "If the observed gap and spread were the truth, about 200 seeds per side would show the observed gap " \
+        "0.625 with 80% power" in verdict.detail
 
 
 def test_each_needs_every_comparison_and_one_contradiction_decides_against() -> None:
@@ -120,15 +124,16 @@ def test_ordering_restricted_to_environments_ignores_the_others() -> None:
 
 
 def test_at_least_k_of_n_counts_holms_rejections() -> None:
-    # catch: a clearly beats b (Welch one-sided p ~ 1e-4 < 0.025 / 2); cartpole: clearly reversed
-    results = cells({("a", "catch"): HIGH, ("b", "catch"): LOW, ("a", "cartpole"): LOW, ("b", "cartpole"): HIGH})
+    # catch: a clearly beats b (5 v 5 all above: permutation p = 1/C(10, 5) = 1/252 < 0.025 / 2); cartpole: reversed
+    high, low = [*HIGH, 11.5], [*LOW, 2.2]
+    results = cells({("a", "catch"): high, ("b", "catch"): low, ("a", "cartpole"): low, ("b", "cartpole"): high})
     [one] = judge_claims(make_spec(ordering(holds_on="at_least", at_least=1)), "cpu", results)
     assert one.verdict == REPRODUCED
     assert "on at least 1 of 2 environments: 1 significant after Holm's correction over the 2, 1 contradicted" in one.detail
     [two] = judge_claims(make_spec(ordering(holds_on="at_least", at_least=2)), "cpu", results)
     assert two.verdict == NOT_REPRODUCED  # cartpole is contradicted: 2 of 2 is impossible
-    noisy = cells({("a", "catch"): HIGH, ("b", "catch"): LOW,
-                   ("a", "cartpole"): [10.0, 3.0, 12.0, 1.0], ("b", "cartpole"): LOW})
+    noisy = cells({("a", "catch"): high, ("b", "catch"): low,
+                   ("a", "cartpole"): [10.0, 3.0, 12.0, 1.0, 2.0], ("b", "cartpole"): low})
     [undecided] = judge_claims(make_spec(ordering(holds_on="at_least", at_least=2)), "cpu", noisy)
     assert undecided.verdict == INCONCLUSIVE
 
@@ -148,9 +153,12 @@ def test_holm_needs_the_smallest_p_below_alpha_over_n() -> None:
     [verdict] = judge_claims(spec, "cpu", cells(results))
     assert verdict.verdict == INCONCLUSIVE
     assert "0 significant after Holm's correction over the 3" in verdict.detail
+    # Welch would call this reproduced (1 +- 4.303 * 0.1414 = [0.392, 1.61]); the permutation test cannot at 2 v 2
     [each] = judge_claims(make_spec(ordering(environments=["catch"])), "cpu",
                           cells({("a", "catch"): [1.9, 2.1], ("b", "catch"): [0.9, 1.1]}))
-    assert each.verdict == REPRODUCED and "+1 [95% CI +0.392, +1.61] supports" in each.detail  # 1 +- 4.303 * 0.1414
+    assert each.verdict == INCONCLUSIVE and "+1 [Welch 95% CI +0.392, +1.61], permutation p = 0.167" in each.detail
+    assert "(the smallest possible at 2 v 2 is 0.167)" in each.detail  # 1 / C(4, 2)
+    assert "at least 4 seeds per side are needed to decide" in each.detail  # 1 / C(8, 4) = 0.0143
 
 
 def test_matches_is_an_equivalence_test_against_the_margin() -> None:
@@ -182,7 +190,8 @@ def test_matches_or_beats_for_a_lower_is_better_metric() -> None:
     spec = make_spec(ordering(relation="matches_or_beats", margin=1.0, higher_is_better=False))
     [verdict] = judge_claims(spec, "cpu", cells({("a", "catch"): HIGH, ("b", "catch"): LOW}))
     assert verdict.verdict == NOT_REPRODUCED and "CONTRADICTS" in verdict.detail
-    assert "a - b = +9.12 [95% CI +7.79, +10.5]" in verdict.detail  # shown in the metric's own direction
+    assert "a - b = +9.12 [Welch 95% CI +7.79, +10.5]" in verdict.detail  # shown in the metric's own direction
+    assert "rests on normality" in verdict.method  # the toy environment declares no return_range
     [lower] = judge_claims(spec, "cpu", cells({("a", "catch"): LOW, ("b", "catch"): HIGH}))
     assert lower.verdict == REPRODUCED
 
@@ -209,7 +218,8 @@ def test_ordering_on_an_aggregate_of_normalised_scores() -> None:
     # a: catch (0.9625 + 0.8) / 1.8 = 0.97917, cartpole (491.25 - 20) / 480 = 0.98177 -> mean 0.98047
     # b: catch (-0.8 + 0.8) / 1.8 = 0, cartpole (24.25 - 20) / 480 = 0.00885 -> mean 0.00443; difference 0.976
     assert "mean(a) - mean(b) = +0.976" in verdict.detail
-    assert "stratified bootstrap over runs within each environment" in verdict.detail
+    # every run of a above every run of b in both environments: the most extreme of C(8, 4) = 70 splits
+    assert "permutation p = 0.0143 supports" in verdict.detail and "whole runs permuted" in verdict.method
 
 
 def test_aggregate_ordering_needs_scored_environments() -> None:
@@ -320,18 +330,24 @@ def test_every_claim_gets_a_verdict_in_order_with_its_power() -> None:
     spec = make_spec(ordering(), threshold(">=", 5.0, 0.0))
     verdicts = judge_claims(spec, "cpu", cells({("a", "catch"): HIGH, ("b", "catch"): LOW}))
     assert [(v.claim, v.verdict) for v in verdicts] == [("order", REPRODUCED), ("thresh", REPRODUCED)]
-    assert set(verdicts[0].as_dict()) == {"claim", "statement", "verdict", "detail", "paper_evidence", "power"}
-    # pooled SD = sqrt((2.1875 + 1.25) / 6) = 0.7569; (t_{0.975,6} + t_{0.8,6}) sqrt(2/4) SD = (2.4469 + 0.9057) 0.7071 0.7569
-    assert verdicts[0].power.startswith("4 seeds per side detect a difference of 1.79 with 80% power")
-    assert np.isclose((2.4469 + 0.9057) * np.sqrt(0.5) * 0.7569, 1.794, atol=1e-3)
+    assert set(verdicts[0].as_dict()) == {"claim", "statement", "verdict", "detail", "paper_evidence", "power", "method"}
+    # pooled SD = sqrt((2.1875 + 1.25) / 6) = 0.7569; at 4 v 4 the permutation test rejects only when every run of
+    # one side is above every run of the other (p = 1/70), which needs a gap of 2.85 SD for 80% power
+    # (test_calibration checks that power against the integral): 2.85 * 0.7569 = 2.16
+    assert verdicts[0].power.startswith("if the spread seen were the truth (pooled SD 0.757, normal seeds): 4 seeds "
+                                        "per side detect a difference of 2.16 with 80% power")
 
 
 def test_claim_power_before_any_run_from_expected_sd(tmp_path) -> None:
     from rlrepro.results.claims import POWER_UNKNOWN, claim_power
 
     spec = make_spec(ordering(expected_sd=2.0), threshold(">=", 1.0, 0.0))
-    # cpu: 4 seeds; (t_{0.975,6} + t_{0.8,6}) sqrt(2/4) * 2 = (2.4469 + 0.9057) * 0.7071 * 2 = 4.741
-    assert claim_power(spec, "cpu") == [("order", "4.74 in final_return at the expected SD 2")]
+    # cpu: 4 seeds; the permutation test at 4 v 4 needs 2.85 SD for 80% power: 2.85 * 2 = 5.7
+    assert claim_power(spec, "cpu") == [
+        ("order", "5.7 in final_return if the expected SD 2 were the truth (normal seeds, permutation test)")]
+    two = make_spec(ordering(expected_sd=2.0))
+    assert claim_power(two, "cpu")[0][1].startswith("5.7")
+    assert "cannot reach 0.025" in claim_power(spec.model_copy(update={"scales": {**spec.scales, "cpu": spec.scales["cpu"].model_copy(update={"seeds": 3})}}), "cpu")[0][1]
     assert claim_power(spec, "smoke") == []  # not judged at smoke
     table = tmp_path / "mini.json"
     table.write_text('{"claims": [{"claim": "order", "power": "4 seeds per side detect a difference of 1.79"}]}')
@@ -406,3 +422,16 @@ def test_clopper_pearson_at_the_closed_form_ends() -> None:
     assert np.isclose(low, 1.0 - math.sqrt(0.975)) and np.isclose(high, math.sqrt(0.975))
     with pytest.raises(ValueError, match="0 <= successes <= trials"):
         binomial_interval(5, 4)
+
+
+def test_a_bar_within_five_percent_of_the_trivial_level_is_reported_as_weak() -> None:
+    # cartpole: random 20 on [0, 500] (no measured trivial scores for this toy's protocol): a bar of 30 is
+    # (30 - 20) / 500 = 2.0% of the span above the random level; a bar of 60 is 8%, not weak
+    spec = make_spec(threshold(">=", 30.0, 0.0, environment="cartpole"), environments=SCORED_ENVS)
+    [weak] = judge_claims(spec, "cpu", cells({("a", "cartpole"): [400.0, 420.0, 410.0, 405.0]}))
+    assert weak.detail.startswith("weak bar: >= 30 is 2.0% of the span (500) from the trivial level 20 (random score")
+    strong = make_spec(threshold(">=", 60.0, 0.0, environment="cartpole"), environments=SCORED_ENVS)
+    [fine] = judge_claims(strong, "cpu", cells({("a", "cartpole"): [400.0, 420.0, 410.0, 405.0]}))
+    assert "weak bar" not in fine.detail
+    # bounded returns: Anderson's bound over 4 seeds on [0, 500], not a t interval
+    assert "Anderson's distribution-free bound" in fine.method and fine.verdict == REPRODUCED

@@ -266,11 +266,13 @@ def test_markdown_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
     assert [line.split(":")[0] for line in lines] == [
         "- **a_beats_b**", "- **a_reaches_5**", "- **b_beats_a_at_scale**"
     ]
-    assert lines[0].startswith("- **a_beats_b**: reproduced. a scores higher than b.")
-    # Welch: 11 - 2 = 9, se = sqrt(1/3 + 1/3) = 0.8165, df = 4, t_{0.975,4} = 2.7764 -> [6.73, 11.3]
-    assert "catch: a - b = +9 [95% CI +6.73, +11.3] supports" in lines[0]
-    # power: pooled SD 1, (t_{0.975,4} + t_{0.8,4}) sqrt(2/3) = (2.7764 + 0.9410) 0.8165 = 3.04
-    assert "(power: 3 seeds per side detect a difference of 3.04 with 80% power" in lines[0]
+    # 3 v 3: the permutation test's smallest p is 1 / C(6, 3) = 0.05 > 0.025, so 'beats' cannot be decided
+    assert lines[0].startswith("- **a_beats_b**: inconclusive. a scores higher than b.")
+    # Welch (shown for the gap): 11 - 2 = 9, se = sqrt(1/3 + 1/3) = 0.8165, df = 4, t_{0.975,4} = 2.7764 -> [6.73, 11.3]
+    assert "catch: a - b = +9 [Welch 95% CI +6.73, +11.3], permutation p = 0.05 (the smallest possible at 3 v 3 " \
+        "is 0.05) undecided" in lines[0]
+    assert "(power: 3 seeds per side cannot detect any difference" in lines[0]
+    assert "(test: exact two-sample permutation test" in lines[0]
     assert lines[1].startswith("- **a_reaches_5**: reproduced.")
     # mean 11, se = 1 / sqrt(3), t_{0.975,2} = 4.3027 -> [8.516, 13.48]
     assert "mean 11 [95% t interval 8.516, 13.48]" in lines[1]
@@ -321,7 +323,7 @@ def test_json_has_provenance_rows_and_claims(aggregated: dict[str, Any]) -> None
     assert data["provenance"]["run_commits"] == [RUN_COMMIT]
     assert len(data["rows"]) == 4
     assert [(c["claim"], c["verdict"]) for c in data["claims"]] == [
-        ("a_beats_b", "reproduced"), ("a_reaches_5", "reproduced"), ("b_beats_a_at_scale", "not judged")
+        ("a_beats_b", "inconclusive"), ("a_reaches_5", "reproduced"), ("b_beats_a_at_scale", "not judged")
     ]
 
 
@@ -351,7 +353,8 @@ def test_reversed_results_are_not_reproduced_in_the_table(tmp_path: Path) -> Non
     fabricate_all(toy, tmp_path / "results")
     paths = aggregate_experiment(toy, scale="cpu", results=tmp_path / "results")
     verdicts = {c["claim"]: c["verdict"] for c in json.loads(paths["json"].read_text())["claims"]}
-    assert verdicts["a_beats_b"] == "not reproduced"
+    # the reverse permutation test's p is 1/20 at 3 v 3: too few seeds to contradict it either
+    assert verdicts["a_beats_b"] == "inconclusive"
 
 
 def test_cli_aggregate_and_report(tmp_path: Path) -> None:
@@ -361,7 +364,7 @@ def test_cli_aggregate_and_report(tmp_path: Path) -> None:
     assert main(["aggregate", "--spec", str(toy), "--scale", "cpu", "--results", str(results)]) == 0
     assert (results / "cpu" / "tables" / "toy" / "mini.md").is_file()
     assert main(["report", "--specs", str(tmp_path / "specs"), "--scale", "cpu", "--results", str(results)]) == 0
-    assert "| toy/mini | a_beats_b | **reproduced** |" in (results / "cpu" / "REPORT.md").read_text()
+    assert "| toy/mini | a_beats_b | **inconclusive** |" in (results / "cpu" / "REPORT.md").read_text()
 
 
 # --- the report --------------------------------------------------------------------------------------------
@@ -372,8 +375,8 @@ def test_report_is_written_under_the_scale_root(aggregated: dict[str, Any]) -> N
     text = aggregated["report"].read_text(encoding="utf-8")
     assert text.startswith("# rlrepro report — scale 'cpu'")
     assert f"at commit `{git_commit()}`" in text
-    # toy/mini: 2 reproduced + 1 not judged; lab/watermaze and toy/unrun: every claim not judged
-    assert "3 experiment(s), 7 claim(s): 2 reproduced, 5 not judged" in text
+    # toy/mini: 1 reproduced, 1 inconclusive (3 v 3) + 1 not judged; lab/watermaze and toy/unrun: not judged
+    assert "3 experiment(s), 7 claim(s): 1 reproduced, 1 inconclusive, 5 not judged" in text
     assert "**inconclusive**: this scale cannot decide" in text  # the verdicts are explained once, at the top
     assert "## Uninformative claims" in text and "- none" in text.partition("## Uninformative claims")[2]
 
@@ -381,7 +384,8 @@ def test_report_is_written_under_the_scale_root(aggregated: dict[str, Any]) -> N
 def test_report_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
     text = aggregated["report"].read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if line.startswith("| toy/mini |")]
-    assert [line.split(" | ")[1:3] for line in rows] == [["a_beats_b", "**reproduced**"], ["a_reaches_5", "**reproduced**"]]
+    assert [line.split(" | ")[1:3] for line in rows] == [["a_beats_b", "**inconclusive**"], ["a_reaches_5", "**reproduced**"]]
+    assert "Test: exact two-sample permutation test" in rows[0]  # the verdict names its test
     # claims not judged are grouped per experiment and reason, below the judged ones
     not_judged = text.partition("## Claims not judged at this scale")[2].partition("## Experiments")[0]
     assert "- toy/mini: 1 claim(s) (b_beats_a_at_scale): the claim is judged at scale(s) paper" in not_judged

@@ -60,6 +60,14 @@ def test_at_least_needs_k_and_k_at_most_the_environments() -> None:
         validate_spec(spec_with(ordering(holds_on="at_least", at_least=3)))
     with pytest.raises(SpecError, match=r"at_least 2 exceeds the 1 environment\(s\)"):
         validate_spec(spec_with(ordering(holds_on="at_least", at_least=2, environments=["catch"])))
+    with pytest.raises(SpecError, match="holds_on: at_least counts Holm's rejections .* relation matches_or_beats"):
+        validate_spec(spec_with(ordering(holds_on="at_least", at_least=1, relation="matches_or_beats", margin=0.1)))
+
+
+def test_a_metric_range_must_be_low_then_high() -> None:
+    with pytest.raises(SpecError, match=r"metric_range must be \[low, high\] with low < high; got \[1.0, 0.0\]"):
+        validate_spec(spec_with(ordering(metric_range=[1.0, 0.0])))
+    assert validate_spec(spec_with(threshold(metric_range=[0.0, 1.0], metric="success"))).claims[0].metric_range == (0.0, 1.0)
     assert validate_spec(spec_with(ordering(holds_on="at_least", at_least=2))).claims[0].at_least == 2
 
 
@@ -85,13 +93,31 @@ def test_a_threshold_a_random_policy_passes_is_an_error_naming_the_file_and_clai
     # random -0.8182 on catch already satisfies "<= 0.3": it says nothing about learning
     data = spec_with(threshold(op="<=", value=0.3), environments=SCORED)
     path = write_spec(tmp_path, data)
-    with pytest.raises(SpecError, match="uniform-random policy already satisfies") as error:
+    with pytest.raises(SpecError, match="a trivial policy .* already satisfies") as error:
         load_spec(path)
-    assert str(path) in str(error.value) and "claims[0] (t): random policy -0.8182 on catch satisfies <= 0.3" in str(error.value)
+    assert str(path) in str(error.value) and "claims[0] (t): uniform-random policy -0.8182 on catch satisfies <= 0.3" in str(error.value)
     # a tolerance reaching down to the random score makes ">=" uninformative too: 0.5 - 1.4 = -0.9 <= -0.8182
-    with pytest.raises(SpecError, match="uniform-random policy already satisfies"):
+    with pytest.raises(SpecError, match="a trivial policy .* already satisfies"):
         validate_spec(spec_with(threshold(value=0.5, tolerance=1.4), environments=SCORED))
     assert validate_spec(spec_with(threshold(value=0.5, tolerance=1.0), environments=SCORED))  # bound -0.5 > -0.8182
+
+
+def test_a_threshold_an_always_noop_policy_passes_is_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #25: Tennis scores 0.0 with action 0 for 27,000 steps, above a bar the random policy misses."""
+    from rlrepro.results import trivial
+
+    def scores(env_spec: object, path: object = None) -> dict[str, trivial.TrivialScore]:
+        noop = trivial.TrivialScore("noop", 0.0, 0.0, 3, 0.0, 0.0, "p", "c", "abc", "2026-11-26")
+        rand = trivial.TrivialScore("uniform_random", -23.3, 0.6, 3, -24.8, -21.9, "p", "c", "abc", "2026-11-26")
+        return {"noop": noop, "uniform_random": rand}
+
+    monkeypatch.setattr(trivial, "trivial_scores", scores)
+    atari = [{"kind": "atari", "id": "tennis", "game": "tennis"}]
+    claim = {**threshold(environment="tennis", metric="eval_return", value=-8.12, tolerance=3.92), "variant": "a"}
+    with pytest.raises(SpecError, match=r"noop policy 0 on tennis satisfies >= -8.12 \(tolerance 3.92\)"):
+        validate_spec(spec_with(claim, environments=atari))
+    marked = {**claim, "informative": False, "informative_reason": "NOOP scores 0.0"}
+    assert not validate_spec(spec_with(marked, environments=atari)).claims[0].informative
 
 
 def test_an_uninformative_claim_marked_with_a_reason_validates() -> None:
