@@ -182,7 +182,8 @@ class TransitionHost(ReferHost):
     """DDPG and NAF (Alg. 4 and §2): Q-learning targets from stored transitions (so the periodic refresh only
     updates the reward scale and recounts n_far), uniform or rank-based prioritised sampling, and exploration
     m_w(s) + Gaussian N(0, sigma^2 I) noise (ReF-ER variants, NAF) or an Ornstein-Uhlenbeck process (DDPG with ER
-    or PER; reset at every episode start), drawn on the host from a generator per seed.
+    or PER; reset at every episode start), drawn on the host from a generator per seed. The stored mu is the
+    density that produced each action: N(m_w(s), sigma^2 I), or under OU the step's Gaussian given the previous noise.
 
     Subclasses compile ``self._init`` (keys -> learner), ``self._step`` (learner, batch, beta, c_max, lr_scale, obs
     -> learner, output, m(obs)) and ``self._mean`` (acting parameters, obs -> m(obs)), and name the acting
@@ -201,16 +202,27 @@ class TransitionHost(ReferHost):
         return learner, keys, self._explore(host, mean)
 
     def _explore(self, host: HostState, mean: np.ndarray) -> Action:
-        """m_w(s) + Gaussian or OU noise (App. A); mu = N(m_w(s), sigma^2 I) is what rho and the KL compare with."""
+        """m_w(s) + Gaussian or OU noise (App. A), with the density of the behaviour that produced the action.
+
+        Gaussian: a ~ N(m_w(s), sigma^2 I), the stored mu. OU (unit time step): x_t = (1 - theta) x_{t-1} + sigma n_t,
+        a_t = m_w(s_t) + x_t; given the previous noise x_{t-1} the step is Gaussian, a_t ~ N(m_w(s_t) + (1 - theta)
+        x_{t-1}, sigma^2 I), and that conditional density is the stored mu (``ou_behaviour`` step): rho = pi_w(a|s) /
+        mu(a|s) and the KL compare the policy with the behaviour as explored. ``ou_behaviour`` policy stores
+        N(m_w(s), sigma^2 I), which an OU action (stationary std sigma / sqrt(1 - (1 - theta)^2), about 0.38 at
+        sigma 0.2, theta 0.15) does not follow (the runs before session 24).
+        """
         c = self.config
         noise = np.stack([rng.standard_normal(self.action_dim) for rng in host.noise_rngs]).astype(np.float32)
+        mu_mean = mean
         if c.exploration == "ornstein_uhlenbeck":  # dx = -theta x + sigma dW, unit time step
-            host.ou = (1.0 - c.ou_theta) * host.ou + c.sigma * noise
+            drift = (1.0 - c.ou_theta) * host.ou
+            mu_mean = mean + drift if c.ou_behaviour == "step" else mean
+            host.ou = drift + c.sigma * noise
             noise = host.ou
         else:
             noise = c.sigma * noise
         sigma = np.full_like(mean, c.sigma)
-        return Action(mean + noise, mean, sigma, np.zeros(len(mean), np.float32))
+        return Action(mean + noise, mu_mean.astype(np.float32), sigma, np.zeros(len(mean), np.float32))
 
     def _learn_and_act(self, host: HostState, learner: Any, keys: jax.Array):
         c, t = self.config, host.steps

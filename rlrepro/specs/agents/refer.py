@@ -130,6 +130,14 @@ class DDPGAgentSpec(SpecModel):
         "gaussian", description="Gaussian N(0, sigma^2 I) (ReF-ER variants) or an OU process (ER and PER, App. A)."
     )
     ou_theta: float = Field(0.15, gt=0, le=1, description="OU mean reversion theta (App. A: 0.15; its sigma is 'sigma').")
+    ou_behaviour: Literal["step", "policy"] = Field(
+        "step",
+        description="The stored behaviour mu under OU exploration, against which rho and the KL are computed: 'step' "
+        "the density that produced the action, the OU step's Gaussian given the previous noise x_{t-1}, "
+        "N(m_w(s) + (1 - theta) x_{t-1}, sigma^2 I); 'policy' N(m_w(s), sigma^2 I) (the runs before session 24: OU "
+        "actions, stationary std about 0.38, then read as far-policy whatever the policy does). The paper does not "
+        "say which; Gaussian exploration stores N(m_w(s), sigma^2 I) either way.",
+    )
     per: PrioritisedReplaySpec | None = Field(
         None, description="Rank-based prioritised replay, with rules.variant per only; null: uniform sampling."
     )
