@@ -226,8 +226,9 @@ def test_per_block_and_variant_go_together(data, message):
 
 def test_adding_per_rehashes_no_other_job():
     """The hashes of the cpu-scale ER jobs as they were before the per block existed (dumped on main, dfd5a5f).
-    DDPG's re-frozen in session 24, when ``ou_behaviour`` (mu of an OU action: the step's density) changed its ER
-    job's numbers on purpose (main f8c01dd: 927929ab4005)."""
+    Re-frozen in session 24, when new agent fields rehashed every DDPG and NAF job: DDPG's ``ou_behaviour`` (mu of an
+    OU action: the step's density; its ER job's numbers change), NAF's ``rule2_gradient`` (no effect on ER's
+    numbers; main f8c01dd: 927929ab4005 and 93370d60f2c9)."""
     for path, env, frozen in (("specs/refer/mujoco_ddpg.yaml", "half_cheetah", "74f1eb41f5fa"),
-                              ("specs/refer/mujoco_naf.yaml", "inverted_pendulum", "93370d60f2c9")):
+                              ("specs/refer/mujoco_naf.yaml", "inverted_pendulum", "a588b66a7c1d")):
         assert config_hash(load_spec(path), "er", env, "cpu") == frozen
