@@ -232,3 +232,24 @@ def test_adding_per_rehashes_no_other_job():
     for path, env, frozen in (("specs/refer/mujoco_ddpg.yaml", "half_cheetah", "74f1eb41f5fa"),
                               ("specs/refer/mujoco_naf.yaml", "inverted_pendulum", "a588b66a7c1d")):
         assert config_hash(load_spec(path), "er", env, "cpu") == frozen
+
+
+def test_memory_kl_is_the_average_over_every_committed_step():
+    # sigma 0.2, policy mean 0.1 everywhere, committed behaviours m_mu = 0, 0.2, 0.4:
+    #   KL_k = (0.1 - m_mu,k)^2 / (2 * 0.04) = 0.01 / 0.08, 0.01 / 0.08, 0.09 / 0.08 = 0.125, 0.125, 1.125; mean 0.4583
+    # the running episode's step (m_mu = 5) is not in the memory yet and is left out
+    from rlrepro.agents.ddpg.trainer import HostDDPG
+    from rlrepro.agents.refer.host import HostState
+    from rlrepro.agents.refer.replay import EpisodeReplay
+
+    replay = EpisodeReplay(8, 4, 1, 1, 0.9, seed=0)
+    for mu in (0.0, 0.2, 0.4):
+        replay.add(np.zeros(1), np.zeros(1), 0.0, np.array([mu]), np.array([0.2]), 0.0)
+    replay.end_episode(np.zeros(1), True, 0.0)
+    replay.add(np.zeros(1), np.zeros(1), 0.0, np.array([5.0]), np.array([0.2]), 0.0)
+    host = HostState([None], [replay], np.zeros((1, 1), np.float32), np.ones(1, np.float32))
+    ddpg = HostDDPG.__new__(HostDDPG)
+    ddpg.config = DDPGConfig(sigma=0.2)
+    ddpg._mean = lambda params, obs: np.full((*obs.shape[:-1], 1), 0.1, np.float32)
+    ddpg._acting_params = lambda learner: None
+    assert ddpg._memory_kl(host, None) == pytest.approx([(0.125 + 0.125 + 1.125) / 3], rel=1e-5)

@@ -54,8 +54,10 @@ class LoopState(NamedTuple):
 
 class ChunkMetrics(NamedTuple):
     """Per seed over the chunk: episodes and their mean return; the learner's mean loss, the minibatch KL(mu||pi)
-    (an estimate of the memory's average D_KL, Figs. 2 and 5), the near fraction of minibatches; at the chunk's end:
-    the far-policy fraction n_far/N of the memory, beta, c_max, eta and the reward scale."""
+    (an estimate of the memory's average D_KL under uniform sampling; under PER it leans to the large TD errors),
+    the near fraction of minibatches; at the chunk's end: the far-policy fraction n_far/N of the memory, beta,
+    c_max, eta, the reward scale and the memory's average D_KL(mu_k || pi_w(.|s_k)) over every stored step with the
+    current policy (Fig. 2's quantity; DDPG and NAF; NaN where not computed)."""
 
     frames: np.ndarray
     episodes: np.ndarray
@@ -68,6 +70,7 @@ class ChunkMetrics(NamedTuple):
     c_max: np.ndarray
     learning_rate: np.ndarray
     reward_scale: np.ndarray
+    memory_kl: np.ndarray
 
 
 def to_host(tree: Any) -> Any:
@@ -139,7 +142,14 @@ class ReferHost:
             learner, keys, pending, out = self._learn_and_act(host, learner, keys)
             if out is not None:
                 outs.append(out)
-        return LoopState(learner, keys, pending, host), self._metrics(host, first, outs)
+        metrics = self._metrics(host, first, outs)
+        if outs:
+            metrics = metrics._replace(memory_kl=self._memory_kl(host, learner))
+        return LoopState(learner, keys, pending, host), metrics
+
+    def _memory_kl(self, host: HostState, learner: Any) -> np.ndarray:
+        """The memory's average D_KL(mu || pi_w) per seed (NaN: not computed by this agent)."""
+        return np.full(len(host.envs), np.nan)
 
     def _store_and_step(self, host: HostState, pending: Action, learner: Any) -> None:
         action, mean, std, v = (np.asarray(x) for x in pending)
@@ -175,6 +185,7 @@ class ReferHost:
             loss=loss, kl=kl, near_fraction=near, far_fraction=far, beta=np.asarray(beta, np.float64),
             c_max=c_max, learning_rate=eta,
             reward_scale=np.array([r.reward_scale for r in host.replays]),
+            memory_kl=np.full(n, np.nan),
         )
 
 
@@ -251,6 +262,20 @@ class TransitionHost(ReferHost):
         host.beta = next_beta(c.rules, host.beta, far, eta)
         metrics = (out.critic_loss, out.kl, out.near, far, host.beta.copy(), c_max, eta)
         return learner, keys, self._explore(host, mean), metrics
+
+    def _memory_kl(self, host: HostState, learner: Any) -> np.ndarray:
+        """Fig. 2: the memory's average D_KL(mu_k || pi_w(.|s_k)) over every stored step, with the current policy.
+
+        pi_w = N(m_w(s), sigma^2 I) and mu_k = N(m_mu,k, sigma^2 I) share sigma, so both KL directions are
+        ||m_w(s_k) - m_mu,k||^2 / (2 sigma^2). Every seed's whole ring goes through m_w in one call (a fixed shape:
+        one compile); the committed steps are averaged. Unlike the minibatch KL it does not lean to the steps a
+        prioritised memory draws most (the paper refreshes it every 1e5 steps; here every chunk).
+        """
+        bank, n = host.bank, len(host.envs)
+        obs = standardise_seeds(bank.obs.reshape(n, bank.size, -1), host.obs_mean, host.obs_inv_std)
+        mean = np.asarray(self._mean(self._acting_params(learner), obs))
+        kl = np.sum((mean - bank.mu_mean.reshape(n, bank.size, -1)) ** 2, axis=-1) / (2.0 * self.config.sigma**2)
+        return np.array([kl[i, r.stored()].mean() if r.committed else np.nan for i, r in enumerate(host.replays)])
 
     def _batch(self, host: HostState, sample: Sample) -> Any:
         """The vmapped learner's batch: every seed's transitions, states standardised with the seed's statistics."""
