@@ -144,7 +144,10 @@ def test_ddpg_explores_with_the_ou_process_with_er_and_per():
     second = host._explore(state, np.full((1, 1), 0.5, np.float32))
     assert float(first.action[0, 0]) == pytest.approx(0.5 + 0.2 * n1, rel=1e-6)
     assert float(second.action[0, 0]) == pytest.approx(0.5 + 0.17 * n1 + 0.2 * n2, rel=1e-6)
-    assert float(second.std[0, 0]) == pytest.approx(0.2)  # mu = N(m, sigma^2) for rho and the KL
+    # mu is the OU step's density given the previous noise: N(m + (1 - theta) x_1, sigma^2) = N(0.5 + 0.17 n_1, 0.04)
+    assert float(first.mean[0, 0]) == pytest.approx(0.5)  # x_0 = 0: the first step after a reset is N(m, sigma^2)
+    assert float(second.mean[0, 0]) == pytest.approx(0.5 + 0.17 * n1, rel=1e-6)
+    assert float(second.std[0, 0]) == pytest.approx(0.2)
     spec = load_spec("specs/refer/mujoco_ddpg.yaml")
     for name in ("er", "per"):
         variant = next(v for v in spec.variant_list() if v.name == name)
@@ -152,6 +155,50 @@ def test_ddpg_explores_with_the_ou_process_with_er_and_per():
         config = resolve_ddpg(agent, resolve_env(spec, "half_cheetah", "paper"), frames=10_000_000, run=spec.run)
         assert config.exploration == "ornstein_uhlenbeck" and not config.anneal_learning_rate
     assert config.per == PriorityConfig(alpha=0.7, beta0=0.5, sort_period=10, anneal_steps=10_000_000)
+
+
+class _FixedNoise:
+    """A noise generator that always draws ``n`` (the tests' arithmetic needs a known draw)."""
+
+    def __init__(self, n: float):
+        self.n = n
+
+    def standard_normal(self, k: int) -> np.ndarray:
+        return np.full(k, self.n)
+
+
+def test_rho_of_an_ou_explored_action_is_against_the_ou_steps_density():
+    # theta 0.15, sigma 0.2, previous noise x_0 = 0.4, m(s) = 0.5 when acting, draw n = 0.5:
+    #   x_1 = 0.85 * 0.4 + 0.2 * 0.5 = 0.34 + 0.1 = 0.44, a = 0.5 + 0.44 = 0.94
+    #   mu = N(0.5 + 0.34, 0.2^2) = N(0.84, 0.04): the density that produced a, given x_0
+    # after an update the policy's mean is m_w(s) = 0.6, pi_w = N(0.6, 0.04):
+    #   log rho = [(a - 0.84)^2 - (a - 0.6)^2] / (2 * 0.04) = [0.01 - 0.1156] / 0.08 = -1.32
+    # against N(m, sigma^2) = N(0.5, 0.04) (the old stored mu) it would read [(0.44)^2 - 0.1156] / 0.08 = 0.975
+    from rlrepro.agents.ddpg.trainer import HostDDPG
+
+    host = HostDDPG.__new__(HostDDPG)
+    host.config, host.action_dim = DDPGConfig(exploration="ornstein_uhlenbeck", sigma=0.2, ou_theta=0.15), 1
+    state = types.SimpleNamespace(noise_rngs=[_FixedNoise(0.5)], ou=np.full((1, 1), 0.4, np.float32))
+    explored = host._explore(state, np.full((1, 1), 0.5, np.float32))
+    assert float(explored.action[0, 0]) == pytest.approx(0.94, rel=1e-6)
+    assert float(explored.mean[0, 0]) == pytest.approx(0.84, rel=1e-6)
+    assert float(state.ou[0, 0]) == pytest.approx(0.44, rel=1e-6)
+    obs = jnp.zeros((1, OBS))
+    batch = dlearner.Batch(obs, jnp.asarray(explored.action), jnp.zeros(1), jnp.zeros(1), obs, jnp.asarray(explored.mean))
+    log_rho, near, kl = dlearner._pi_terms(host.config, jnp.full((1, 1), 0.6), batch, jnp.float32(1.0 + 4.0))
+    assert float(log_rho[0]) == pytest.approx(-1.32, rel=1e-5)
+    assert float(near[0]) == 1.0  # |log rho| = 1.32 < log 5 = 1.609
+    assert float(kl[0]) == pytest.approx((0.84 - 0.6) ** 2 / (2 * 0.04), rel=1e-5)  # ||m_w - m_mu||^2 / (2 sigma^2) = 0.72
+    # ou_behaviour: policy (the runs before session 24) stores N(m(s), sigma^2) = N(0.5, 0.04): log rho 0.975
+    host.config = DDPGConfig(exploration="ornstein_uhlenbeck", sigma=0.2, ou_theta=0.15, ou_behaviour="policy")
+    state.ou[:] = 0.4
+    old = host._explore(state, np.full((1, 1), 0.5, np.float32))
+    batch = batch._replace(action=jnp.asarray(old.action), mu_mean=jnp.asarray(old.mean))
+    assert float(dlearner._pi_terms(host.config, jnp.full((1, 1), 0.6), batch, jnp.float32(5.0))[0][0]) == pytest.approx(0.975, rel=1e-5)
+    # the Gaussian exploration of the ReF-ER variants keeps mu = N(m(s), sigma^2)
+    host.config = DDPGConfig(exploration="gaussian", sigma=0.2)
+    gaussian = host._explore(state, np.full((1, 1), 0.5, np.float32))
+    assert float(gaussian.mean[0, 0]) == 0.5 and float(gaussian.action[0, 0]) == pytest.approx(0.6, rel=1e-6)
 
 
 def test_every_per_field_reaches_the_config():
@@ -178,7 +225,31 @@ def test_per_block_and_variant_go_together(data, message):
 
 
 def test_adding_per_rehashes_no_other_job():
-    """The hashes of the cpu-scale ER jobs as they were before the per block existed (dumped on main, dfd5a5f)."""
-    for path, env, frozen in (("specs/refer/mujoco_ddpg.yaml", "half_cheetah", "927929ab4005"),
-                              ("specs/refer/mujoco_naf.yaml", "inverted_pendulum", "93370d60f2c9")):
+    """The hashes of the cpu-scale ER jobs as they were before the per block existed (dumped on main, dfd5a5f).
+    Re-frozen in session 24, when new agent fields rehashed every DDPG and NAF job: DDPG's ``ou_behaviour`` (mu of an
+    OU action: the step's density; its ER job's numbers change), NAF's ``rule2_gradient`` (no effect on ER's
+    numbers; main f8c01dd: 927929ab4005 and 93370d60f2c9)."""
+    for path, env, frozen in (("specs/refer/mujoco_ddpg.yaml", "half_cheetah", "74f1eb41f5fa"),
+                              ("specs/refer/mujoco_naf.yaml", "inverted_pendulum", "a588b66a7c1d")):
         assert config_hash(load_spec(path), "er", env, "cpu") == frozen
+
+
+def test_memory_kl_is_the_average_over_every_committed_step():
+    # sigma 0.2, policy mean 0.1 everywhere, committed behaviours m_mu = 0, 0.2, 0.4:
+    #   KL_k = (0.1 - m_mu,k)^2 / (2 * 0.04) = 0.01 / 0.08, 0.01 / 0.08, 0.09 / 0.08 = 0.125, 0.125, 1.125; mean 0.4583
+    # the running episode's step (m_mu = 5) is not in the memory yet and is left out
+    from rlrepro.agents.ddpg.trainer import HostDDPG
+    from rlrepro.agents.refer.host import HostState
+    from rlrepro.agents.refer.replay import EpisodeReplay
+
+    replay = EpisodeReplay(8, 4, 1, 1, 0.9, seed=0)
+    for mu in (0.0, 0.2, 0.4):
+        replay.add(np.zeros(1), np.zeros(1), 0.0, np.array([mu]), np.array([0.2]), 0.0)
+    replay.end_episode(np.zeros(1), True, 0.0)
+    replay.add(np.zeros(1), np.zeros(1), 0.0, np.array([5.0]), np.array([0.2]), 0.0)
+    host = HostState([None], [replay], np.zeros((1, 1), np.float32), np.ones(1, np.float32))
+    ddpg = HostDDPG.__new__(HostDDPG)
+    ddpg.config = DDPGConfig(sigma=0.2)
+    ddpg._mean = lambda params, obs: np.full((*obs.shape[:-1], 1), 0.1, np.float32)
+    ddpg._acting_params = lambda learner: None
+    assert ddpg._memory_kl(host, None) == pytest.approx([(0.125 + 0.125 + 1.125) / 3], rel=1e-5)

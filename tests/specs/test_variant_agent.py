@@ -50,7 +50,8 @@ def test_a_bad_variant_agent_value_names_the_scale_and_variant(tmp_path: Path) -
 
 def test_the_baselines_spec_sizes_each_kind_with_its_own_fields() -> None:
     spec = load_spec("specs/refer/mujoco_baselines.yaml")
-    refer, ppo, acer_slow, acer_fast = spec.variant_list()
+    variants = {v.name: v for v in spec.variant_list()}  # refer2 (V-RACER, paper scale only) sized as refer
+    refer, ppo, acer_slow, acer_fast = (variants[n] for n in ("refer", "ppo", "acer_lr1e-5", "acer_lr1e-4"))
     smoke_refer, smoke_ppo = resolve_agent(spec, refer, "smoke"), resolve_agent(spec, ppo, "smoke")
     assert (smoke_refer.kind, smoke_refer.replay.n_start, smoke_ppo.kind, smoke_ppo.rollout_steps) == ("vracer", 500, "ppo", 256)
     assert resolve_agent(spec, refer, "cpu").replay.capacity == 32_768

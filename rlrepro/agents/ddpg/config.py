@@ -20,3 +20,4 @@ class DDPGConfig(ReplayAgentConfig):
     sigma: float = 0.2
     exploration: str = "gaussian"
     ou_theta: float = 0.15
+    ou_behaviour: str = "step"

@@ -16,8 +16,10 @@ class NAFConfig(ReplayAgentConfig):
     batch_size: int = 256
     target_rate: float = 0.01
     sigma: float = 0.2
+    rule2_gradient: str = "whole"
     exploration: str = "gaussian"  # App. A: Gaussian for every NAF variant (not a spec field)
     ou_theta: float = 0.15  # unused: no OU exploration for NAF
+    ou_behaviour: str = "step"  # unused: no OU exploration for NAF
 
     @property
     def policy_learning_rate(self) -> float:

@@ -1,9 +1,11 @@
 """NAF + ReF-ER learner: ``init`` and ``update`` pure functions, jit-able and vmappable over seeds.
 
-    L = mean_i u_i [ c_i 1/2 (Q_b(s_i, a_i) - y_i)^2 + k_i ||m(s_i) - m_mu,i||^2 / (2 sigma^2) ],  y = r + gamma' V'(s')
-Q_b is eq. 4 with the mean outputs entering as stop_grad(m) + beta (m - stop_grad(m)): the same value, with the TD
-gradient on m scaled by beta and the TD gradient on V and L unscaled (smarties@2019 NAF.cpp). c_i = near_i under
-rule 1 (far samples: no TD gradient), 1 otherwise; k_i = 1 - beta under rule 2. u_i: the importance weight of
+    L = mean_i u_i [ w_i 1/2 (Q(s_i, a_i) - y_i)^2 + k_i ||m(s_i) - m_mu,i||^2 / (2 sigma^2) ],  y = r + gamma' V'(s')
+with Q of eq. 4 and (w_i, k_i) from ``rule_weights``: rule 2's beta scales the whole TD gradient, as eq. 10 writes
+it (``rule2_gradient`` whole, the default). With ``mean_only`` (smarties@2019 NAF.cpp) the TD term is
+c_i 1/2 (Q_b(s_i, a_i) - y_i)^2, Q_b being eq. 4 with the mean outputs entering as stop_grad(m) + beta (m -
+stop_grad(m)): the same value, with the TD gradient on m scaled by beta and that on V and L unscaled; c_i = near_i
+under rule 1 (far samples: no TD gradient), 1 otherwise. k_i = 1 - beta under rule 2. u_i: the importance weight of
 prioritised replay (Schaul et al. 2016, §3.4; 1 with uniform sampling); |Q - y| is the sample's new priority.
 """
 
@@ -44,6 +46,24 @@ def init(config: NAFConfig, key: jax.Array, obs_dim: int, action_dim: int) -> Le
     return LearnerState(params, params, _optimizer(config).init(params))
 
 
+def sample_losses(config: NAFConfig, v, m, l, y, batch: Batch, near, beta) -> tuple[jax.Array, jax.Array, jax.Array]:
+    """Per-sample loss (the TD term weighted as ``rule2_gradient`` says, plus rule 2's KL), TD error Q - y and KL.
+
+    ``v`` [B], ``m`` [B, A], ``l`` [B, A, A]: the network's outputs; ``y`` [B] the (constant) Q-learning targets.
+    """
+    std = jnp.full_like(m, config.sigma)
+    w, k = rule_weights(config.rules.variant, near, beta)
+    kl = jax.vmap(lambda mm, mw, s: behaviour_kl(mm, s, mw, s, config.rules.kl_direction))(batch.mu_mean, m, std)
+    if config.rule2_gradient == "whole":  # eq. 10: g = beta near g_hat - (1 - beta) g_D
+        delta = naf_q(v, m, l, batch.action) - y
+        return w * 0.5 * delta**2 + k * kl, delta, kl
+    c = near if uses_rule1(config.rules.variant) else jnp.ones_like(near)
+    b = jax.lax.stop_gradient(beta) if uses_rule2(config.rules.variant) else 1.0
+    m_b = jax.lax.stop_gradient(m) + b * (m - jax.lax.stop_gradient(m))
+    delta = naf_q(v, m_b, l, batch.action) - y
+    return c * 0.5 * delta**2 + k * kl, delta, kl
+
+
 def loss_fn(params: Any, target: Any, config: NAFConfig, action_dim: int, batch: Batch, beta, c_max):
     net = NAFNetwork(config.hidden_sizes, action_dim)
     v, m, l = net.apply(params, batch.obs)
@@ -52,14 +72,9 @@ def loss_fn(params: Any, target: Any, config: NAFConfig, action_dim: int, batch:
     std = jnp.full_like(m, config.sigma)
     log_rho = jax.vmap(log_importance_ratio)(batch.action, m, std, batch.mu_mean, std)
     near = near_policy(log_rho, c_max)
-    _, k = rule_weights(config.rules.variant, near, beta)
-    c = near if uses_rule1(config.rules.variant) else jnp.ones_like(near)
-    b = jax.lax.stop_gradient(beta) if uses_rule2(config.rules.variant) else 1.0
-    m_b = jax.lax.stop_gradient(m) + b * (m - jax.lax.stop_gradient(m))
-    delta = naf_q(v, m_b, l, batch.action) - y
+    per_sample, delta, kl = sample_losses(config, v, m, l, y, batch, near, beta)
+    loss = weighted_mean(config, batch, per_sample)
     td = 0.5 * delta**2
-    kl = jax.vmap(lambda mm, mw, s: behaviour_kl(mm, s, mw, s, config.rules.kl_direction))(batch.mu_mean, m, std)
-    loss = weighted_mean(config, batch, c * td + k * kl)
     return loss, UpdateOutput(log_rho, jnp.mean(td), jnp.mean(kl), jnp.mean(near), jax.lax.stop_gradient(jnp.abs(delta)))
 
 

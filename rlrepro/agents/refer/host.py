@@ -54,8 +54,10 @@ class LoopState(NamedTuple):
 
 class ChunkMetrics(NamedTuple):
     """Per seed over the chunk: episodes and their mean return; the learner's mean loss, the minibatch KL(mu||pi)
-    (an estimate of the memory's average D_KL, Figs. 2 and 5), the near fraction of minibatches; at the chunk's end:
-    the far-policy fraction n_far/N of the memory, beta, c_max, eta and the reward scale."""
+    (an estimate of the memory's average D_KL under uniform sampling; under PER it leans to the large TD errors),
+    the near fraction of minibatches; at the chunk's end: the far-policy fraction n_far/N of the memory, beta,
+    c_max, eta, the reward scale and the memory's average D_KL(mu_k || pi_w(.|s_k)) over every stored step with the
+    current policy (Fig. 2's quantity; DDPG and NAF; NaN where not computed)."""
 
     frames: np.ndarray
     episodes: np.ndarray
@@ -68,6 +70,7 @@ class ChunkMetrics(NamedTuple):
     c_max: np.ndarray
     learning_rate: np.ndarray
     reward_scale: np.ndarray
+    memory_kl: np.ndarray
 
 
 def to_host(tree: Any) -> Any:
@@ -139,7 +142,14 @@ class ReferHost:
             learner, keys, pending, out = self._learn_and_act(host, learner, keys)
             if out is not None:
                 outs.append(out)
-        return LoopState(learner, keys, pending, host), self._metrics(host, first, outs)
+        metrics = self._metrics(host, first, outs)
+        if outs:
+            metrics = metrics._replace(memory_kl=self._memory_kl(host, learner))
+        return LoopState(learner, keys, pending, host), metrics
+
+    def _memory_kl(self, host: HostState, learner: Any) -> np.ndarray:
+        """The memory's average D_KL(mu || pi_w) per seed (NaN: not computed by this agent)."""
+        return np.full(len(host.envs), np.nan)
 
     def _store_and_step(self, host: HostState, pending: Action, learner: Any) -> None:
         action, mean, std, v = (np.asarray(x) for x in pending)
@@ -175,6 +185,7 @@ class ReferHost:
             loss=loss, kl=kl, near_fraction=near, far_fraction=far, beta=np.asarray(beta, np.float64),
             c_max=c_max, learning_rate=eta,
             reward_scale=np.array([r.reward_scale for r in host.replays]),
+            memory_kl=np.full(n, np.nan),
         )
 
 
@@ -182,7 +193,8 @@ class TransitionHost(ReferHost):
     """DDPG and NAF (Alg. 4 and §2): Q-learning targets from stored transitions (so the periodic refresh only
     updates the reward scale and recounts n_far), uniform or rank-based prioritised sampling, and exploration
     m_w(s) + Gaussian N(0, sigma^2 I) noise (ReF-ER variants, NAF) or an Ornstein-Uhlenbeck process (DDPG with ER
-    or PER; reset at every episode start), drawn on the host from a generator per seed.
+    or PER; reset at every episode start), drawn on the host from a generator per seed. The stored mu is the
+    density that produced each action: N(m_w(s), sigma^2 I), or under OU the step's Gaussian given the previous noise.
 
     Subclasses compile ``self._init`` (keys -> learner), ``self._step`` (learner, batch, beta, c_max, lr_scale, obs
     -> learner, output, m(obs)) and ``self._mean`` (acting parameters, obs -> m(obs)), and name the acting
@@ -201,16 +213,27 @@ class TransitionHost(ReferHost):
         return learner, keys, self._explore(host, mean)
 
     def _explore(self, host: HostState, mean: np.ndarray) -> Action:
-        """m_w(s) + Gaussian or OU noise (App. A); mu = N(m_w(s), sigma^2 I) is what rho and the KL compare with."""
+        """m_w(s) + Gaussian or OU noise (App. A), with the density of the behaviour that produced the action.
+
+        Gaussian: a ~ N(m_w(s), sigma^2 I), the stored mu. OU (unit time step): x_t = (1 - theta) x_{t-1} + sigma n_t,
+        a_t = m_w(s_t) + x_t; given the previous noise x_{t-1} the step is Gaussian, a_t ~ N(m_w(s_t) + (1 - theta)
+        x_{t-1}, sigma^2 I), and that conditional density is the stored mu (``ou_behaviour`` step): rho = pi_w(a|s) /
+        mu(a|s) and the KL compare the policy with the behaviour as explored. ``ou_behaviour`` policy stores
+        N(m_w(s), sigma^2 I), which an OU action (stationary std sigma / sqrt(1 - (1 - theta)^2), about 0.38 at
+        sigma 0.2, theta 0.15) does not follow (the runs before session 24).
+        """
         c = self.config
         noise = np.stack([rng.standard_normal(self.action_dim) for rng in host.noise_rngs]).astype(np.float32)
+        mu_mean = mean
         if c.exploration == "ornstein_uhlenbeck":  # dx = -theta x + sigma dW, unit time step
-            host.ou = (1.0 - c.ou_theta) * host.ou + c.sigma * noise
+            drift = (1.0 - c.ou_theta) * host.ou
+            mu_mean = mean + drift if c.ou_behaviour == "step" else mean
+            host.ou = drift + c.sigma * noise
             noise = host.ou
         else:
             noise = c.sigma * noise
         sigma = np.full_like(mean, c.sigma)
-        return Action(mean + noise, mean, sigma, np.zeros(len(mean), np.float32))
+        return Action(mean + noise, mu_mean.astype(np.float32), sigma, np.zeros(len(mean), np.float32))
 
     def _learn_and_act(self, host: HostState, learner: Any, keys: jax.Array):
         c, t = self.config, host.steps
@@ -239,6 +262,20 @@ class TransitionHost(ReferHost):
         host.beta = next_beta(c.rules, host.beta, far, eta)
         metrics = (out.critic_loss, out.kl, out.near, far, host.beta.copy(), c_max, eta)
         return learner, keys, self._explore(host, mean), metrics
+
+    def _memory_kl(self, host: HostState, learner: Any) -> np.ndarray:
+        """Fig. 2: the memory's average D_KL(mu_k || pi_w(.|s_k)) over every stored step, with the current policy.
+
+        pi_w = N(m_w(s), sigma^2 I) and mu_k = N(m_mu,k, sigma^2 I) share sigma, so both KL directions are
+        ||m_w(s_k) - m_mu,k||^2 / (2 sigma^2). Every seed's whole ring goes through m_w in one call (a fixed shape:
+        one compile); the committed steps are averaged. Unlike the minibatch KL it does not lean to the steps a
+        prioritised memory draws most (the paper refreshes it every 1e5 steps; here every chunk).
+        """
+        bank, n = host.bank, len(host.envs)
+        obs = standardise_seeds(bank.obs.reshape(n, bank.size, -1), host.obs_mean, host.obs_inv_std)
+        mean = np.asarray(self._mean(self._acting_params(learner), obs))
+        kl = np.sum((mean - bank.mu_mean.reshape(n, bank.size, -1)) ** 2, axis=-1) / (2.0 * self.config.sigma**2)
+        return np.array([kl[i, r.stored()].mean() if r.committed else np.nan for i, r in enumerate(host.replays)])
 
     def _batch(self, host: HostState, sample: Sample) -> Any:
         """The vmapped learner's batch: every seed's transitions, states standardised with the seed's statistics."""

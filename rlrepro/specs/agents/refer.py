@@ -130,6 +130,14 @@ class DDPGAgentSpec(SpecModel):
         "gaussian", description="Gaussian N(0, sigma^2 I) (ReF-ER variants) or an OU process (ER and PER, App. A)."
     )
     ou_theta: float = Field(0.15, gt=0, le=1, description="OU mean reversion theta (App. A: 0.15; its sigma is 'sigma').")
+    ou_behaviour: Literal["step", "policy"] = Field(
+        "step",
+        description="The stored behaviour mu under OU exploration, against which rho and the KL are computed: 'step' "
+        "the density that produced the action, the OU step's Gaussian given the previous noise x_{t-1}, "
+        "N(m_w(s) + (1 - theta) x_{t-1}, sigma^2 I); 'policy' N(m_w(s), sigma^2 I) (the runs before session 24: OU "
+        "actions, stationary std about 0.38, then read as far-policy whatever the policy does). The paper does not "
+        "say which; Gaussian exploration stores N(m_w(s), sigma^2 I) either way.",
+    )
     per: PrioritisedReplaySpec | None = Field(
         None, description="Rank-based prioritised replay, with rules.variant per only; null: uniform sampling."
     )
@@ -143,8 +151,9 @@ class DDPGAgentSpec(SpecModel):
 class NAFAgentSpec(SpecModel):
     """NAF with ReF-ER (§2, eq. 4, App. A): one MLP -> V(s), m(s), lower-triangular L(s); Q = V - (a-m)^T L L^T (a-m).
 
-    Far samples give no TD gradient (rule 1); rule 2 mixes beta into the TD gradient of the mean outputs only and
-    adds the KL ||m - m_mu||^2 / (2 sigma^2) (smarties@2019 NAF.cpp; V and L get the unscaled TD gradient).
+    Far samples give no TD gradient (rule 1); rule 2 adds the KL ||m - m_mu||^2 / (2 sigma^2) and mixes beta into the
+    whole TD gradient (eq. 10, ``rule2_gradient: whole``) or into that of the mean outputs only (smarties@2019
+    NAF.cpp, ``mean_only``: V and L get the unscaled TD gradient).
     """
 
     kind: Literal["naf"] = Field(description="Agent kind.")
@@ -158,6 +167,13 @@ class NAFAgentSpec(SpecModel):
     batch_size: PositiveCount = Field(256, description="B (App. A: 256).")
     target_rate: float = Field(0.01, gt=0, le=1, description="Soft target update alpha (App. A: 0.01).")
     sigma: float = Field(0.2, gt=0, description="Gaussian exploration N(0, sigma^2 I); also defines pi_w for rho and the KL (App. A: 0.2).")
+    rule2_gradient: Literal["whole", "mean_only"] = Field(
+        "whole",
+        description="What rule 2's beta scales (rules refer and refer2): 'whole' the whole TD gradient, as eq. 10 "
+        "writes g = beta g_hat - (1 - beta) g_D (the paper); 'mean_only' only the TD gradient reaching the mean "
+        "outputs m, V and L getting it unscaled (smarties@2019 NAF.cpp, and this project's runs before session 24). "
+        "No effect on er, per and refer1.",
+    )
     per: PrioritisedReplaySpec | None = Field(
         None, description="Rank-based prioritised replay, with rules.variant per only; null: uniform sampling."
     )
