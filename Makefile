@@ -3,14 +3,32 @@
 #   make test   install, then run the test suite (what CI runs)
 #   make test-cluster   install Debian's slurm-wlm + munge (apt, as root), then run profiles/slurm on a single-node
 #                       Slurm that the test starts on 127.0.0.1 and stops (tests/test_cluster.py)
+#   make test-jax-latest   the newest JAX the project supports (Python 3.12, its own venv .venv-jax-latest), fast subset
+#   make device-wheels  the wheels folder the device check carries to a GPU machine (scripts/device-check.sh)
 PYTHON ?= python3.11
 VENV := .venv
 LOCK := envs/requirements-cpu.lock.txt
 CUDA_LOCK := envs/requirements-cuda.lock.txt
+# The other end of the supported JAX range: the newest JAX (what the GPU machines' image has) with the flax, optax,
+# chex, ... that go with it, on Python 3.12 (JAX >= 0.11 needs it), in a venv of its own.
+PYTHON_LATEST ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
+VENV_LATEST := .venv-jax-latest
+LATEST_LOCK := envs/requirements-cpu-jax-latest.lock.txt
+# One test file per agent family and the losses' files: the fast tests that cross every JAX API the project uses
+# (jit/vmap/scan/grad through flax, optax, chex; the host actor-learner; checkpoints) in about 10 min on 2 cores.
+JAX_LATEST_TESTS ?= tests/losses tests/agents/test_impala.py tests/agents/test_impala_host.py tests/agents/test_frodo.py \
+	tests/agents/test_impala_sr.py tests/agents/test_vracer.py tests/agents/test_dqn.py tests/agents/test_ddpg.py \
+	tests/agents/test_naf.py tests/agents/test_ppo.py tests/agents/test_acer.py tests/search/test_interpreter.py \
+	tests/environments/test_jax_envs.py tests/training tests/bench/test_device_check.py
+DEVICE_WHEELS := .device-wheels
+# pip download for the device: CPython 3.12, manylinux x86-64 (pip matches each manylinux_2_N exactly)
+DEVICE_PLATFORMS := $(foreach n,17 24 27 28 31 34 35,--platform manylinux_2_$(n)_x86_64) --platform manylinux2014_x86_64 \
+	--platform manylinux1_x86_64 --platform linux_x86_64
 CORES ?= 2
 SCALE ?= cpu
 
-.PHONY: install install-cuda main test test-slow test-services test-cluster lint lock
+.PHONY: install install-cuda install-jax-latest main test test-slow test-services test-cluster test-jax-latest \
+	device-wheels lint lock lock-jax-latest
 
 $(VENV)/.installed: $(LOCK) pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -28,6 +46,33 @@ install-cuda: install
 	$(VENV)/bin/python -m pip install --quiet -r $(CUDA_LOCK) -c $(LOCK)
 	$(VENV)/bin/python -m pip check
 	$(VENV)/bin/python -c "import jax; print('jax devices:', jax.devices())"
+
+$(VENV_LATEST)/.installed: $(LATEST_LOCK) pyproject.toml
+	$(PYTHON_LATEST) -m venv $(VENV_LATEST)
+	$(VENV_LATEST)/bin/python -m pip install --quiet --upgrade "pip==26.3"
+	$(VENV_LATEST)/bin/python -m pip install --quiet -r $(LATEST_LOCK)
+	$(VENV_LATEST)/bin/python -m pip install --quiet --no-deps -e .
+	$(VENV_LATEST)/bin/python -m pip check
+	touch $@
+
+install-jax-latest: $(VENV_LATEST)/.installed
+
+# The fast subset above on the newest JAX (the main suite stays on the lock's JAX).
+test-jax-latest: install-jax-latest
+	$(VENV_LATEST)/bin/python -c "import jax, flax, optax, chex; print('jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, 'chex', chex.__version__)"
+	$(VENV_LATEST)/bin/python -m pytest -q -p no:cacheprovider $(JAX_LATEST_TESTS)
+
+# The wheels scripts/device-check.sh installs on a GPU machine (no network there): envs/device-wheels.txt at the
+# JAX-latest lock's versions, for CPython 3.12 manylinux x86-64; checked (rlrepro/bench/device_wheels.py): no JAX or
+# CUDA, every requirement met by the image or the folder, under 48 MiB. The device tool carries it: carry [".device-wheels"].
+device-wheels: install
+	rm -rf $(DEVICE_WHEELS).new && mkdir -p $(DEVICE_WHEELS).new
+	$(VENV)/bin/python -m rlrepro.bench.device_wheels pins > $(DEVICE_WHEELS).new/requirements.txt
+	$(VENV)/bin/python -m pip download --quiet --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
+	  $(DEVICE_PLATFORMS) -d $(DEVICE_WHEELS).new -r $(DEVICE_WHEELS).new/requirements.txt
+	$(VENV)/bin/python -m rlrepro.bench.device_wheels check $(DEVICE_WHEELS).new
+	rm -rf $(DEVICE_WHEELS) && mv $(DEVICE_WHEELS).new $(DEVICE_WHEELS)
+	du -sh $(DEVICE_WHEELS)
 
 main: install
 	$(VENV)/bin/snakemake --cores $(CORES) --rerun-incomplete --config scale=$(SCALE)
@@ -65,3 +110,7 @@ lint: install
 
 lock:
 	@(head -2 $(LOCK); $(VENV)/bin/python -m pip freeze --exclude-editable) > $(LOCK).new && mv $(LOCK).new $(LOCK)
+
+lock-jax-latest:
+	@(head -4 $(LATEST_LOCK); $(VENV_LATEST)/bin/python -m pip freeze --exclude-editable) > $(LATEST_LOCK).new && \
+	  mv $(LATEST_LOCK).new $(LATEST_LOCK)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import json
 
 import jax
 import jax.numpy as jnp
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=30)
     parser.add_argument("--unroll-length", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures to PATH (JSON)")
     args = parser.parse_args(argv)
     print(f"FRODO vs IMPALA update: {args.kind}, M={args.inner_steps}, B={args.batch_size}, T={args.unroll_length}, "
           f"devices {jax.devices()}")
@@ -78,4 +80,9 @@ def main(argv: list[str] | None = None) -> int:
     print(f"  FRODO forward only (inner updates, outer) {r['frodo_forward_only']:12,.0f} frames/s  ({r['seconds_frodo_forward_only']:.3f} s)")
     print(f"  ratio FRODO / IMPALA                     {r['frodo'] / r['impala']:12.2f}")
     print(f"  meta-gradient share of FRODO's time      {1 - r['seconds_frodo_forward_only'] / r['seconds_frodo']:12.0%}")
+    if args.json:
+        setting = {"kind": args.kind, "inner_steps": args.inner_steps, "batch_size": args.batch_size,
+                   "unroll_length": args.unroll_length}
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(setting | r, handle, indent=1)
     return 0

@@ -12,6 +12,7 @@ Runs unchanged on a GPU machine (the learner then uses the accelerator).
 from __future__ import annotations
 
 import argparse
+import json
 import time
 
 import jax
@@ -88,6 +89,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--updates-per-chunk", type=int, default=10, metavar="N",
                         help="updates per chunk (learner only: as many, at least 2)")
     parser.add_argument("--env-seconds", type=float, default=10.0, metavar="S", help="env only: seconds stepped")
+    parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures to PATH (JSON)")
     args = parser.parse_args(argv)
 
     spec = load_spec(args.spec)
@@ -115,4 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     e2e, lag = end_to_end(trainer, args.chunks)
     print(row("end to end", e2e, "frames/s", f"ratio to parts {e2e / allowed:4.2f}"))
     print(row("policy lag (end to end)", lag, "updates", figure=".2f"))
+    if args.json:
+        figures = {"env_only": env_fps, "learner_only": learner_fps, "parts_together": allowed, "end_to_end": e2e,
+                   "policy_lag": lag, "network": agent.network.kind, "batch_size": config.batch_size,
+                   "unroll_length": config.unroll_length, "num_envs": env_spec.num_envs, "mode": args.mode,
+                   "num_actors": args.num_actors, "devices": [str(d) for d in jax.devices()]}
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(figures, handle, indent=1)
     return 0

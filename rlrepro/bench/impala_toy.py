@@ -12,6 +12,7 @@ actor's network forward passes are part of end to end but of neither part, so < 
 from __future__ import annotations
 
 import argparse
+import json
 
 import jax
 import jax.numpy as jnp
@@ -88,6 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--unroll-length", type=int, default=20)
     parser.add_argument("--policy-lag", type=int, default=32)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--seeds", type=int, nargs="+", default=[1, 8], metavar="N",
+                        help="end to end: seeds vmapped in one chunk, one measurement per N (default: 1 8)")
+    parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures to PATH (JSON)")
     args = parser.parse_args(argv)
     config = ImpalaConfig(
         batch_size=args.batch_size, unroll_length=args.unroll_length, policy_lag=args.policy_lag, hidden_sizes=(64, 64)
@@ -101,7 +105,13 @@ def main(argv: list[str] | None = None) -> int:
     print(row("env only (random actions)", env_fps))
     print(row("learner only (fixed batch)", learner_fps))
     print(row("parts together (sequential)", allowed))
-    for seeds in (1, 8):
+    figures = {"env": args.env, "batch_size": config.batch_size, "unroll_length": config.unroll_length,
+               "env_only": env_fps, "learner_only": learner_fps, "parts_together": allowed, "end_to_end": {}}
+    for seeds in args.seeds:
         e2e = end_to_end(args.env, config, args.repeats, seeds)
+        figures["end_to_end"][str(seeds)] = e2e
         print(row(f"end to end, {seeds} seed(s) vmapped", e2e, f"ratio to parts {e2e / allowed:5.2f}"))
+    if args.json:
+        with open(args.json, "w", encoding="utf-8") as handle:
+            json.dump(figures, handle, indent=1)
     return 0
