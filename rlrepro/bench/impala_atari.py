@@ -97,14 +97,14 @@ def table1(config, env_spec, updates_per_chunk: int, chunks: int) -> list[str]:
     forward passes (A3C: batch-1 backward passes too); sync step steps all of them with one batched forward pass.
     """
     paper = paper_table1()
-    lines = [f"  {'ours (mode, actors)':29s} {'frames/s':>10s}  {'Table 1 row':25s} {'task 1':>6s} {'task 2':>6s}"]
+    lines = [f"  {'ours: mode x actors':19s} {'frames/s':>10s}  {'Table 1 row':25s} {'task 1':>6s} {'task 2':>6s}"]
     for mode, lag, one_env_each, paper_row in TABLE1:
         actors = env_spec.num_envs if one_env_each else 1
         trainer = HostImpalaTrainer(dataclasses.replace(config, policy_lag=lag), env_spec, ActorSpec(mode=mode, num_actors=actors),
                                     updates_per_chunk=updates_per_chunk)  # fmt: skip
         fps, _ = end_to_end(trainer, chunks)
         task1, task2 = paper[paper_row]
-        lines.append(f"  {f'{mode} x{actors}':29s} {fps:10,.0f}  {paper_row:25s} {task1:>6s} {task2:>6s}")
+        lines.append(f"  {f'{mode} x{actors}':19s} {fps:10,.0f}  {paper_row:25s} {task1:>6s} {task2:>6s}")
     return lines
 
 
