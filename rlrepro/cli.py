@@ -266,14 +266,14 @@ def build_parser() -> argparse.ArgumentParser:
         epilog=(
             "example:\n"
             "  rlrepro train --spec specs/impala/offpolicy_correction_toy.yaml --scale smoke \\\n"
-            "      --variant corr=vtrace__lag=32__replay=0.0 --env catch --seeds 0,1\n"
+            "      --variant corr=vtrace__lag=32__replay=0.0__B=32 --env catch --seeds 0,1\n"
             "variants and environments of a spec: `rlrepro plan --scale smoke --only PAPER/EXPERIMENT --units`"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--spec", type=Path, required=True, help="The experiment's YAML spec file.")
     _add_scale(p)
-    p.add_argument("--variant", required=True, help="Variant name, as `rlrepro plan --units` lists it (e.g. corr=vtrace__lag=32__replay=0.0).")
+    p.add_argument("--variant", required=True, help="Variant name, as `rlrepro plan --units` lists it (e.g. corr=vtrace__lag=32__replay=0.0__B=32).")
     p.add_argument("--env", required=True, help="Environment id of the spec (its `environments[].id`, e.g. catch).")
     p.add_argument(
         "--seeds", type=parse_seeds, default=None,

@@ -62,7 +62,7 @@ def test_validate_all_real_specs_by_default(
     out = capsys.readouterr().out
     count = len(load_specs([REPO / "specs"]))
     assert f"{count} spec(s) valid" in out
-    assert "ok  specs/impala/offpolicy_correction_toy.yaml  24 variants" in out
+    assert "ok  specs/impala/offpolicy_correction_toy.yaml  48 variants" in out
 
 
 def test_validate_a_file_outside_the_repository(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -364,11 +364,13 @@ def test_plan_states_the_frames_the_toy_trains_at_smoke_scale_beside_its_budget(
     spec = REPO / "specs" / "impala" / "offpolicy_correction_toy.yaml"
     assert main(["plan", "--scale", "smoke", "--specs", str(spec), "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
-    # with replay (fraction 0.5) an update charges its 4 new rows only: chunks of 2,000 frames, 7 whole ones
-    replay = {r["variant"].endswith("replay=0.5") for r in rows}
+    # with replay (fraction 0.5) an update charges its 4 new rows only: chunks of 2,000 frames, 7 whole ones; so does
+    # the equal-updates control (batch 4, no replay)
+    replay = {r["variant"].endswith("replay=0.5__B=32") for r in rows}
     assert replay == {True, False}
     assert {(r["frames_trained"], r["frames"], r["counts"]) for r in rows} == {(16_000, 12_800, "frames"), (14_000, 12_800, "frames")}
-    assert all(r["frames_trained"] == (14_000 if r["variant"].endswith("replay=0.5") else 16_000) for r in rows)
+    four_new = lambda variant: variant.endswith(("replay=0.5__B=32", "B=16"))  # noqa: E731
+    assert all(r["frames_trained"] == (14_000 if four_new(r["variant"]) else 16_000) for r in rows)
     assert main(["plan", "--scale", "smoke", "--specs", str(spec)]) == 0
     out = capsys.readouterr().out
     trained = sum(r["frames_trained"] for r in rows)

@@ -110,8 +110,9 @@ def test_without_seeds_per_job_all_seeds_of_a_cell_are_one_job(tmp_path: Path) -
 
 def test_real_toy_spec_at_smoke_scale() -> None:
     experiment = plan_experiment(TOY, load_spec(TOY), "smoke")
-    variants = ("corr=vtrace__lag=32__replay=0.0", "corr=none__lag=32__replay=0.0",
-                "corr=vtrace__lag=0__replay=0.5", "corr=none__lag=0__replay=0.5")
+    variants = ("corr=vtrace__lag=32__replay=0.0__B=32", "corr=none__lag=32__replay=0.0__B=32",
+                "corr=vtrace__lag=0__replay=0.5__B=32", "corr=none__lag=0__replay=0.5__B=32",
+                "corr=vtrace__lag=0__replay=0.0__B=16")
     assert {(j.variant, j.env) for j in experiment.jobs} == {(v, e) for v in variants for e in ("catch", "cartpole")}
     assert all(j.seeds == (0, 1) and j.frames == 12_800 for j in experiment.jobs)
 

@@ -276,16 +276,20 @@ class VersionedStore(ParameterStore):
 
 class SyncTrajectoryActors(ThreadedActors):
     """Batched A2C with synchronised trajectories (IMPALA Fig. 2(b), Table 1): every actor thread plays a whole
-    unroll of its own environments with the current parameters, without waiting for the other actors between
+    unroll of its own environment with the current parameters, without waiting for the other actors between
     steps; the learner waits for all of them, updates once, and only then do the actors start the next unroll, with
-    the new parameters (no policy lag)."""
+    the new parameters (no policy lag). The only synchronisation is that barrier, once per n steps;
+    ``barrier_waits["actor-i"]`` counts actor ``i``'s passes through it. As in Fig. 2(b) each actor has one environment
+    (``HostActorLearner`` enforces it): an actor with several would synchronise them every step (Fig. 2(a))."""
 
     def __init__(self, envs: list[HostEnv], policy_step: PolicyStep, reset_core: Callable[[Any, np.ndarray], Any],
                  initial_core: Callable[[int], Any], store: VersionedStore, *, unroll_length: int, key: jax.Array):
+        self.barrier_waits: collections.Counter[str] = collections.Counter()
         super().__init__(envs, policy_step, reset_core, initial_core, store, unroll_length=unroll_length, key=key,
                          queue_size=len(envs))
 
     def _run(self, env, policy_step, reset_core, initial_core, store, unroll_length, key) -> None:
+        name = threading.current_thread().name
         try:
             state = start_actor(env, initial_core(env.num_envs), key)
             expected = store.latest()[1]
@@ -293,6 +297,7 @@ class SyncTrajectoryActors(ThreadedActors):
                 latest = store.wait_for(expected, self._stop)  # the barrier: the learner's update of this round
                 if latest is None:
                     return
+                self.barrier_waits[name] += 1
                 params, version = latest
                 state, unroll = play_unroll(env, policy_step, reset_core, params, version, state, unroll_length)
                 self.queue.put(unroll)  # never blocks: one unroll per actor per round, queue_size = actors
@@ -311,8 +316,14 @@ class WorkerResult(NamedTuple):
 
 
 class SharedLearner:
-    """The shared parameters and optimiser state of A3C: workers apply their gradients one at a time (a lock, as
-    a parameter server does), up to a ``limit`` of applied gradients that the chunk loop raises."""
+    """The shared parameters and optimiser state of A3C: workers apply their gradients one at a time under a lock,
+    up to a ``limit`` of applied gradients that the chunk loop raises.
+
+    A lock rather than Mnih et al.'s lock-free Hogwild writes: JAX arrays are immutable, so an unlocked
+    read-modify-write would not interleave element-wise as Hogwild's in-place writes do; it would silently drop
+    whole gradients (last writer wins). The lock covers only the apply (a clip and an RMSProp step); acting and the
+    gradient, the bulk of a worker's time, run outside it, so the workers stay asynchronous.
+    """
 
     def __init__(self, state: Any, apply: Callable[[Any, Any, Any], tuple[Any, Any]], version: int = 0):
         self.state, self.version, self.limit = state, version, version
@@ -353,8 +364,10 @@ class SharedLearner:
 
 class AsyncGradientWorkers:
     """A3C on one machine (Mnih et al. 2016; IMPALA Table 1): each worker thread copies the shared parameters,
-    plays one unroll of its own environments with that snapshot, computes the gradient of the loss on its own
-    unroll at its snapshot, and applies it to the shared parameters; workers never wait for each other."""
+    plays one unroll of its own environment with that snapshot (batch-1 forward passes: ``HostActorLearner`` gives
+    every worker one environment, as the paper's 32 workers had), computes the gradient of the loss on its own
+    unroll at its snapshot (a batch-1 backward pass over T steps), and applies it to the shared parameters;
+    workers never wait for each other except for the lock around the apply (``SharedLearner``)."""
 
     def __init__(self, envs: list[HostEnv], policy_step: PolicyStep, reset_core: Callable[[Any, np.ndarray], Any],
                  initial_core: Callable[[int], Any], shared: SharedLearner,
@@ -395,6 +408,20 @@ class AsyncGradientWorkers:
         _stop_threads(self._stop, self._threads)
 
 
+ONE_ENV_PER_ACTOR = ("a2c_sync_traj", "a3c")
+
+
+def check_one_env_per_actor(mode: str, num_envs: int, num_actors: int) -> None:
+    """Table 1's A3C workers and Fig. 2(b)'s sync-traj actors each act on one environment (batch-1 forward passes;
+    A3C also batch-1 backward passes); with several per thread they would step them in lockstep, i.e. batched A2C
+    with a synchronised step inside every thread (issue 28). Raises ValueError naming the fix."""
+    if mode in ONE_ENV_PER_ACTOR and num_envs != num_actors:
+        raise ValueError(
+            f"actor.mode {mode}: one environment per {'worker' if mode == 'a3c' else 'actor'} (IMPALA Table 1, "
+            f"Fig. 2(b)): actor.num_actors ({num_actors}) must equal the environment's num_envs ({num_envs})"
+        )
+
+
 _EVALUATION_STREAM = 0x65_76_61_6C  # "eval": folded into the run's key, apart from the actors' keys
 
 
@@ -428,6 +455,7 @@ class HostActorLearner:
     def __init__(self, env_spec: Any, actor_spec: Any, *, unroll_length: int, policy_lag: int = 0):
         if env_spec.num_envs % actor_spec.num_actors:
             raise ValueError(f"num_envs {env_spec.num_envs} is not divisible by actor.num_actors {actor_spec.num_actors}")
+        check_one_env_per_actor(actor_spec.mode, env_spec.num_envs, actor_spec.num_actors)
         self.env_spec, self.actor_spec = env_spec, actor_spec
         self.envs_per_actor = env_spec.num_envs // actor_spec.num_actors
         self._unroll_length, self._policy_lag = unroll_length, policy_lag

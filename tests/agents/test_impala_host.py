@@ -199,27 +199,29 @@ def test_evaluation_games_and_policy_keys_derive_from_the_run_seed(monkeypatch: 
 
 
 def test_a2c_sync_traj_trains_on_policy():
-    # 2 actor threads x 2 games; each update waits for both whole unrolls: every batch is acted with the current
-    # parameters (lag 0), B = 4 trajectories of T = 5 steps.
-    trainer = make_trainer("a2c_sync_traj", num_actors=2, max_episode_frames=2000)
+    # 4 actor threads x 1 game (Fig. 2(b)); each update waits for all four whole unrolls: every batch is acted with
+    # the current parameters (lag 0), B = 4 trajectories of T = 5 steps; each actor passed the barrier once per round.
+    trainer = make_trainer("a2c_sync_traj", num_actors=4, max_episode_frames=2000)
     state = trainer.init(jax.random.key_data(jax.random.key(0)))
     before = state.learner.params
-    metrics = []
-    for _ in range(2):
-        state, m = trainer.run_chunk(state)
-        metrics.append({k: float(v[0]) for k, v in m._asdict().items()})
-    trainer.stop()
+    state, m = trainer.run_chunk(state)
+    actors = trainer._source  # the last chunk stops the actors (and lets them go)
+    metrics = [{k: float(v[0]) for k, v in m._asdict().items()}]
+    state, m = trainer.run_chunk(state)
+    metrics.append({k: float(v[0]) for k, v in m._asdict().items()})
+    waits = dict(actors.barrier_waits)
     assert [m["policy_lag"] for m in metrics] == [0.0, 0.0]
     assert metrics[-1]["frames"] == 4 * 5 * 4 * 4 and all(np.isfinite(m["total_loss"]) for m in metrics)
+    assert len(waits) == 4 and all(n in (4, 5) for n in waits.values())  # 4 updates: 4 rounds (+ the next one's)
     assert -21 <= metrics[-1]["eval_return"] <= 21
     assert not np.allclose(jax.tree.leaves(before)[0], jax.tree.leaves(state.learner.params)[0])
 
 
 def test_a3c_workers_train_the_shared_parameters():
-    # 2 workers x 2 games: one gradient per worker unroll (T = 5 steps of its 2 games); a chunk of 2 "updates" is
-    # 2 x 2 gradients, so the run's frames match the other modes' (4 updates x T x B x repeat). The lr schedule
+    # 4 workers x 1 game: one gradient per worker unroll (T = 5 steps of its game); a chunk of 2 "updates" is
+    # 2 x 4 gradients, so the run's frames match the other modes' (4 updates x T x B x repeat). The lr schedule
     # runs over the gradients (total_updates = updates x workers, as resolve_impala sets it).
-    trainer = make_trainer("a3c", num_actors=2, total_updates=8, max_episode_frames=2000)
+    trainer = make_trainer("a3c", num_actors=4, total_updates=16, max_episode_frames=2000)
     state = trainer.init(jax.random.key_data(jax.random.key(0)))
     before = state.learner.params
     metrics = []
@@ -227,7 +229,7 @@ def test_a3c_workers_train_the_shared_parameters():
         state, m = trainer.run_chunk(state)
         metrics.append({k: float(v[0]) for k, v in m._asdict().items()})
     trainer.stop()
-    assert int(state.version) == 8 and int(state.learner.step) == 8
+    assert int(state.version) == 16 and int(state.learner.step) == 16
     assert metrics[-1]["frames"] == 4 * 5 * 4 * 4
     assert all(np.isfinite(m["total_loss"]) and m["policy_lag"] >= 0 for m in metrics)
     assert -21 <= metrics[-1]["eval_return"] <= 21
@@ -244,8 +246,46 @@ def test_a3c_and_sync_traj_need_one_round_of_unrolls_per_batch():
         agent = ImpalaAgentSpec.model_validate({**AGENT, "actor": {"mode": mode, "num_actors": 2}})
         with pytest.raises(ValueError, match="batch_size \\(4\\) must equal the environment's num_envs \\(8\\)"):
             resolve_impala(agent, env_spec, frames=10_000, run=run)
-    agent = ImpalaAgentSpec.model_validate({**AGENT, "batch_size": 8, "actor": {"mode": "a3c", "num_actors": 2}})
+    agent = ImpalaAgentSpec.model_validate({**AGENT, "batch_size": 8, "actor": {"mode": "a3c", "num_actors": 8}})
     plain = ImpalaAgentSpec.model_validate({**AGENT, "batch_size": 8})
-    # 40,000 frames / (T 5 x B 8 x repeat 4) = 250 updates; A3C: 2 workers' gradients per update -> 500 lr steps.
+    # 40,000 frames / (T 5 x B 8 x repeat 4) = 250 updates; A3C: 8 workers' gradients per update -> 2,000 lr steps.
     assert resolve_impala(plain, env_spec, frames=40_000, run=run).config.total_updates == 250
-    assert resolve_impala(agent, env_spec, frames=40_000, run=run).config.total_updates == 500
+    assert resolve_impala(agent, env_spec, frames=40_000, run=run).config.total_updates == 2_000
+
+
+def test_a3c_and_sync_traj_give_every_worker_one_environment():
+    # Table 1's A3C (32 workers, one environment each) and Fig. 2(b)'s actors: several environments per thread would
+    # be stepped in lockstep with a batched forward pass (batched A2C, sync step, inside every thread): rejected,
+    # by the spec's resolution and by the trainer.
+    from rlrepro.agents.impala.trainer import resolve_impala
+    from rlrepro.specs.experiment import RunSpec
+
+    env_spec = AtariEnvSpec(kind="atari", id="pong", game="pong", num_envs=4)
+    for mode in ("a3c", "a2c_sync_traj"):
+        agent = ImpalaAgentSpec.model_validate({**AGENT, "actor": {"mode": mode, "num_actors": 2}})
+        with pytest.raises(ValueError, match="actor.num_actors \\(2\\) must equal the environment's num_envs \\(4\\)"):
+            resolve_impala(agent, env_spec, frames=10_000, run=RunSpec(updates_per_chunk=5))
+        with pytest.raises(ValueError, match="one environment per"):
+            make_trainer(mode, num_actors=2)
+
+
+def test_a3c_workers_act_and_learn_with_batch_one_passes_on_real_games():
+    # The A3C trainer's workers: every acting forward pass has batch 1 and every gradient is one worker's own
+    # unroll of T = 5 steps of its one game (a [T, 1] batch: a batch-1 backward pass).
+    trainer = make_trainer("a3c", num_actors=4, total_updates=16, max_episode_frames=2000)  # no evaluation yet
+    forward, backward = [], []
+    policy_step, gradient = trainer.policy_step, trainer._gradient
+
+    def counting_policy(params, observation, *rest):
+        forward.append(observation.shape[0])
+        return policy_step(params, observation, *rest)
+
+    def counting_gradient(params, batch):
+        backward.append(batch.actions.shape)
+        return gradient(params, batch)
+
+    trainer.policy_step, trainer._gradient = counting_policy, counting_gradient
+    state, _ = trainer.run_chunk(trainer.init(jax.random.key_data(jax.random.key(0))))
+    trainer.stop()
+    assert int(state.version) == 8 and set(backward[:8]) == {(5, 1)}
+    assert set(forward) == {1} and len(forward) >= 8 * 5

@@ -61,6 +61,16 @@ def test_population_trains_on_every_game_steps_pbt_and_resumes_from_its_checkpoi
         ratios = after[name][:, None] / initial[name][None, :]
         powers = np.log(ratios) / np.log(1.2)
         assert np.isclose(powers, np.round(powers), atol=1e-4).any(axis=1).all(), (name, ratios)
+    # PBT's events as run metrics (issue 28): copies, perturbations, member hyper-parameters moved from their draws,
+    # and each member's hyper-parameters as curves (Fig. F.1).
+    moved = sum(int(np.sum(~np.isclose(after[k], initial[k], rtol=1e-6))) for k in PBT.adapted)
+    assert metrics.pbt_copies[0] == state.copies.sum() and metrics.pbt_perturbations[0] == state.perturbations.sum()
+    assert metrics.pbt_hyper_moved[0] == moved and (moved > 0) == bool(changed)
+    assert metrics.pbt_perturbations[0] > 0 or metrics.pbt_copies[0] > 0
+    for m in range(2):
+        assert metrics._asdict()[f"member{m}_learning_rate"][0] == np.float32(after["learning_rate"][m])
+        assert metrics._asdict()[f"member{m}_max_grad_norm"][1] == np.float32(after["max_grad_norm"][m])
+    np.testing.assert_array_equal(state.initial_hyper[0], initial[next(iter(initial))])
 
     path = tmp_path / "population.ckpt"
     checkpoint.save(path, state, {"chunk": 1})
@@ -105,3 +115,16 @@ def test_multitask_needs_the_full_action_set():
     assert setup.multitask.pbt.population_size == 24 and setup.multitask.pbt.perturb_probability == 0.33
     with pytest.raises(UnsupportedSetupError, match="full 18-action set"):
         resolve_impala(agent, env.model_copy(update={"action_set": "minimal"}), frames=1_000_000, run=spec.run)
+
+
+def test_member_curves_name_every_member_and_hyper_parameter():
+    from rlrepro.agents.impala.multitask import member_curves, multitask_metrics_type
+    from rlrepro.agents.impala.population import Hyper
+
+    learner = type("Learner", (), {})()
+    hyper = Hyper(**{name: np.array([0.5, 2.0]) for name in Hyper._fields})
+    learner.opt_state = type("Opt", (), {"hyper": hyper})()
+    curves = member_curves(learner)
+    assert curves["member0_learning_rate"] == 0.5 and curves["member1_max_grad_norm"] == 2.0
+    assert len(curves) == 2 * len(Hyper._fields)
+    assert set(curves) <= set(multitask_metrics_type(2, Hyper._fields)._fields)

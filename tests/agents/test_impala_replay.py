@@ -12,7 +12,7 @@ import pytest
 from rlrepro.agents.impala import Batch, ImpalaConfig
 from rlrepro.agents.impala.learner import loss_fn
 from rlrepro.agents.impala.networks import make_network
-from rlrepro.agents.impala.replay import add, init_replay, mix, sample
+from rlrepro.agents.impala.replay import add, init_replay, mean_replay_age, mix, sample
 from rlrepro.agents.registry import resolve_config
 from rlrepro.environments.jax_envs import make_jax_env
 from rlrepro.specs import load_spec
@@ -112,9 +112,9 @@ def test_spec_replay_reaches_the_config_and_the_update_count():
     variants = {v.name: v for v in spec.variant_list()}
     env = resolve_env(spec, "catch", "paper")
     run = RunSpec(updates_per_chunk=25)
-    plain = resolve_config(resolve_agent(spec, variants["corr=vtrace__lag=0__replay=0.0"], "paper"), env,
+    plain = resolve_config(resolve_agent(spec, variants["corr=vtrace__lag=0__replay=0.0__B=32"], "paper"), env,
                            frames=640_000, run=run).config
-    replay = resolve_config(resolve_agent(spec, variants["corr=vtrace__lag=0__replay=0.5"], "paper"), env,
+    replay = resolve_config(resolve_agent(spec, variants["corr=vtrace__lag=0__replay=0.5__B=32"], "paper"), env,
                             frames=640_000, run=run).config
     assert (plain.replay_fraction, replay.replay_fraction, replay.replay_capacity) == (0.0, 0.5, 10_000)
     # Frames count new experience: 640,000 / (20 x 32) = 1,000 updates without replay, / (20 x 16) = 2,000 with.
@@ -193,3 +193,60 @@ def test_learns_catch_with_half_of_each_batch_replayed():
     assert returns[0] < -0.4
     assert returns[-1] > 0.5, returns
     assert int(state.replay.size) == 500 * 16
+
+
+def test_mean_replay_age_by_hand():
+    # capacity 8, 4 new unrolls per update, 3 updates. Update 1: 4 stored, none eligible (skipped). Update 2: 8
+    # stored, eligible ages 4..7 trajectories = 1 update old. Update 3: 12 inserted, 8 held (the first 4 evicted),
+    # eligible ages 4..7 again = 1 update. Mean 1.
+    assert mean_replay_age(8, 4, 3) == 1.0
+    # capacity 12, 4 new per update, 3 updates: update 2 -> ages 4..7 (1 update); update 3 -> ages 4..11:
+    # 4 rows 1 update old and 4 rows 2 updates old, mean 1.5. Run mean (1 + 1.5) / 2 = 1.25.
+    assert mean_replay_age(12, 4, 3) == 1.25
+    assert mean_replay_age(8, 4, 1) == 0.0  # nothing ever replayed
+
+
+def test_mean_replay_age_matches_what_sample_draws():
+    # The real add/sample on a small buffer: each stored trajectory's reward carries the update that stored it, so
+    # a replayed row's age in updates is (this update - its reward); the mean over the run's draws matches.
+    capacity, fresh, updates, draws = 10, 3, 12, 400
+    state = init_replay(capacity, _marked([0] * fresh))
+    key = jax.random.key(0)
+    ages = []
+    for u in range(1, updates + 1):
+        state = add(state, _marked([u] * fresh))
+        key, draw = jax.random.split(key)
+        rows, valid = sample(state, draw, draws, skip_newest=fresh)
+        if bool(valid):
+            ages.append(float(jnp.mean(u - rows.rewards[0])))
+    assert np.mean(ages) == pytest.approx(mean_replay_age(capacity, fresh, updates), rel=0.05)
+
+
+def _toy_config(variant: str, scale: str):
+    spec = load_spec("specs/impala/offpolicy_correction_toy.yaml")
+    chosen = next(v for v in spec.variant_list() if v.name == variant)
+    return resolve_config(resolve_agent(spec, chosen, scale), resolve_env(spec, "catch", scale),
+                          frames=spec.scale(scale).frames, run=spec.run).config  # fmt: skip
+
+
+def test_the_equal_updates_control_isolates_replay():
+    # Issue 28: at equal frames the replay run makes twice the updates; the control (batch 16, no replay) makes the
+    # same updates on the same new unrolls per update: 500,000 frames / (20 x 16) -> 1,575 updates in chunks of 25.
+    for scale in ("cpu", "smoke"):
+        replay = _toy_config("corr=vtrace__lag=0__replay=0.5__B=32", scale)
+        control = _toy_config("corr=vtrace__lag=0__replay=0.0__B=16", scale)
+        plain = _toy_config("corr=vtrace__lag=0__replay=0.0__B=32", scale)
+        assert control.replay_fraction == 0.0 and control.batch_size == replay.fresh_batch_size
+        assert control.total_updates == replay.total_updates > plain.total_updates
+    assert _toy_config("corr=vtrace__lag=0__replay=0.5__B=32", "cpu").total_updates == 1_575  # against 800
+
+
+def test_replay_capacity_scales_with_the_run_and_smoke_evicts():
+    # cpu: 100 trajectories keep the paper's staleness ratio (mean replay age 312 updates of a ~156,250-update run,
+    # 0.2%) at 1,575 updates; smoke: 175 updates x 4 new unrolls = 700 stored into 8, so FIFO eviction runs.
+    paper = mean_replay_age(10_000, 16, 156_250) / 156_250
+    cpu = _toy_config("corr=vtrace__lag=0__replay=0.5__B=32", "cpu")
+    assert cpu.replay_capacity == 100
+    assert mean_replay_age(100, 16, cpu.total_updates) / cpu.total_updates == pytest.approx(paper, rel=0.05)
+    smoke = _toy_config("corr=vtrace__lag=0__replay=0.5__B=32", "smoke")
+    assert smoke.total_updates * smoke.fresh_batch_size == 700 > smoke.replay_capacity == 8

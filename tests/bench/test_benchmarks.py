@@ -66,6 +66,7 @@ def test_printouts_fit_80_columns_with_realistic_figures(monkeypatch: pytest.Mon
         monkeypatch.setattr(impala_toy, part, lambda *_: 98_765_432_109.0)
     monkeypatch.setattr(slurm_startup, "_time", lambda *_: 12_345.67)
     for argv in (["acer", "--seeds", "12", "--env", "HalfCheetah-v5"], ["impala-atari", "--mode", "a2c_sync_traj"],
+                 ["impala-atari", "--table1"],
                  ["impala-toy"], ["slurm-startup", "--rounds", "1", "--snakemake"]):
         assert main(argv) == 0
     monkeypatch.setattr(slurm_startup.shutil, "which", lambda _: None)  # the note printed without Slurm's tools
@@ -75,6 +76,7 @@ def test_printouts_fit_80_columns_with_realistic_figures(monkeypatch: pytest.Mon
     print("\n".join(impala_sr.comparison(timings, 80 * 256 * 4, "sr_baseline", ms_per_update=True)))
     out = capsys.readouterr().out
     assert "98,765,432" in out and "98,765,432,109" in out and "12345.67" in out and "sr_memory100000" in out
+    assert "IMPALA 48 actors" in out and "A3C 32 workers" in out and "Batched A2C (sync traj.)" in out  # --table1
     too_wide = [line for line in out.splitlines() if len(line) > WIDTH]
     assert not too_wide, f"{len(too_wide)} line(s) wider than {WIDTH} columns:\n" + "\n".join(too_wide)
 

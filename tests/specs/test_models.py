@@ -395,8 +395,9 @@ def test_grid_expands_to_the_product_with_short_names() -> None:
 def test_real_toy_spec_grid_names() -> None:
     spec = load_spec(REPO / "specs" / "impala" / "offpolicy_correction_toy.yaml")
     names = [v.name for v in spec.variant_list()]
-    assert len(names) == 4 * 3 * 2  # corrections x policy lags x without/with replay (Table 2's two halves)
-    assert "corr=vtrace__lag=32__replay=0.0" in names and "corr=one_step_is__lag=8__replay=0.5" in names
+    # corrections x policy lags x without/with replay (Table 2's two halves) x batch 32 / 16 (the equal-updates control)
+    assert len(names) == 4 * 3 * 2 * 2
+    assert "corr=vtrace__lag=32__replay=0.0__B=32" in names and "corr=one_step_is__lag=8__replay=0.5__B=32" in names
 
 
 def test_dotted_and_nested_overrides_resolve_to_the_same_agent() -> None:

@@ -8,6 +8,7 @@ import jax
 import numpy as np
 import pytest
 
+import threading
 import time
 
 from rlrepro.training.actor_learner import (
@@ -211,3 +212,74 @@ def test_a3c_workers_apply_one_gradient_per_unroll_from_their_own_snapshot():
         assert shared.state.params == 10
     finally:
         workers.stop()
+
+
+class SlowEnv(CountingEnv):
+    """A ``CountingEnv`` whose steps take ``delay`` seconds (DMLab's slow renders, in miniature)."""
+
+    def __init__(self, delay: float, **kwargs):
+        super().__init__(**kwargs)
+        self.delay = delay
+
+    def step(self, actions: np.ndarray) -> Step:
+        time.sleep(self.delay)
+        return super().step(actions)
+
+
+def test_a2c_sync_traj_actors_wait_only_at_trajectory_boundaries():
+    # Fig. 2(b): actors synchronise after every n steps, not after every step. With n = 5, one actor's steps take
+    # 0.1 s and the other's none: the fast actor plays its whole unroll while the slow one is still at its first
+    # steps (no per-step barrier), and each actor passes the barrier once per n steps (once per unroll).
+    fast, slow = CountingEnv(num_envs=1, length=100), SlowEnv(0.1, num_envs=1, length=100)
+    store = VersionedStore(0, 0)
+    actors = SyncTrajectoryActors([fast, slow], policy_step, no_core, lambda n: (), store, unroll_length=5,
+                                  key=jax.random.key(0))  # fmt: skip
+    try:
+        first = actors.get(timeout=30)
+        assert first.actions.shape == (5, 1) and fast.calls == 5 and slow.calls < 5
+        actors.get(timeout=30)  # the slow actor's unroll: the round is complete
+        for version in range(1, 3):  # two more rounds
+            store.publish(version, version)
+            [actors.get(timeout=30) for _ in range(2)]
+        time.sleep(0.2)  # both are at the barrier of round 4, waiting for update 3
+        assert fast.calls == slow.calls == 3 * 5
+        assert actors.barrier_waits == {"actor-0": 3, "actor-1": 3}  # rounds 1-3 passed; one wait per n steps
+    finally:
+        actors.stop()
+
+
+def test_a3c_workers_act_and_learn_on_one_environment_with_batch_one_passes():
+    # Table 1's A3C: 3 workers, each with ONE environment: every forward pass while acting has batch 1, every
+    # gradient is over one worker's own unroll of T = 4 steps of its one environment (a batch-1 backward pass),
+    # and a worker only ever steps its own environment.
+    forward, stepped_by = [], {}
+
+    def batch_one_policy(params, observation, *rest):
+        forward.append(observation.shape[0])
+        return policy_step(params, observation, *rest)
+
+    class OwnEnv(CountingEnv):
+        def step(self, actions):
+            stepped_by.setdefault(id(self), set()).add(threading.current_thread().name)
+            return super().step(actions)
+
+    backward = []
+
+    def gradient(params, unroll):
+        backward.append(unroll.actions.shape)
+        return 1, {}
+
+    envs = [OwnEnv(num_envs=1, length=10) for _ in range(3)]
+    shared = SharedLearner(Shared(0), lambda state, grads, metrics: (Shared(state.params + grads), metrics))
+    workers = AsyncGradientWorkers(envs, batch_one_policy, no_core, lambda n: (), shared, gradient, unroll_length=4,
+                                   key=jax.random.key(0))  # fmt: skip
+    try:
+        shared.allow(9)
+        [workers.get(timeout=30) for _ in range(9)]
+        shared.wait_until(9)
+    finally:
+        workers.stop()
+    assert set(forward) == {1} and len(forward) >= 9 * 4
+    assert backward[:9] == [(4, 1)] * 9 and shared.state.params == 9
+    assert sorted(map(len, stepped_by.values())) == [1, 1, 1]  # each environment stepped by one worker only
+    assert len(set().union(*stepped_by.values())) == 3  # and each worker has its own

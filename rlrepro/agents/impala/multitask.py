@@ -21,7 +21,8 @@ PBT round and ancestry counters; the games themselves are not checkpointed (acto
 
 Metrics come as one row per game ([G] arrays; the runner writes row g to game g's run folder): that game's
 training episodes and mean raw score in the chunk (all members), the population's learner and PBT figures
-(the same in every row), and at the last chunk ``eval_return``: the score of evaluation games of that game
+(the same in every row: copies, perturbations, how many member hyper-parameters moved from their draws, and every
+member's hyper-parameters as ``member<m>_<name>`` curves, App. F / Fig. F.1), and at the last chunk ``eval_return``: the score of evaluation games of that game
 played by the member with the best fitness.
 """
 
@@ -39,7 +40,7 @@ from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala.host_trainer import batch_from_unrolls
 from rlrepro.agents.impala.learner import LearnerState
 from rlrepro.agents.impala.networks import initial_core_state, make_network, make_policy_step, reset_core_state
-from rlrepro.agents.impala.population import apply_step, hyper_dict, make_member_learner, with_hyper
+from rlrepro.agents.impala.population import Hyper, apply_step, hyper_dict, make_member_learner, with_hyper
 from rlrepro.environments.atari import AtariEnv
 from rlrepro.results.normalization import canonical_game_name, reference_scores
 from rlrepro.training.actor_learner import HostActorLearner
@@ -59,6 +60,8 @@ class MultiTaskState(NamedTuple):
     pbt_round: np.ndarray  # int: exploit/explore steps taken (draws are a function of seed and round)
     copies: np.ndarray  # [M] how often each member copied another
     parent: np.ndarray  # [M] the member each last copied from (itself if never)
+    perturbations: np.ndarray  # [M] hyper-parameter multiplications each member had (explore, App. F)
+    initial_hyper: np.ndarray  # [H, M] each member's initial draws, in hyper_dict's order (what PBT moved them from)
 
 
 class MultiTaskMetrics(NamedTuple):
@@ -80,6 +83,8 @@ class MultiTaskMetrics(NamedTuple):
     mean_fitness: np.ndarray
     pbt_steps: np.ndarray
     pbt_copies: np.ndarray
+    pbt_perturbations: np.ndarray
+    pbt_hyper_moved: np.ndarray
     best_learning_rate: np.ndarray
     best_entropy_cost: np.ndarray
     best_rmsprop_epsilon: np.ndarray
@@ -117,6 +122,7 @@ class MultiTaskTrainer:
         self.config, self.env_specs, self.actor_spec, self.pbt = config, list(env_specs), actor_spec, pbt
         self.updates_per_chunk = updates_per_chunk
         self.population = pbt.population_size if pbt else 1
+        self.metrics_type = multitask_metrics_type(self.population, Hyper._fields)
         shapes = set()
         for spec in self.env_specs:
             probe = AtariEnv(spec, num_envs=1, seed=0, num_threads=1)
@@ -170,6 +176,8 @@ class MultiTaskTrainer:
             pbt_round=np.zeros((), np.int64),
             copies=np.zeros(m, np.int64),
             parent=np.arange(m),
+            perturbations=np.zeros(m, np.int64),
+            initial_hyper=np.stack([np.asarray(v, np.float64) for v in hyper_dict(learner).values()]),
         )
 
     def _member_params(self, learner: LearnerState, member: int) -> Any:
@@ -214,7 +222,7 @@ class MultiTaskTrainer:
         state = state._replace(
             window_sum=np.array(state.window_sum), window_count=np.array(state.window_count),
             last_mean=np.array(state.last_mean), fitness=np.array(state.fitness), copies=np.array(state.copies),
-            parent=np.array(state.parent),
+            parent=np.array(state.parent), perturbations=np.array(state.perturbations),
         )  # fmt: skip
         learner, version = state.learner, int(state.version)
         games = len(self.env_specs)
@@ -270,6 +278,7 @@ class MultiTaskTrainer:
             pbt_round=np.asarray(int(state.pbt_round) + 1),
             copies=state.copies + step.copied,
             parent=np.where(step.copied, step.source, state.parent),
+            perturbations=state.perturbations + sum((f != 1.0).astype(np.int64) for f in step.factors.values()),
         )
 
     def best_member(self, state: MultiTaskState) -> int:
@@ -304,11 +313,35 @@ class MultiTaskTrainer:
             best_fitness=float(np.nanmax(fitness)) if np.isfinite(fitness).any() else math.nan,
             mean_fitness=float(np.nanmean(fitness)) if np.isfinite(fitness).any() else math.nan,
             pbt_steps=int(state.pbt_round), pbt_copies=int(np.sum(state.copies)),
+            pbt_perturbations=int(np.sum(state.perturbations)), pbt_hyper_moved=self._moved(state),
             best_learning_rate=hyper["learning_rate"], best_entropy_cost=hyper["entropy_cost"],
             best_rmsprop_epsilon=hyper["rmsprop_epsilon"], best_max_grad_norm=hyper["max_grad_norm"],
         )  # fmt: skip
+        shared.update(member_curves(state.learner))
         rows = {name: np.full(games, value, np.float64) for name, value in shared.items()}
         rows["episodes"] = np.array([len(r) for r in returns], np.float64)
         rows["mean_return"] = np.array([np.mean(r) if r else math.nan for r in returns])
         rows["eval_return"] = np.array(evals, np.float64)
-        return MultiTaskMetrics(**{name: rows[name] for name in MultiTaskMetrics._fields})
+        return self.metrics_type(**{name: rows[name] for name in self.metrics_type._fields})
+
+    def _moved(self, state: MultiTaskState) -> int:
+        """How many (member, adapted hyper-parameter) pairs differ from the member's initial draw (copied or
+        perturbed away from it; App. F's exploit and explore)."""
+        current = hyper_dict(state.learner)
+        adapted = set(self.pbt.adapted) if self.pbt is not None else set()
+        return int(sum(
+            np.sum(~np.isclose(np.asarray(current[name], np.float64), state.initial_hyper[h], rtol=1e-6))
+            for h, name in enumerate(current) if name in adapted
+        ))  # fmt: skip
+
+
+def member_curves(learner: LearnerState) -> dict[str, float]:
+    """Every member's hyper-parameters as ``member<m>_<name>`` metrics: PBT's schedules as curves (Fig. F.1)."""
+    return {f"member{m}_{name}": float(value) for name, values in hyper_dict(learner).items()
+            for m, value in enumerate(np.asarray(values))}  # fmt: skip
+
+
+def multitask_metrics_type(population: int, hyper_names: tuple[str, ...]) -> type:
+    """``MultiTaskMetrics`` with one field per member and hyper-parameter (``member_curves``' names)."""
+    members = tuple(f"member{m}_{name}" for name in hyper_names for m in range(population))
+    return NamedTuple("MultiTaskMetrics", [(f, np.ndarray) for f in (*MultiTaskMetrics._fields, *members)])

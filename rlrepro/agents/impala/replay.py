@@ -124,3 +124,25 @@ def mix(fresh: Batch, replayed: Batch, replayed_valid: jax.Array) -> Batch:
     fresh_mask = jnp.ones(fresh.actions.shape, jnp.float32) if fresh.mask is None else fresh.mask.astype(jnp.float32)
     replay_mask = jnp.broadcast_to(replayed_valid.astype(jnp.float32), replayed.actions.shape)
     return Batch(**joined, mask=jnp.concatenate([fresh_mask, replay_mask], axis=1))
+
+
+def mean_replay_age(capacity: int, fresh_rows: int, updates: int) -> float:
+    """Mean age, in learner updates, of the rows ``sample`` replays over a run of ``updates`` updates.
+
+    Follows ``add`` then ``sample(..., skip_newest=fresh_rows)`` exactly: after update u has stored its
+    ``fresh_rows`` unrolls, the buffer holds ``min(u * fresh_rows, capacity)`` trajectories, the eligible ones are
+    those at trajectory ages ``fresh_rows .. size - 1`` (0 = newest), drawn uniformly, and a trajectory at age ``a``
+    was stored ``a // fresh_rows`` updates ago. Updates with nothing eligible (the first) replay nothing and are
+    left out; every other update replays the same number of rows, so the run's mean is the mean over them.
+    Divided by ``updates`` it is the run's staleness ratio (issue 28: the paper's ~0.2%).
+    """
+    means = []
+    for u in range(1, updates + 1):
+        size = min(u * fresh_rows, capacity)
+        if size <= fresh_rows:
+            continue
+        # sum of a // fresh_rows over a = 0 .. size - 1 (ages below fresh_rows add 0): whole blocks of fresh_rows
+        # ages at 0, 1, .., whole - 1 updates, then the partial block's `part` ages at `whole` updates.
+        whole, part = divmod(size, fresh_rows)
+        means.append((fresh_rows * whole * (whole - 1) // 2 + whole * part) / (size - fresh_rows))
+    return sum(means) / len(means) if means else 0.0

@@ -12,6 +12,7 @@ from rlrepro.specs import ImpalaAgentSpec
 from rlrepro.specs.agents.impala import ActorSpec
 from rlrepro.specs.environments import AtariEnvSpec, JaxEnvSpec
 from rlrepro.specs.experiment import RunSpec
+from rlrepro.training.actor_learner import check_one_env_per_actor
 from rlrepro.training.pbt import PBTConfig
 
 
@@ -43,6 +44,10 @@ def resolve_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: R
                 f"agent.actor.mode {agent.actor.mode}: agent.batch_size ({agent.batch_size}) must equal the "
                 f"environment's num_envs ({num_envs}): one round of every actor's unroll is one update's batch"
             )
+        try:
+            check_one_env_per_actor(agent.actor.mode, num_envs, agent.actor.num_actors)
+        except ValueError as error:
+            raise UnsupportedSetupError(f"agent.{error}") from None
     if agent.actor.mode == "a3c":
         # Each worker applies its own gradient: one update's frames are num_actors gradients (lr schedule length).
         total_updates *= agent.actor.num_actors
