@@ -52,7 +52,7 @@ def test_version_and_validate_fit_80_columns(capsys, monkeypatch) -> None:
     assert main(["validate", "specs/impala/offpolicy_correction_toy.yaml", "specs/frodo/catch.yaml"]) == 0
     out = capsys.readouterr().out.splitlines()
     assert max(len(line) for line in out) <= 80, out
-    assert "ok  specs/impala/offpolicy_correction_toy.yaml  24 variants" in out
+    assert "ok  specs/impala/offpolicy_correction_toy.yaml  48 variants" in out
 
 
 def test_mlflow_logs_no_info_lines_in_a_jobs_output(monkeypatch) -> None:

@@ -422,10 +422,11 @@ def test_a_multitask_jobs_runs_are_collected_as_one_cell_per_game(tmp_path: Path
 
 def test_impala_sr_on_a_pure_jax_task_hashes_as_before_the_actor_field_existed() -> None:
     """``agent.actor`` (Atari's host actors, issue 13) is null on the Chain: the hash is the one computed before the
-    field existed (branch start dfd5a5f); setting it changes the hash."""
+    field existed (branch start dfd5a5f; re-frozen when issue 26 added the head layer); setting it changes the hash."""
     spec = load_spec(REPO / "specs" / "synthetic_returns" / "chain.yaml")
     assert spec.agent.actor is None
-    assert config_hash(spec, "sr", "chain", "cpu") == "ec38477950e5"
+    # 7173bf216841 since issue 26 gave the heads their 256-unit layer (network.head_hidden_sizes); ec38477950e5 before
+    assert config_hash(spec, "sr", "chain", "cpu") == "7173bf216841"
     actor = {"mode": "threaded"}
     with_actor = spec.model_copy(update={"agent": spec.agent.model_validate({**spec.agent.model_dump(), "actor": actor})})
-    assert config_hash(with_actor, "sr", "chain", "cpu") != "ec38477950e5"
+    assert config_hash(with_actor, "sr", "chain", "cpu") != "7173bf216841"

@@ -32,7 +32,7 @@ def test_a_misspelt_key_gets_did_you_mean_and_its_line(tmp_path: Path) -> None:
 
 
 def test_a_claim_error_names_the_claim_id(tmp_path: Path) -> None:
-    path = _broken(tmp_path, "better: corr=vtrace__lag=32__replay=0.0", "better: corr=vtrace__lag=33")
+    path = _broken(tmp_path, "better: corr=vtrace__lag=32__replay=0.0__B=32", "better: corr=vtrace__lag=33")
     with pytest.raises(SpecError) as excinfo:
         load_spec(path)
     [problem] = excinfo.value.problems
