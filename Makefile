@@ -30,13 +30,18 @@ SCALE ?= cpu
 .PHONY: install install-cuda install-jax-latest main test test-slow test-services test-cluster test-jax-latest \
 	device-wheels lint lock lock-jax-latest
 
+# A venv from a lock: $(call make-venv,PYTHON,VENV,LOCK) (the project editable on top, then pip check).
+define make-venv
+	$(1) -m venv $(2)
+	$(2)/bin/python -m pip install --quiet --upgrade "pip==26.3"
+	$(2)/bin/python -m pip install --quiet -r $(3)
+	$(2)/bin/python -m pip install --quiet --no-deps -e .
+	$(2)/bin/python -m pip check
+	touch $(2)/.installed
+endef
+
 $(VENV)/.installed: $(LOCK) pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(VENV)/bin/python -m pip install --quiet --upgrade "pip==26.3"
-	$(VENV)/bin/python -m pip install --quiet -r $(LOCK)
-	$(VENV)/bin/python -m pip install --quiet --no-deps -e .
-	$(VENV)/bin/python -m pip check
-	touch $@
+	$(call make-venv,$(PYTHON),$(VENV),$(LOCK))
 
 install: $(VENV)/.installed
 
@@ -48,12 +53,7 @@ install-cuda: install
 	$(VENV)/bin/python -c "import jax; print('jax devices:', jax.devices())"
 
 $(VENV_LATEST)/.installed: $(LATEST_LOCK) pyproject.toml
-	$(PYTHON_LATEST) -m venv $(VENV_LATEST)
-	$(VENV_LATEST)/bin/python -m pip install --quiet --upgrade "pip==26.3"
-	$(VENV_LATEST)/bin/python -m pip install --quiet -r $(LATEST_LOCK)
-	$(VENV_LATEST)/bin/python -m pip install --quiet --no-deps -e .
-	$(VENV_LATEST)/bin/python -m pip check
-	touch $@
+	$(call make-venv,$(PYTHON_LATEST),$(VENV_LATEST),$(LATEST_LOCK))
 
 install-jax-latest: $(VENV_LATEST)/.installed
 
