@@ -221,6 +221,17 @@ def _version() -> str:
     return f"{number} (commit {git_commit()})"
 
 
+class _VersionAction(argparse.Action):
+    """--version, worked out only when asked (it runs git: no other command should pay for it at start-up)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # noqa: ANN001
+        print(f"rlrepro {_version()}")  # on standard output, as argparse's own version action does
+        parser.exit()
+
+
 def cmd_trivial_scores(args: argparse.Namespace) -> int:
     from rlrepro.environments.trivial import run_trivial_scores
 
@@ -232,7 +243,7 @@ def cmd_trivial_scores(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="rlrepro", description=__doc__.splitlines()[0])
-    parser.add_argument("--version", action="version", version=f"rlrepro {_version()}")
+    parser.add_argument("--version", action=_VersionAction, help="Show the version and the code's commit, then exit.")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser("validate", help="Validate spec files (default: all of specs/).")
