@@ -22,7 +22,7 @@ from pathlib import Path
 
 import numpy as np
 
-from rlrepro.results import stats
+from rlrepro.results import stats, trivial
 from rlrepro.results.aggregation import batched_aggregate, corrected_bootstrap_ci, stratified_bootstrap_difference
 from rlrepro.results.collect import CellResult
 from rlrepro.results.normalization import human_normalized_scores
@@ -354,15 +354,10 @@ def trivial_level_of(
     if metric in RETURN_METRICS:
         env = next(e for e in spec.environments if e.id == env_id)
         try:
-            from rlrepro.results import trivial  # noqa: PLC0415 -- numpy-only; absent before the scores were measured
-        except ImportError:
-            trivial, why = None, "trivial-policy scores not in this checkout"
-        if trivial is not None:
-            try:
-                score = trivial.trivial_level(env)
-                return float(score.mean), f"{score.policy}, {score.episodes} episodes"
-            except trivial.TrivialScoresError as error:
-                why = str(error).splitlines()[0]
+            score = trivial.trivial_level(env)
+            return float(score.mean), f"{score.policy}, {score.episodes} episodes"
+        except trivial.TrivialScoresError as error:
+            why = str(error).splitlines()[0]
         random = spec.random_score(env_id)
         if random is not None:
             return float(random), f"random score; {why}"

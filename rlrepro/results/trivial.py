@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import csv
 import dataclasses
+import functools
 import hashlib
 import json
 import math
@@ -212,12 +213,21 @@ def _float(text: str) -> float:
 
 
 def read_rows(path: str | Path | None = None) -> list[dict[str, str]]:
-    """The CSV's rows as dicts (empty when the file does not exist yet)."""
+    """The CSV's rows as dicts (empty when the file does not exist yet); the caller may change them."""
     path = Path(path) if path is not None else CSV_PATH
     if not path.exists():
         return []
-    with path.open(newline="", encoding="utf-8") as f:
-        return list(csv.DictReader(f))
+    stat = path.stat()
+    return [dict(row) for row in _parsed(str(path.resolve()), stat.st_ino, stat.st_mtime_ns, stat.st_size)]
+
+
+@functools.lru_cache(maxsize=8)
+def _parsed(path: str, inode: int, mtime_ns: int, size: int) -> tuple[dict[str, str], ...]:
+    """One parse per version of the file (validation asks once per threshold claim; a rewrite, atomic by rename,
+    changes the key)."""
+    del inode, mtime_ns, size  # part of the cache key only
+    with open(path, newline="", encoding="utf-8") as f:
+        return tuple(csv.DictReader(f))
 
 
 def write_rows(rows: Iterable[Mapping[str, Any]], path: str | Path | None = None) -> None:

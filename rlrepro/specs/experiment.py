@@ -421,10 +421,8 @@ class ExperimentSpec(SpecModel):
         if random is not None:
             scores["uniform-random"] = random
         env = next(e for e in self.environments if e.id == env_id)
-        try:
-            from rlrepro.results import trivial  # noqa: PLC0415 -- numpy-only; absent before the scores were measured
-        except ImportError:
-            return scores
+        from rlrepro.results import trivial  # noqa: PLC0415 -- reads the measured scores only when a claim needs them
+
         try:
             measured = trivial.trivial_scores(env)
         except trivial.TrivialScoresError:
