@@ -42,17 +42,38 @@ def _rows(tmp_path: Path, size: str = "paper") -> Path:
     return path
 
 
+@pytest.mark.parametrize("job", device_check.SMOKE_JOBS, ids=lambda job: job.family)
+def test_every_smoke_job_is_a_job_of_its_spec_at_the_smoke_scale(job: device_check.SmokeJob):
+    """The check's jobs name variants and environments by hand: a renamed variant must fail here, not on the GPU."""
+    from rlrepro.specs.loading import load_spec
+    from rlrepro.workflow import plan_experiment
+
+    plan = plan_experiment(ROOT / job.spec, load_spec(ROOT / job.spec), "smoke")
+    assert (job.variant, job.env) in {(j.variant, j.env) for j in plan.jobs}
+
+
 def test_rows_are_throughput_rows_with_the_figures_each_benchmark_measured(tmp_path: Path):
     rows = {" ".join(r.experiments): r for r in load_throughput(_rows(tmp_path))}
     assert rows["impala/atari57_shallow impala/throughput"].frames_per_s == 48_000  # end to end, rounded
     assert rows["impala/atari57_deep"].frames_per_s == 30_000
     assert rows["impala/offpolicy_correction_toy"].frames_per_s == 3e7  # the most seeds vmapped (256)
     assert "256 seeds vmapped" in rows["impala/offpolicy_correction_toy"].source
+    # FRODO's learner (20,000) is slower than the host actors (48,000): the meta-update bounds it, as measured
     assert rows["frodo/atari57 frodo/atari8_ablations"].frames_per_s == 20_000  # the meta-update, not IMPALA's
+    assert rows["frodo/atari57 frodo/atari8_ablations"].status == "measured"
     # K=32 programs: 3,600 programs/h x 10,000 steps / 3,600 s = 10,000 frames/s
     assert rows["evolving_rl/search_*"].frames_per_s == 10_000
     assert all(r.status == "measured" and r.device == "gpu" and r.date == "2026-11-27" for r in rows.values())
     assert "env only 90,000, learner only 150,000" in rows["impala/atari57_shallow impala/throughput"].source
+    assert "--num-actors 16 " in rows["impala/atari57_deep"].command  # the actors it ran with, not a default
+
+
+def test_frodo_is_bounded_by_the_host_actors_when_they_are_slower_than_its_learner(tmp_path: Path):
+    figures = dict(FIGURES, frodo_meta_update=dict(FIGURES["frodo_meta_update"], frodo=600_000.0))
+    rows = device_check.rows_from(figures, "gpu", "1x H100 + 16 CPU cores", "paper", "2026-11-27")
+    frodo = next(r for r in rows if r["experiments"].startswith("frodo/"))
+    assert (float(frodo["frames_per_s"]), frodo["status"]) == (48_000, "estimate")  # the actors' end to end
+    assert "600,000 frames/s" in frodo["source"]
 
 
 def test_a_benchmark_that_failed_gives_no_row(tmp_path: Path):
@@ -62,8 +83,19 @@ def test_a_benchmark_that_failed_gives_no_row(tmp_path: Path):
 
 
 def test_merge_replaces_the_estimates_so_the_plan_quotes_the_measured_rows(tmp_path: Path):
+    # the stored file as it stood before the first GPU run: published estimates for the accelerators, the CPU rows
+    with open(ROOT / "rlrepro/bench/throughput.csv", newline="", encoding="utf-8") as handle:
+        cpu_rows = [row for row in csv.DictReader(handle) if row["device"] == "cpu"]
+    estimate = dict(status="estimate", date="2026-11-24", command="python -m rlrepro.bench ...", source="published")
     into = tmp_path / "throughput.csv"
-    into.write_bytes((ROOT / "rlrepro/bench/throughput.csv").read_bytes())
+    device_check.write_rows(into, [
+        dict(estimate, experiments="impala/atari57_deep impala/atari57_shallow impala/throughput", device="gpu",
+             hardware="1x NVIDIA A100 + 10 CPU cores", frames_per_s="24000"),
+        dict(estimate, experiments="impala/dmlab*", device="gpu", hardware="1x NVIDIA P100", frames_per_s="21000"),
+        dict(estimate, experiments="frodo/atari57 frodo/atari8_ablations", device="tpu", hardware="8 TPU cores",
+             frames_per_s="185000"),
+        *cpu_rows,
+    ])  # fmt: skip
     before = load_throughput(into)
     assert accelerator_hours("impala/atari57_deep", 200_000_000, before).status == "estimate"
     said = device_check.merge(_rows(tmp_path), into)
