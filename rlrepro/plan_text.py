@@ -236,8 +236,12 @@ def _totals_lines(totals: dict[tuple[str, str, str], float]) -> list[str]:
     for (device, hardware, estimate), hours in sorted(totals.items(), key=lambda item: _device_order(item[0])):
         lines += wrap(f"{estimate}{hours_text(hours)} {device.upper()}-hours on {hardware}", indent="  ")
     for device in ("gpu", "tpu"):
-        if summed := sum(hours for (d, _, _), hours in totals.items() if d == device):
-            lines.append(f"  all {device.upper()}-hours (estimates, the hardware above): {hours_text(summed)}")
+        parts = [(estimate, hours) for (d, _, estimate), hours in totals.items() if d == device]
+        if summed := sum(hours for _, hours in parts):
+            kinds = {"estimated" if estimate else "measured" for estimate, _ in parts}
+            said = " and ".join(sorted(kinds, reverse=True))  # "measured and estimated", or one of them
+            mark = "~" if "estimated" in kinds else ""
+            lines.append(f"  all {device.upper()}-hours ({said}, the hardware above): {mark}{hours_text(summed)}")
     return lines
 
 

@@ -36,8 +36,11 @@ def test_every_stored_figure_names_its_hardware_and_matches_an_experiment():
     for row in rows:
         assert any(row.matches(key) for key in keys), f"{THROUGHPUT_CSV}: {row.experiments} matches no spec"
         assert row.hardware and row.date and row.command and row.source
-    # GPU figures are estimates until a GPU machine measures them (none has here)
-    assert {row.status for row in rows if row.device in ("gpu", "tpu")} == {"estimate"}
+    # a GPU figure is measured only by the device check on a GPU machine (its command says so); the rest are estimates
+    for row in rows:
+        if row.device in ("gpu", "tpu") and row.status == "measured":
+            assert "scripts/device-check.sh" in row.command
+            assert "DEVICE_CHECK_SIZE=small" not in row.command
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [
@@ -72,10 +75,12 @@ def test_plan_at_paper_scale_prints_device_hours_and_their_sources(monkeypatch, 
     monkeypatch.chdir(REPO)
     assert main(["plan", "--scale", "paper"]) == 0
     out = capsys.readouterr().out
-    assert "all GPU-hours (estimates, the hardware above):" in out
+    assert "all GPU-hours (measured and estimated, the hardware above): ~" in out
     gpu = _cost_row(out, "impala/atari57_deep")[3]
-    assert gpu.startswith("~") and gpu.endswith("]")  # an estimate, and its source
-    assert _source(out, gpu.split()[-1]).startswith("GPU estimate on 1x NVIDIA A100")
+    assert not gpu.startswith("~") and gpu.endswith("]")  # measured (the device check on an H100), and its source
+    assert _source(out, gpu.split()[-1]).startswith("GPU measured on 1x NVIDIA H100")
+    estimate = _cost_row(out, "evolving_rl/eval_atari")[3]
+    assert estimate.startswith("~") and _source(out, estimate.split()[-1]).startswith("GPU estimate on")
     assert _cost_row(out, "refer/mujoco_vracer")[3] == "-"  # a CPU job: no accelerator figure
     assert "sources (stored figures: throughput.csv" in out
 
