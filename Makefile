@@ -77,8 +77,11 @@ device-wheels: install
 main: install
 	$(VENV)/bin/snakemake --cores $(CORES) --rerun-incomplete --config scale=$(SCALE)
 
+# The default suite on TEST_WORKERS processes (pytest-xdist; a test file stays on one worker, so its module fixtures,
+# e.g. test_snakemake.py's smoke pipeline, run once).
+TEST_WORKERS ?= 2
 test: install
-	$(VENV)/bin/python -m pytest -q
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: install
 	$(VENV)/bin/python -m pytest -q -m slow

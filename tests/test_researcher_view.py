@@ -17,6 +17,11 @@ import pytest
 from tests.browser import VISIBILITY_SCRIPT, distinct_colours, dump_dom, screenshot
 from tests.test_snakemake import Pipeline, _output, snakemake
 
+# A second smoke pipeline of its own (about 2.5 min on 2 cores before its first test): the default suite's end-to-end
+# run is tests/test_snakemake.py's (its report's verdict lines included); this module's look at the report and at a
+# tracking server runs with the slow checks (`make test-slow`, CI).
+pytestmark = pytest.mark.slow
+
 
 @pytest.fixture(scope="module")
 def pipeline(tmp_path_factory: pytest.TempPathFactory, make_toy_spec, subprocess_env) -> Pipeline:

@@ -61,6 +61,7 @@ def test_atari57_multitask_smoke_trains_one_population_on_two_games_end_to_end(
     assert "impala/atari57_multitask: 58 claim(s)" in report
 
 
+@pytest.mark.slow  # the DQN Atari path also runs in the default suite through the runner (tests/agents/test_dqn_atari.py)
 def test_evolving_rl_eval_atari_smoke_runs_dqnreg_on_boxing_end_to_end(tmp_path: Path, subprocess_env: dict[str, str]):
     root = run_smoke(tmp_path, "evolving_rl/eval_atari", subprocess_env, timeout=600)
     summary = json.loads((root / "runs/evolving_rl/eval_atari/dqnreg/boxing/seed0/summary.json").read_text())

@@ -512,7 +512,8 @@ def test_unknown_variant_through_the_cli_is_a_clean_error(spec: Path, tmp_path: 
     assert result.returncode == 2
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
+# SIGTERM (a scheduler cancelling the job) in the default suite; Ctrl-C takes the same path, with the slow checks
+@pytest.mark.parametrize("signum", [pytest.param(signal.SIGINT, marks=pytest.mark.slow), signal.SIGTERM])
 def test_an_interrupted_job_exits_at_once_with_its_mirror_killed_and_resumes(
     tmp_path: Path, make_toy_spec, subprocess_env, signum: int
 ):
