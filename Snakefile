@@ -123,6 +123,9 @@ for _plan in PLANS:
                 _group.summaries(RESULTS),
             log:
                 _group.log(RESULTS),
+            # printed in place of the job's input/output lists (its summaries: lines of 160+ columns)
+            message:
+                _group.message()
             wildcard_constraints:
                 variant=_group.constraint("variant"),
                 env=_group.constraint("env"),
@@ -163,6 +166,9 @@ rule aggregate:
         json=RESULTS / "tables/{paper}/{experiment}.json",
     log:
         RESULTS / "logs/aggregate/{paper}/{experiment}.log",
+    # in place of the input list (every summary of the experiment: up to thousands of columns)
+    message:
+        "tables of {wildcards.paper}/{wildcards.experiment}: {output.md}\n    log: {log}"
     params:
         **COMMON,
         spec=lambda wildcards: str(PLAN_BY_KEY[f"{wildcards.paper}/{wildcards.experiment}"].spec_path),
@@ -194,6 +200,8 @@ rule report:
         standalone=report(RESULTS / "report.standalone.html", category="Report"),
     log:
         RESULTS / "logs/report.log",
+    message:
+        "report of every experiment's table: {output.html}\n    log: {log}"
     params:
         **COMMON,
         specs=SPECS,

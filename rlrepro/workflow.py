@@ -142,6 +142,15 @@ class JobGroup:
         env = MULTITASK_ENV if self.multitask else "{env}"
         return str(base / "{variant}" / env / f"seeds{self.seeds[0]}-{self.seeds[-1]}.log")
 
+    def message(self) -> str:
+        """What Snakemake prints for a job of the group in place of its input, output and log lists (a job of several
+        seeds listed every summary.json: lines of 160 columns and more): experiment, variant, environment, seeds
+        and the log to follow. A Snakemake format string: the job's wildcards and log fill it in."""
+        env = "every game" if self.multitask else "{wildcards.env}"
+        first, last = self.seeds[0], self.seeds[-1]
+        seeds = f"seed {first}" if first == last else f"seeds {first}-{last}"
+        return f"train {self.paper}/{self.experiment} {{wildcards.variant}} on {env}, {seeds}\n    log: {{log}}"
+
     def constraint(self, field_name: str) -> str:
         """A regex matching exactly this group's variants (``variant``) or environments (``env``)."""
         return "|".join(sorted({re.escape(getattr(job, field_name)) for job in self.jobs}, key=len, reverse=True))
