@@ -356,6 +356,8 @@ def plot_final_vs_axis(
 
 #: Panels of the figure beside the paper's values at most (Atari's 57 games would make a poster, not a figure).
 MAX_PAPER_PANELS = 12
+#: Bars further apart than this factor (ours at a reduced scale, the paper's at its own) are drawn on a log axis.
+LOG_RATIO = 20
 
 
 def plot_beside_paper(
@@ -399,9 +401,16 @@ def plot_beside_paper(
                 ax.annotate(f" paper {number_text(paper)}", (paper, i + 0.2), va="center", fontsize=7, color="#555")
         ax.set_yticks(range(len(variants)), variants, fontsize=7)
         ax.invert_yaxis()
-        ax.set_xlim(0, ax.get_xlim()[1] * 1.15)  # room for the value labels
+        drawn = [p.get_width() for p in ax.patches if p.get_width() > 0]
+        if drawn and max(drawn) > LOG_RATIO * min(drawn):  # ours at a reduced scale beside the paper's: a log axis
+            ax.set_xscale("log")  # shows both, where a linear one shrinks ours to slivers
+            ax.set_xlim(min(drawn) / 2, max(drawn) * 3)
+            axis_note = " (log axis)"
+        else:
+            ax.set_xlim(0, ax.get_xlim()[1] * 1.15)  # room for the value labels
+            axis_note = ""
         ax.set_title(env, fontsize=9)
-        ax.set_xlabel(metric.replace("_", " "), fontsize=8)
+        ax.set_xlabel(metric.replace("_", " ") + axis_note, fontsize=8)
         ax.xaxis.set_major_formatter(count_label_formatter())
         ax.grid(axis="x", alpha=0.3)
     more = f" (the first {len(shown)} of {len(envs)} environments)" if len(envs) > len(shown) else ""

@@ -122,7 +122,8 @@ def paper_figures(
 
 
 def run_hardware(plan: ExperimentPlan, root: Path) -> str:
-    """Where the experiment's runs trained, from their spec.resolved.json ("device"): e.g. "JAX on cpu (2 cores)";
+    """Where the experiment's runs trained, from their spec.resolved.json ("device"): e.g. "2 CPU cores (JAX on the
+    CPU)";
     several machines are listed apart; "hardware not recorded" for runs written before it was."""
     seen = []
     for job in plan.jobs:
@@ -130,11 +131,16 @@ def run_hardware(plan: ExperimentPlan, root: Path) -> str:
             resolved = unit.run_dir(root) / "spec.resolved.json"
             device = json.loads(resolved.read_text()).get("device") if resolved.exists() else None
             if device:
-                cores = f", {device['cpu_cores']} CPU cores" if device.get("cpu_cores") else ""
-                kind = device.get("device_kind", "")
-                name = kind if kind and kind != device["platform"] else device["platform"]
-                seen.append(f"{device.get('device_count', 1)}x {name} (JAX {device['platform']}{cores})")
+                seen.append(_hardware_text(device))
     return " and ".join(dict.fromkeys(seen)) or "hardware not recorded"
+
+
+def _hardware_text(device: dict) -> str:
+    """"2 CPU cores (JAX on the CPU)", "1x NVIDIA H100 80GB HBM3 + 16 CPU cores": a run's ``device`` in words."""
+    cores = f"{device['cpu_cores']} CPU cores" if device.get("cpu_cores") else "CPU cores not recorded"
+    if device["platform"] == "cpu":
+        return f"{cores} (JAX on the CPU)"
+    return f"{device.get('device_count', 1)}x {device.get('device_kind') or device['platform']} + {cores}"
 
 
 def search_results(plan: ExperimentPlan, root: Path, top: int = 5) -> list[dict]:

@@ -323,6 +323,7 @@ def test_our_values_are_drawn_beside_the_papers_with_unit_and_hardware_in_the_ca
     widths = sorted(round(patch.get_width(), 6) for patch in ax.patches)
     assert widths == [50.0, 200.0, 9_000.0, 17_000.0]  # b's one run, a's mean, the paper's a and c; c has none of ours
     assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
+    assert ax.get_xscale() == "log" and "log axis" in ax.get_xlabel()  # 17,000 / 50 > 20: ours would be slivers
     labels = [t.get_text().strip() for t in ax.texts]
     assert labels == ["200", "paper 17,000", "50", "paper 9,000"]  # the report's number format
     assert "fps: frames per second; ours on 2 CPU cores" in [t.get_text() for t in fig.texts]

@@ -679,3 +679,13 @@ def test_a_claims_metric_range_is_the_declared_range_of_its_metric() -> None:
     assert declared_range(spec, "fps", "catch") is None and declared_range(spec, "final_return", "pong") is None
     row = {"per_seed": [{"seed": 0, "value": 1.0000004}, {"seed": 1, "value": 1.2}, {"seed": 2, "value": math.nan}]}
     assert outside_range(row, (0.0, 1.0)) == ["seed 1: 1.2"]  # float32 rounding at the bound is inside
+
+
+def test_the_hardware_of_the_runs_is_named_in_words() -> None:
+    from rlrepro.results.tables import _hardware_text
+
+    cpu = {"platform": "cpu", "device_kind": "cpu", "device_count": 1, "cpu_cores": 2}
+    assert _hardware_text(cpu) == "2 CPU cores (JAX on the CPU)"
+    gpu = {"platform": "gpu", "device_kind": "NVIDIA H100 80GB HBM3", "device_count": 1, "cpu_cores": 16}
+    assert _hardware_text(gpu) == "1x NVIDIA H100 80GB HBM3 + 16 CPU cores"
+    assert _hardware_text({"platform": "cpu", "device_count": 1}) == "CPU cores not recorded (JAX on the CPU)"
