@@ -113,6 +113,8 @@ rule mlflow_store:
 # the grid as one array job (profiles/slurm), and the DAG has a few dozen rules rather than hundreds.
 for _plan in PLANS:
     for _group in job_groups(_plan):
+        # The group's jobs differ only in variant and environment: the same frames, so the same resources.
+        _resources = job_resources(_group.jobs[0], _plan, SCALE, gpus=GPUS, max_runtime=MAX_RUNTIME, mem_mb=MEM_MB)
 
         rule:
             name:
@@ -125,7 +127,7 @@ for _plan in PLANS:
                 _group.log(RESULTS),
             # printed in place of the job's input/output lists (its summaries: lines of 160+ columns)
             message:
-                _group.message()
+                _group.message(list(_resources))
             wildcard_constraints:
                 variant=_group.constraint("variant"),
                 env=_group.constraint("env"),
@@ -140,8 +142,7 @@ for _plan in PLANS:
                 config_hash=_group.config_hash,  # a changed config re-runs the job (rerun trigger: params)
             threads: machine_cores() if _group.whole_machine else 1
             resources:
-                # The group's jobs differ only in variant and environment: the same frames, so the same resources.
-                **job_resources(_group.jobs[0], _plan, SCALE, gpus=GPUS, max_runtime=MAX_RUNTIME, mem_mb=MEM_MB),
+                **_resources,
             conda:
                 ENV
             shell:
