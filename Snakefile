@@ -113,6 +113,8 @@ rule mlflow_store:
 # the grid as one array job (profiles/slurm), and the DAG has a few dozen rules rather than hundreds.
 for _plan in PLANS:
     for _group in job_groups(_plan):
+        # The group's jobs differ only in variant and environment: the same frames, so the same resources.
+        _resources = job_resources(_group.jobs[0], _plan, SCALE, gpus=GPUS, max_runtime=MAX_RUNTIME, mem_mb=MEM_MB)
 
         rule:
             name:
@@ -123,6 +125,9 @@ for _plan in PLANS:
                 _group.summaries(RESULTS),
             log:
                 _group.log(RESULTS),
+            # printed in place of the job's input/output lists (its summaries: lines of 160+ columns)
+            message:
+                _group.message(list(_resources))
             wildcard_constraints:
                 variant=_group.constraint("variant"),
                 env=_group.constraint("env"),
@@ -137,8 +142,7 @@ for _plan in PLANS:
                 config_hash=_group.config_hash,  # a changed config re-runs the job (rerun trigger: params)
             threads: machine_cores() if _group.whole_machine else 1
             resources:
-                # The group's jobs differ only in variant and environment: the same frames, so the same resources.
-                **job_resources(_group.jobs[0], _plan, SCALE, gpus=GPUS, max_runtime=MAX_RUNTIME, mem_mb=MEM_MB),
+                **_resources,
             conda:
                 ENV
             shell:
@@ -163,6 +167,9 @@ rule aggregate:
         json=RESULTS / "tables/{paper}/{experiment}.json",
     log:
         RESULTS / "logs/aggregate/{paper}/{experiment}.log",
+    # in place of the input list (every summary of the experiment: up to thousands of columns)
+    message:
+        "tables of {wildcards.paper}/{wildcards.experiment}: {output.md}\n    log: {log}"
     params:
         **COMMON,
         spec=lambda wildcards: str(PLAN_BY_KEY[f"{wildcards.paper}/{wildcards.experiment}"].spec_path),
@@ -194,6 +201,8 @@ rule report:
         standalone=report(RESULTS / "report.standalone.html", category="Report"),
     log:
         RESULTS / "logs/report.log",
+    message:
+        "report of every experiment's table: {output.html}\n    log: {log}"
     params:
         **COMMON,
         specs=SPECS,

@@ -61,7 +61,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
         units = [unit for experiment in plans for job in experiment.jobs for unit in job.units]
         print(json.dumps([{**dataclasses.asdict(u), "frames_trained": trained[u][0], "counts": trained[u][1]} for u in units]))
         return 0
-    print("\n".join(plan_lines(plans, args.scale, units=args.units, results_root=_results_root(args))))
+    print("\n".join(plan_lines(plans, args.scale, units=args.units, detail=args.detail,
+                                results_root=_results_root(args))))
     return 0
 
 
@@ -256,6 +257,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--only", default=None, help="PAPER or PAPER/EXPERIMENT (comma-separated).")
     p.add_argument("--json", action="store_true", help="Print every run unit as JSON.")
     p.add_argument("--units", action="store_true", help="After the per-experiment summary, list every run unit.")
+    p.add_argument("--detail", action="store_true",
+                   help="One row per experiment, every figure's source and each experiment's memory and claims' "
+                   "power (the default for a plan of at most 12 experiments; more are summed per paper).")
     _add_results(p)
     p.set_defaults(func=cmd_plan)
 

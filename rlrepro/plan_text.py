@@ -12,6 +12,7 @@ import re
 import textwrap
 from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
+from typing import Any, NamedTuple
 
 #: The terminal width every line of ``rlrepro plan`` fits (tested on every scale of the real specs).
 WIDTH = 80
@@ -173,60 +174,125 @@ def _time_cell(experiment, scale: str) -> tuple[str, float | None]:
     return hours_text(hours), hours
 
 
-def _device_hours(experiment, scale: str, stored: list, sources: dict, totals: dict) -> list[str]:
-    """The experiment's CPU and accelerator cells (``~`` an estimate, ``[n]`` its source, ``-`` no figure), numbering
-    new sources in ``sources`` and adding the hours to ``totals`` per (device, hardware, estimate)."""
+class _Cost(NamedTuple):
+    """One experiment's costs: the wall time here (text, hours) and the CPU and accelerator figures (or None)."""
+
+    key: str
+    time: str
+    hours: float | None
+    cpu: Any
+    accelerator: Any
+
+
+def _costs(plans: list, scale: str, stored: list) -> list[_Cost]:
     from rlrepro.bench.device_hours import accelerator_hours, cpu_hours
 
-    frames, cells = frames_of(experiment), []
-    for figure in (cpu_hours(experiment.key, frames, stored, experiment.spec, REFERENCE_MACHINE, scale),
-                   accelerator_hours(experiment.key, frames, stored)):
-        if figure is None:
-            cells.append("-")
-            continue
-        estimate = "~" if figure.status == "estimate" else ""
-        mark = sources.setdefault((figure.device, figure.hardware, figure.status, figure.source), len(sources) + 1)
-        cells.append(f"{estimate}{hours_text(figure.hours)} [{mark}]")
-        key = (figure.device, figure.hardware, estimate)
-        totals[key] = totals.get(key, 0.0) + figure.hours
-    return cells
+    costs = []
+    for experiment in plans:
+        time, hours = _time_cell(experiment, scale)
+        frames = frames_of(experiment)
+        costs.append(_Cost(experiment.key, time, hours,
+                           cpu_hours(experiment.key, frames, stored, experiment.spec, REFERENCE_MACHINE, scale),
+                           accelerator_hours(experiment.key, frames, stored)))
+    return costs
 
 
-def cost_lines(plans: list, scale: str, throughput: Path | None = None) -> list[str]:
-    """Per experiment: the estimated wall time here, and device-hours on a CPU machine (measured) and on the
-    accelerator the stored figures name (estimates until measured there), from rlrepro/bench/throughput.csv
-    (issue 12 item 9, issue 15); then the total time, what the markers mean, why some cannot run here, the
-    device-hour totals and every figure's source. ``throughput``: the stored figures (default: throughput.csv)."""
+def _same_as_time(costs: list[_Cost]) -> bool:
+    """Every CPU machine-hours figure equals its time here (cpu or smoke scale: both are the spec's measured
+    minutes): the plan then shows one column, not two identical ones."""
+    def same(cost: _Cost) -> bool:
+        if cost.cpu is None or cost.hours is None:
+            return cost.cpu is None and cost.hours is None
+        return hours_text(cost.cpu.hours) == hours_text(cost.hours)
+
+    return all(same(cost) for cost in costs)
+
+
+def _figure_cell(figure: Any, sources: dict | None) -> str:
+    """``~`` an estimate, ``[n]`` its source (numbered in ``sources``; none when None), ``-`` no figure."""
+    if figure is None:
+        return "-"
+    estimate = "~" if figure.status == "estimate" else ""
+    if sources is None:
+        return f"{estimate}{hours_text(figure.hours)}"
+    mark = sources.setdefault((figure.device, figure.hardware, figure.status, figure.source), len(sources) + 1)
+    return f"{estimate}{hours_text(figure.hours)} [{mark}]"
+
+
+def _summed_cell(figures: list) -> str:
+    """A paper's figures summed, ``~`` when any is an estimate; ``-`` when it has none."""
+    found = [f for f in figures if f is not None]
+    if not found:
+        return "-"
+    return ("~" if any(f.status == "estimate" for f in found) else "") + hours_text(sum(f.hours for f in found))
+
+
+def _paper_rows(plans: list, costs: list[_Cost], one_column: bool) -> list[tuple[str, ...]]:
+    """Per paper: experiments, runs, the time here summed (what cannot run here left out), CPU machine-hours
+    (unless the same as the time) and accelerator-hours."""
+    rows = []
+    for paper in dict.fromkeys(experiment.spec.paper for experiment in plans):
+        mine = [(e, c) for e, c in zip(plans, costs) if e.spec.paper == paper]
+        runs = sum(len(job.units) for e, _ in mine for job in e.jobs)
+        hours = [c.hours for _, c in mine if c.hours is not None]
+        time = hours_text(sum(hours)) if hours else "-"
+        cpu = () if one_column else (_summed_cell([c.cpu for _, c in mine]),)
+        rows.append((paper, f"{len(mine):,}", f"{runs:,}", time, *cpu, _summed_cell([c.accelerator for _, c in mine])))
+    return rows
+
+
+def cost_lines(plans: list, scale: str, throughput: Path | None = None, *, detail: bool = True) -> list[str]:
+    """Per experiment (``detail``) or per paper: the estimated wall time here, and device-hours on a CPU machine
+    (measured; one column with the time where they are equal) and on the accelerator the stored figures name
+    (estimates until measured there), from rlrepro/bench/throughput.csv (issue 12 item 9, issue 15); then the total
+    time, what the markers mean, why some cannot run here, the device-hour totals and (``detail``) every figure's
+    source. ``throughput``: the stored figures (default: throughput.csv)."""
     from rlrepro.bench.device_hours import THROUGHPUT_CSV, load_throughput
     from rlrepro.workflow import cannot_run
 
     throughput = throughput or THROUGHPUT_CSV
-    stored = load_throughput(throughput)
-    rows, times, sources, totals, reasons = [], [], {}, {}, {}
+    costs = _costs(plans, scale, load_throughput(throughput))
+    one_column = _same_as_time(costs)
+    sources: dict = {}
+    if detail:
+        rows = [(c.key, c.time, *(() if one_column else (_figure_cell(c.cpu, sources),)),
+                 _figure_cell(c.accelerator, sources)) for c in costs]
+        header = ("experiment", "time here", *(() if one_column else ("CPU machine-hours",)), "accelerator-hours")
+        lines = ["time and device-hours:", *table(header, by_paper(rows)), ""]
+    else:
+        header = ("paper", "experiments", "runs", "time here", *(() if one_column else ("CPU-hours",)),
+                  "GPU/TPU-hours")
+        lines = ["time and device-hours per paper (per experiment: --detail):",
+                 *table(header, _paper_rows(plans, costs, one_column)), ""]
+    unknown = sum(c.time == "unknown" for c in costs)
+    note = f"; {unknown} experiment(s) without an estimate" if unknown else ""
+    lines.append(f"estimated total time: {hours_text(sum(c.hours or 0.0 for c in costs))}{note}.")
+    lines += wrap(f"time here: on {REFERENCE_MACHINE}, 2 jobs at a time: "
+                  + ("[m] " if detail else "") + "the spec's minutes measured at this "
+                  "scale; else (paper scale) its cpu-scale minutes scaled by frames, at the cpu scale's batch sizes"
+                  + ("; unknown: the spec states no measured minutes." if unknown else ".")
+                  + (" It is the CPU machine-hours too: the jobs take the whole machine." if one_column else ""),
+                  hanging="  ")
+    lines += wrap("device-hours: frames over the stored throughput of one job (a GPU job runs one per GPU), a "
+                  "benchmark's where one exists (the paper's batches); " + ("[n] its source below; " if detail else "")
+                  + "~ an estimate, not measured; - no figure (a CPU job has no accelerator figure).", hanging="  ")
+    reasons: dict[str, list[str]] = {}
     for experiment in plans:
-        time, hours = _time_cell(experiment, scale)
-        times.append((time, hours))
         if reason := cannot_run(experiment):
             reasons.setdefault(reason, []).append(experiment.key)
-        rows.append((experiment.key, time, *_device_hours(experiment, scale, stored, sources, totals)))
-    header = ("experiment", "time here", "CPU machine-hours", "accelerator-hours")
-    lines = ["time and device-hours:", *table(header, by_paper(rows)), ""]
-    unknown = sum(time == "unknown" for time, _ in times)
-    note = f"; {unknown} experiment(s) without an estimate" if unknown else ""
-    lines.append(f"estimated total time: {hours_text(sum(hours or 0.0 for _, hours in times))}{note}.")
-    lines += wrap(f"time here: on {REFERENCE_MACHINE}, 2 jobs at a time: [m] the spec's minutes measured at this "
-                  "scale; else (paper scale) its cpu-scale minutes scaled by frames, at the cpu scale's batch sizes"
-                  + ("; unknown: the spec states no measured minutes." if unknown else "."), hanging="  ")
-    lines += wrap("device-hours: frames over the stored throughput of one job (a GPU job runs one per GPU), a "
-                  "benchmark's where one exists (the paper's batches); [n] its source below; ~ an estimate, not "
-                  "measured; - no figure (a CPU job has no accelerator figure).", hanging="  ")
     if reasons:
-        lines.append("cannot run here:")
+        lines.append("cannot run here" + ("" if detail else " (left out of the times above)") + ":")
         for reason, keys in reasons.items():
             lines += wrap(f"{', '.join(keys)}: {reason}", indent="  ")
-    lines += ["", *_totals_lines(totals), "", f"sources (stored figures: {throughput.name}, rlrepro/bench/):"]
-    for (device, hardware, status, source), mark in sources.items():
-        lines += wrap(f"[{mark}] {device.upper()} {status} on {hardware}: {source}", indent="  ")
+    totals: dict[tuple[str, str, str], float] = {}
+    for figure in [f for c in costs for f in (c.cpu, c.accelerator) if f is not None]:
+        key = (figure.device, figure.hardware, "~" if figure.status == "estimate" else "")
+        totals[key] = totals.get(key, 0.0) + figure.hours
+    lines += ["", *_totals_lines(totals)]
+    if detail:
+        lines += ["", f"sources (stored figures: {throughput.name}, rlrepro/bench/):"]
+        for (device, hardware, status, source), mark in sources.items():
+            lines += wrap(f"[{mark}] {device.upper()} {status} on {hardware}: {source}", indent="  ")
     return lines
 
 
@@ -250,9 +316,10 @@ def _device_order(total: tuple[str, str, str]) -> tuple[int, str, str]:
     return ("cpu", "gpu", "tpu").index(device), hardware, estimate
 
 
-def memory_lines(plans: list, scale: str) -> list[str]:
+def memory_lines(plans: list, scale: str, *, detail: bool = True) -> list[str]:
     """What each experiment's training jobs ask a cluster for (profiles/slurm, ``--mem``): the spec's measured peak
-    with headroom, or the default, marked (so a cluster user knows which jobs need ``--config mem_mb``)."""
+    with headroom, or the default, marked (so a cluster user knows which jobs need ``--config mem_mb``). Without
+    ``detail``: one sentence, how many experiments fall back to the default and the largest request."""
     from rlrepro.cluster import GPU_HOST_MB, MEM_FACTOR, MEM_MB, MEM_OVERHEAD_MB, memory_mb
 
     rows = []
@@ -261,6 +328,13 @@ def memory_lines(plans: list, scale: str) -> list[str]:
         peak = experiment.spec.scale(scale).expected_mem_mb
         rows.append((experiment.key, f"{len(experiment.jobs):,}", f"{mb:,} MB" + ("" if measured else " [d]"),
                      f"{peak:,.0f} MB" if measured else "-"))
+    if not detail:
+        defaults = sum(row[3] == "-" for row in rows)
+        largest = max(memory_mb(experiment, scale)[0] for experiment in plans) if plans else 0
+        return wrap(f"cluster memory per training job (profiles/slurm): at most {largest:,} MB; {len(rows) - defaults} "
+                    f"experiment(s) from a measured peak, {defaults} at the default {MEM_MB:,} MB (the spec states no "
+                    f"measured memory at scale '{scale}'; or set --config mem_mb=N). Per experiment: --detail.",
+                    hanging="  ")
     lines = ["cluster memory per training job (profiles/slurm):",
              *table(("experiment", "jobs", "--mem", "measured peak"), by_paper(rows))]
     lines += wrap(f"--mem: the measured peak x {MEM_FACTOR:g} + {MEM_OVERHEAD_MB} MB (rounded up to 100 MB; jobs with "
@@ -290,20 +364,28 @@ def unit_lines(plans: list, trained: dict) -> list[str]:
     return lines
 
 
-def power_lines(plans: list, scale: str, results_root: Path) -> list[str]:
+def power_lines(plans: list, scale: str, results_root: Path, *, detail: bool = True) -> list[str]:
     """Per ordering claim judged at ``scale``: the smallest difference the scale's seeds can detect (before a run,
-    from the claim's expected_sd; else from the experiment's last table), under its experiment."""
+    from the claim's expected_sd; else from the experiment's last table), under its experiment. Without ``detail``
+    the claims whose power is unknown are counted in one line rather than listed."""
     from rlrepro.results.claims import POWER_UNKNOWN, POWER_UNKNOWN_MEANING, claim_power
 
-    lines, unknown = [], False
+    lines, unknown, folded = [], False, {}
     for experiment in plans:
         table_json = Path(experiment.table_paths(results_root)["md"]).with_suffix(".json")
-        if claims := claim_power(experiment.spec, scale, table_json):
+        claims = claim_power(experiment.spec, scale, table_json)
+        unknown = unknown or any(text == POWER_UNKNOWN for _, text in claims)
+        if not detail:
+            folded[experiment.key] = sum(text == POWER_UNKNOWN for _, text in claims)
+            claims = [(claim, text) for claim, text in claims if text != POWER_UNKNOWN]
+        if claims:
             seeds = experiment.spec.scale(scale).seeds
             lines.append(f"  {experiment.key} ({seeds} seed{'s' if seeds != 1 else ''} per side):")
             for claim, text in claims:
                 lines += wrap(f"{claim}: {text}", indent="    ")
-                unknown = unknown or text == POWER_UNKNOWN
+    if count := sum(folded.values()):
+        lines += wrap(f"{POWER_UNKNOWN}: {count} claim(s) of {sum(n > 0 for n in folded.values())} experiment(s) "
+                      "(listed with --detail)", indent="  ")
     if not lines:
         return []
     meaning = f"; {POWER_UNKNOWN}: {POWER_UNKNOWN_MEANING}" if unknown else ""
@@ -311,15 +393,23 @@ def power_lines(plans: list, scale: str, results_root: Path) -> list[str]:
                 f"80% power (permutation test, one-sided 0.025, normal seeds){meaning}.", hanging="  ") + lines
 
 
-def plan_lines(plans: list, scale: str, *, units: bool, results_root: Path) -> list[str]:
-    """The whole text of ``rlrepro plan`` (without ``--json``)."""
+#: A plan of at most this many experiments lists them one per row; a longer one (every spec) is summed per paper
+#: unless ``--detail``, so that it reads on one screen.
+DETAIL_MAX = 12
+
+
+def plan_lines(plans: list, scale: str, *, units: bool, results_root: Path, detail: bool = False) -> list[str]:
+    """The whole text of ``rlrepro plan`` (without ``--json``): per experiment with ``detail`` or for a plan of at
+    most DETAIL_MAX experiments, else per paper with the per-experiment sections folded."""
     trained = trained_by_unit(plans, scale)
-    lines = [*summary_lines(plans, scale), "", *cost_lines(plans, scale), "", *memory_lines(plans, scale), ""]
+    detail = detail or len(plans) <= DETAIL_MAX
+    lines = [*summary_lines(plans, scale), ""] if detail else []
+    lines += [*cost_lines(plans, scale, detail=detail), "", *memory_lines(plans, scale, detail=detail), ""]
     lines += unit_lines(plans, trained) if units else ["(list every run unit with --units)"]
     count = sum(len(job.units) for experiment in plans for job in experiment.jobs)
     jobs = sum(len(experiment.jobs) for experiment in plans)
     lines += ["", *wrap(f"{count:,} run unit(s) in {jobs:,} job(s) at scale '{scale}'; {_total_text(plans, scale)}",
                         hanging="  ")]
-    if power := power_lines(plans, scale, results_root):
+    if power := power_lines(plans, scale, results_root, detail=detail):
         lines += ["", *power]
     return lines

@@ -15,6 +15,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -141,6 +142,18 @@ class JobGroup:
         base = Path(root) / "logs" / "train" / self.paper / self.experiment
         env = MULTITASK_ENV if self.multitask else "{env}"
         return str(base / "{variant}" / env / f"seeds{self.seeds[0]}-{self.seeds[-1]}.log")
+
+    def message(self, resources: Sequence[str] = ()) -> str:
+        """What Snakemake prints for a job of the group in place of its input, output and log lists (a job of several
+        seeds listed every summary.json: lines of 160 columns and more): experiment, variant, environment, seeds,
+        the log to follow and the job's ``resources`` (what a cluster is asked for). A Snakemake format string: the
+        job's wildcards, log and resource values (a profile's overrides included) fill it in."""
+        env = "every game" if self.multitask else "{wildcards.env}"
+        first, last = self.seeds[0], self.seeds[-1]
+        seeds = f"seed {first}" if first == last else f"seeds {first}-{last}"
+        asked = ", ".join(f"{name}={{resources.{name}}}" for name in resources)
+        return (f"train {self.paper}/{self.experiment} {{wildcards.variant}} on {env}, {seeds}\n    log: {{log}}"
+                + (f"\n    resources: {asked}" if asked else ""))
 
     def constraint(self, field_name: str) -> str:
         """A regex matching exactly this group's variants (``variant``) or environments (``env``)."""

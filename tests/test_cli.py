@@ -138,7 +138,8 @@ def test_plan_without_units_is_one_line_per_experiment(tmp_path: Path, capsys: p
     lines = out.splitlines()
     # the experiments under their paper: 24 runs of 2 whole chunks of 1,000 frames (budget 1,500 each)
     assert lines[2:4] == ["toy", "  mini        24    12          48,000 (36,000)"]
-    assert plan_row(out, "time and device-hours:", "toy/mini") == ["mini", "unknown", "-", "-"]
+    # no time and no CPU figure: the two columns are the same, shown once
+    assert plan_row(out, "time and device-hours:", "toy/mini") == ["mini", "unknown", "-"]
     assert "unknown: the spec states no measured minutes." in " ".join(out.split())
     assert "(list every run unit with --units)" in lines
     assert "run units" not in out

@@ -10,8 +10,9 @@ import pytest
 
 from rlrepro.bench.device_hours import COLUMNS
 from rlrepro.cli import main
-from rlrepro.plan_text import WIDTH, by_paper, cost_lines, table, unit_lines, wrap
-from rlrepro.workflow import plan
+from rlrepro.plan_text import WIDTH, by_paper, cost_lines, hours_text, table, unit_lines, wrap
+from rlrepro.specs import load_specs
+from rlrepro.workflow import plan, plan_experiment
 from tests.factories import toy_spec_data, write_spec
 
 REPO = Path(__file__).resolve().parents[1]
@@ -26,7 +27,8 @@ def test_every_line_of_the_plan_of_the_real_specs_fits_80_columns(monkeypatch, c
     monkeypatch.setenv("COLUMNS", "80")
     assert main(["plan", "--scale", scale, "--units"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert "time and device-hours:" in lines and "run units (trained: whole chunks of the budget):" in lines
+    assert "time and device-hours per paper (per experiment: --detail):" in lines
+    assert "run units (trained: whole chunks of the budget):" in lines
     too_wide = [line for line in lines if len(line) > WIDTH]
     assert not too_wide, f"{len(too_wide)} line(s) wider than {WIDTH}:\n" + "\n".join(too_wide[:5])
 
@@ -76,8 +78,8 @@ def test_units_too_wide_for_80_columns_are_listed_under_one_heading_per_variant(
 
 def test_the_cost_table_marks_estimates_and_numbers_their_sources(tmp_path):
     """impala/atari57_deep at paper scale: 57 games x 1 seed x 200M frames = 11.4e9 frames; on a stored 24,000
-    frames/s: 11.4e9 / 24,000 / 3,600 = 131.94 GPU-hours, an estimate (~) with its source [2]; its CPU figure, with no
-    stored CPU row, is the spec's cpu minutes scaled by frames [1]."""
+    frames/s: 11.4e9 / 24,000 / 3,600 = 131.94 GPU-hours, an estimate (~) with its source [1]; its CPU figure, with no
+    stored CPU row, is the spec's cpu minutes scaled by frames: the time here, so one column shows both."""
     path = tmp_path / "throughput.csv"
     with open(path, "w", newline="", encoding="utf-8") as handle:
         writer = csv.DictWriter(handle, COLUMNS)
@@ -87,9 +89,10 @@ def test_the_cost_table_marks_estimates_and_numbers_their_sources(tmp_path):
                          "command": "python -m rlrepro.bench impala-atari", "source": "a published figure"})
     lines = cost_lines(plan([REPO / "specs/impala/atari57_deep.yaml"], "paper"), "paper", path)
     assert lines[3] == "impala"
-    assert lines[4].split()[-3:] == ["~131.9", "h", "[2]"] and lines[4].split()[-4] == "[1]"
+    assert lines[1].split() == ["experiment", "time", "here", "accelerator-hours"]
+    assert lines[4].split()[-3:] == ["~131.9", "h", "[1]"]
     assert "  ~131.9 h GPU-hours on 1x Test GPU" in lines
-    assert "  [2] GPU estimate on 1x Test GPU: a published figure" in lines
+    assert "  [1] GPU estimate on 1x Test GPU: a published figure" in lines
     assert "sources (stored figures: throughput.csv, rlrepro/bench/):" in lines
 
 
@@ -124,3 +127,31 @@ def test_the_power_of_each_ordering_claim_is_listed_under_its_experiment(tmp_pat
     assert " ".join(" ".join(power[4:]).split()) == (
         "order: 5.7 in final_return if the expected SD 2 were the truth (normal seeds, permutation test) "
         "spread_unknown: unknown")
+
+
+def test_the_plan_of_every_spec_reads_on_one_screen_and_detail_gives_each_experiment(monkeypatch, capsys):
+    """Issue 31 item 11: the cpu plan of every spec was 224 lines, with two identical columns (time here and CPU
+    machine-hours: both the specs' measured minutes). By default it is summed per paper (well under 100 lines, one
+    time column); --detail lists each experiment, its figures' sources and the memory table, within 80 columns."""
+    monkeypatch.chdir(REPO)
+    assert main(["plan", "--scale", "cpu"]) == 0
+    out = capsys.readouterr().out
+    lines = out.splitlines()
+    assert len(lines) < 70 and max(map(len, lines)) <= WIDTH
+    header = lines[lines.index("time and device-hours per paper (per experiment: --detail):") + 1]
+    assert header.split() == ["paper", "experiments", "runs", "time", "here", "GPU/TPU-hours"]  # one time column
+    assert "It is the CPU machine-hours too" in " ".join(out.split())
+    papers = {line.split()[0]: line.split()[1:] for line in lines[lines.index(header) + 2:] if line and line[0] != " "}
+    # a paper's row: its experiments, their runs and the sum of their specs' measured cpu minutes
+    specs = [spec for _, spec in load_specs([REPO / "specs"]) if spec.paper == "synthetic_returns"]
+    runs = sum(len(job.units) for spec in specs for job in plan_experiment(Path("x.yaml"), spec, "cpu").jobs)
+    minutes = sum(spec.scale("cpu").expected_minutes for spec in specs)
+    assert papers["synthetic_returns"] == [str(len(specs)), str(runs), *hours_text(minutes / 60).split(), "-"]
+    assert "unknown: " in out and "(listed with --detail)" in out  # the unknown powers counted, not listed
+    assert main(["plan", "--scale", "cpu", "--detail"]) == 0
+    detail = capsys.readouterr().out.splitlines()
+    assert max(map(len, detail)) <= WIDTH
+    table = detail[detail.index("time and device-hours:") + 1]
+    assert table.split() == ["experiment", "time", "here", "accelerator-hours"]
+    assert "cluster memory per training job (profiles/slurm):" in detail
+    assert any(line.startswith("sources") for line in detail)

@@ -432,6 +432,16 @@ def test_the_dag_of_the_repository_specs_builds(tmp_path: Path, subprocess_env):
     jobs = re.findall(r"^(train_\w+)\s+1$", result.stdout, flags=re.M)
     assert jobs and not any("dmlab" in job for job in jobs)  # DMLab left out of the default target
     assert not (tmp_path / "results").exists()  # a dry run writes nothing
+    # Issue 31 item 10: a job prints one line of what it does and its log, not its input and output lists (a job of
+    # 16 seeds listed 16 summary paths; the aggregate step every summary of its experiment: lines of 1,000+ columns)
+    per_job = (result.stdout + result.stderr).partition("\nReasons:")[0]  # the dry run's reasons summary follows
+    assert not re.search(r"^    (input|output): .*summary\.json", per_job, flags=re.M)
+    assert re.search(r"^Job \d+: train impala/offpolicy_correction_toy corr=vtrace__lag=32__replay=0\.0__B=32 on catch, "
+                     r"seeds 0-15\n    log: results/cpu/logs/train/impala/offpolicy_correction_toy/", per_job, flags=re.M)
+    assert re.search(r"^Job \d+: tables of frodo/random_walk: results/cpu/tables/frodo/random_walk\.md$", per_job,
+                     flags=re.M)
+    # the longest: the log path of the IMPALA toy's longest variant name (129 columns); was 1,500+
+    assert max(len(line) for line in per_job.splitlines()) <= 130
 
 
 def test_snakemake_lint_passes(tmp_path: Path, subprocess_env):

@@ -82,7 +82,7 @@ def test_four_concurrent_jobs_through_snakemake_record_each_run_once_in_postgres
     result = _snakemake(workdir, specs, env)
     assert result.returncode == 0, _output(result)
     log = result.stderr
-    assert log.count("rule train_toytest_toy_server_") == 4, "expected 4 training jobs, one seed each"
+    assert log.count("(Rule: train_toytest_toy_server_") == 4, "expected 4 training jobs, one seed each"
     assert "TrackingWarning" not in log and "tracking off" not in log
 
     project = (workdir / "results" / ".project").read_text().strip()

@@ -17,6 +17,7 @@ environment on their raw returns (one task), since they have no agreed normalisa
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -240,17 +241,30 @@ def plot_probability_of_improvement(
     plt = _setup_matplotlib()
     fig, ax = plt.subplots(figsize=(8, 0.45 * len(rows) + 1.6))
     for i, (label, point, low, high) in enumerate(rows):
-        ax.barh(i, high - low, left=low, height=0.6, color="#4c72b0", alpha=0.55)
-        ax.plot([point] * 2, [i - 0.3, i + 0.3], color="black", linewidth=1.5)
+        if high > low:  # a zero-width interval draws no bar: the caption says so rather than promise one
+            ax.barh(i, high - low, left=low, height=0.6, color="#4c72b0", alpha=0.55)
+        # a marker, never clipped: P = 0 or 1 sits on the frame, where a bare line vanished into the spine
+        ax.plot([point], [i], marker="D", markersize=7, color="black", linestyle="none", clip_on=False, zorder=3)
     ax.axvline(0.5, color="#999", linestyle="--", linewidth=1)
     ax.set_yticks(range(len(rows)), [r[0] for r in rows], fontsize=7)
     ax.invert_yaxis()
     ax.set_xlim(-0.03, 1.03)  # a P of exactly 0 or 1 stays visible, off the frame
     ax.set_xlabel(f"probability that a run of the first beats one of the second on {metric.replace('_', ' ')} "
                   f"({direction}; ties 1/2)", fontsize=8)
-    ax.set_title(f"{title}\nmetric: {metric} ({direction}); bar: {CI_TEXT}; dashed: 0.5 (no difference)", fontsize=9)
+    ax.set_title(f"{title}\nmetric: {metric} ({direction}); {improvement_key(rows)}; dashed: 0.5 (no difference)",
+                 fontsize=9)
     fig.tight_layout()
     return _save(fig, path, plt)
+
+
+def improvement_key(rows: Sequence[tuple[str, float, float, float]]) -> str:
+    """What the improvement figure draws, said only where drawn: a bar for an interval of some width, a diamond
+    for P."""
+    widths = [high - low for _, _, low, high in rows]
+    if all(width <= 0 for width in widths):
+        return "diamond: P (no bar: the interval has no width, e.g. one run per side)"
+    none = " (no bar where it has no width)" if any(width <= 0 for width in widths) else ""
+    return f"diamond: P; bar: {CI_TEXT}{none}"
 
 
 def plot_sample_efficiency(
@@ -336,6 +350,73 @@ def plot_final_vs_axis(
     handles, labels = axes[0][0].get_legend_handles_labels()
     fig.legend(handles, labels, fontsize=7, loc="center left", bbox_to_anchor=(1.0, 0.5))
     fig.suptitle(f"{title}\nerror bars: {CI_TEXT} of the mean over seeds (as in the table)", fontsize=9)
+    fig.tight_layout()
+    return _save(fig, path, plt)
+
+
+#: Panels of the figure beside the paper's values at most (Atari's 57 games would make a poster, not a figure).
+MAX_PAPER_PANELS = 12
+#: Bars further apart than this factor (ours at a reduced scale, the paper's at its own) are drawn on a log axis.
+LOG_RATIO = 20
+
+
+def plot_beside_paper(
+    cells: dict[tuple[str, str], CellResult], paper_values: dict[str, dict[str, float]], path: Path, *, metric: str,
+    title: str, caption: str,
+) -> Path | None:
+    """Our value of ``metric`` per variant (mean over seeds: bar; each run: dot; 95% CI where two runs or more) beside
+    the paper's (hatched), one panel per environment that ran and has a paper value (IMPALA Table 1 as bars).
+    ``caption`` names the unit and both sides' hardware; None when no environment that ran has a paper value."""
+    from rlrepro.results.numbers import number_text
+
+    envs = [e for e in dict.fromkeys(e for _, e in cells) if any(env == e for v in paper_values.values() for env in v)]
+    if not envs:
+        return None
+    shown = envs[:MAX_PAPER_PANELS]
+    # every variant that ran, then a paper row no variant of this scale ran (its bar alone)
+    variants = list(dict.fromkeys([*(v for v, _ in cells), *(v for v, by_env in paper_values.items()
+                                                            if any(e in by_env for e in shown))]))
+    plt = _setup_matplotlib()
+    colour = styles(variants)
+    fig, axes = plt.subplots(1, len(shown), figsize=(6.5 * len(shown), 0.55 * len(variants) + 1.8), squeeze=False)
+    intervals = False
+    for ax, env in zip(axes[0], shown):
+        for i, variant in enumerate(variants):
+            values = [x for x in (cells[(variant, env)].values(metric) if (variant, env) in cells else [])
+                      if np.isfinite(x)]
+            paper = paper_values.get(variant, {}).get(env)
+            if values:
+                mean = float(np.mean(values))
+                ax.barh(i - 0.2, mean, height=0.38, color=colour[variant]["color"], alpha=0.8)
+                if len(values) > 1:
+                    _, low, high = stratified_bootstrap_ci(np.asarray(values)[:, None], aggregate_mean, reps=REPS,
+                                                           seed=SEED)
+                    ax.errorbar(mean, i - 0.2, xerr=[[mean - low], [high - mean]], color="black", capsize=3,
+                                linewidth=1)
+                    intervals = True
+                ax.plot(values, [i - 0.2] * len(values), "o", color="black", markersize=3)
+                ax.annotate(f" {number_text(mean)}", (mean, i - 0.2), va="center", fontsize=7)
+            if paper is not None:
+                ax.barh(i + 0.2, paper, height=0.38, color="white", edgecolor="#555", hatch="///")
+                ax.annotate(f" paper {number_text(paper)}", (paper, i + 0.2), va="center", fontsize=7, color="#555")
+        ax.set_yticks(range(len(variants)), variants, fontsize=7)
+        ax.invert_yaxis()
+        drawn = [p.get_width() for p in ax.patches if p.get_width() > 0]
+        if drawn and max(drawn) > LOG_RATIO * min(drawn):  # ours at a reduced scale beside the paper's: a log axis
+            ax.set_xscale("log")  # shows both, where a linear one shrinks ours to slivers
+            ax.set_xlim(min(drawn) / 2, max(drawn) * 3)
+            axis_note = " (log axis)"
+        else:
+            ax.set_xlim(0, ax.get_xlim()[1] * 1.15)  # room for the value labels
+            axis_note = ""
+        ax.set_title(env, fontsize=9)
+        ax.set_xlabel(metric.replace("_", " ") + axis_note, fontsize=8)
+        ax.xaxis.set_major_formatter(count_label_formatter())
+        ax.grid(axis="x", alpha=0.3)
+    more = f" (the first {len(shown)} of {len(envs)} environments)" if len(envs) > len(shown) else ""
+    bars = f"error bar: {CI_TEXT}" if intervals else "one run per variant: no interval"
+    fig.suptitle(f"{title}\nours (solid: mean; dots: runs; {bars}) beside the paper's (hatched){more}", fontsize=9)
+    fig.text(0.5, 0.0, textwrap.fill(caption, 110 * len(shown)), ha="center", va="top", fontsize=7)
     fig.tight_layout()
     return _save(fig, path, plt)
 

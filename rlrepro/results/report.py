@@ -10,7 +10,7 @@ from rlrepro.provenance import git_commit
 from rlrepro.results.claims import NOT_JUDGED, OUTCOMES, UNINFORMATIVE, VERDICT_MEANING, detail_with_method
 from rlrepro.results.html import write_html_report
 from rlrepro.results.plots import x_axis_label
-from rlrepro.results.tables import search_counts_text
+from rlrepro.results.tables import FITNESS_DECIMALS, number_text, search_counts_text
 from rlrepro.specs import Scale, SpecError
 from rlrepro.workflow import ExperimentPlan, SelectionError, cannot_run, plan, results_root
 
@@ -149,7 +149,8 @@ def _spec_set_lines(root: Path, skipped: list[str]) -> list[str]:
 def _search_summary(run: dict) -> str:
     """A loss search's best program (simplified equation, fitness) and its proposal counts, in one paragraph."""
     best = run["best"][0] if run["best"] else None
-    found = f"best program `{best['equation']}` (fitness {best['fitness']:.3f})" if best else "no program trained"
+    fitness = number_text(best["fitness"], decimals=FITNESS_DECIMALS) if best else ""
+    found = f"best program `{best['equation']}` (fitness {fitness})" if best else "no program trained"
     return f"Search {run['env']} seed {run['seed']}: {found}. {search_counts_text(run['statistics'])}\n\n"
 
 

@@ -15,9 +15,11 @@ from rlrepro.provenance import git_commit
 from rlrepro.results.aggregation import aggregate_mean, stratified_bootstrap_ci, summarize
 from rlrepro.results.claims import Verdict, hns_matrix, judge_claims
 from rlrepro.results.collect import CellResult, collect
-from rlrepro.results.figures import experiment_figures
+from rlrepro.results.figures import experiment_figures, plot_beside_paper
+from rlrepro.results.numbers import number_text
 from rlrepro.results.plots import plot_learning_curves, x_axis_label
 from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, spec_hash
+from rlrepro.specs.experiment import RETURN_METRICS
 from rlrepro.workflow import ExperimentPlan, frame_count, plan_experiment, results_root
 
 
@@ -41,6 +43,7 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
     figures = experiment_figures(spec, cells, paths["png"], title=title)
     figures += diagnostic_figures(spec_path, spec, cells, paths["png"], title=title)
     figures += profile_figures(plan, root, paths["png"], title=title)
+    figures += paper_figures(plan, root, cells, paths["png"], title=title, prov=provenance)
     paths["md"].write_text(_markdown(plan, rows, verdicts, provenance, paths["png"].name, cells, searches)
                            + "".join(f"![{caption}]({path.name})\n\n" for caption, path in figures))
     data = {"provenance": provenance, "rows": rows, "claims": [v.as_dict() for v in verdicts]}
@@ -95,6 +98,51 @@ def profile_figures(plan: ExperimentPlan, root: Path, curves_png: Path, *, title
     return figures
 
 
+def paper_figures(
+    plan: ExperimentPlan, root: Path, cells: dict[tuple[str, str], CellResult], curves_png: Path, *, title: str,
+    prov: dict,
+) -> list[tuple[str, Path]]:
+    """Our value per variant beside the paper's (``<experiment>.paper.png``) where the spec gives paper_values: the
+    caption names the metric's unit, the scale, our runs' hardware and the paper's source and hardware."""
+    spec = plan.spec
+    path = curves_png.with_name(f"{curves_png.stem}.paper.png")
+    path.unlink(missing_ok=True)
+    if not spec.paper_values:
+        return []
+    metric = spec.run.report_metric
+    seeds = prov["seeds"]
+    caption = (f"{metric}: {metric_unit(metric)}. Ours: scale '{prov['scale']}' "
+               f"({seeds} seed{'' if seeds == 1 else 's'}; "
+               f"{prov['frames_text']}) on {run_hardware(plan, root)}"
+               + ("" if prov["scale"] == "paper" else "; a reduced scale: read our bars against each other, not as the "
+                  "paper's setting")
+               + f". The paper's: {spec.paper_values_source or spec.reference.where}.")
+    drawn = plot_beside_paper(cells, spec.paper_values, path, metric=metric, title=title, caption=caption)
+    return [] if drawn is None else [(f"ours beside the paper's values ({metric}). {caption}", drawn)]
+
+
+def run_hardware(plan: ExperimentPlan, root: Path) -> str:
+    """Where the experiment's runs trained, from their spec.resolved.json ("device"): e.g. "2 CPU cores (JAX on the
+    CPU)";
+    several machines are listed apart; "hardware not recorded" for runs written before it was."""
+    seen = []
+    for job in plan.jobs:
+        for unit in job.units:
+            resolved = unit.run_dir(root) / "spec.resolved.json"
+            device = json.loads(resolved.read_text()).get("device") if resolved.exists() else None
+            if device:
+                seen.append(_hardware_text(device))
+    return " and ".join(dict.fromkeys(seen)) or "hardware not recorded"
+
+
+def _hardware_text(device: dict) -> str:
+    """"2 CPU cores (JAX on the CPU)", "1x NVIDIA H100 80GB HBM3 + 16 CPU cores": a run's ``device`` in words."""
+    cores = f"{device['cpu_cores']} CPU cores" if device.get("cpu_cores") else "CPU cores not recorded"
+    if device["platform"] == "cpu":
+        return f"{cores} (JAX on the CPU)"
+    return f"{device.get('device_count', 1)}x {device.get('device_kind') or device['platform']} + {cores}"
+
+
 def search_results(plan: ExperimentPlan, root: Path, top: int = 5) -> list[dict]:
     """Loss searches: per run, the search statistics and its ``top`` best programs (from the run's search.json)."""
     results = []
@@ -120,8 +168,9 @@ def _search_lines(searches: list[dict]) -> list[str]:
         lines += ["", f"### {run['variant']} / {run['env']} / seed {run['seed']}", "", search_counts_text(stats), "",
                   "| rank | fitness | per environment | loss |", "|---|---|---|---|"]
         for rank, best in enumerate(run["best"], 1):
-            scores = ", ".join(f"{v:.3f}" for v in best["scores"])
-            lines.append(f"| {rank} | {best['fitness']:.3f} | {scores} | `{best['equation']}` |")
+            scores = ", ".join(number_text(v, decimals=FITNESS_DECIMALS) for v in best["scores"])
+            fitness = number_text(best["fitness"], decimals=FITNESS_DECIMALS)
+            lines.append(f"| {rank} | {fitness} | {scores} | `{best['equation']}` |")
     return lines
 
 
@@ -273,8 +322,8 @@ def _estimate(point: str, low: str, high: str, one_run: bool) -> str:
     return f"{point} (1 run: no interval)" if one_run else f"{point} [{low}, {high}]"
 
 
-def _fmt(value: float) -> str:
-    return "n/a" if not math.isfinite(value) else f"{value:.3g}"
+#: Decimals of a human-normalised score (%) and of a loss search's fitness (a sum of normalised returns).
+HNS_DECIMALS, FITNESS_DECIMALS = 1, 3
 
 
 SCORE_METRICS = ("eval_return", "best_eval_return", "final_return")  # raw game scores, which human-normalisation applies to
@@ -288,7 +337,7 @@ def _random_row(spec: ExperimentSpec, envs: list[str]) -> list[str]:
     scores = [spec.random_score(env) for env in envs]
     if all(score is None for score in scores):
         return []
-    return ["| *uniform-random policy* | " + " | ".join("—" if x is None else _fmt(x) for x in scores) + " |"]
+    return ["| *uniform-random policy* | " + " | ".join("—" if x is None else number_text(x) for x in scores) + " |"]
 
 
 def _hns_lines(spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -> list[str]:
@@ -305,8 +354,8 @@ def _hns_lines(spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -
             continue
         stats = summarize(matrix[:, keep])
         one_run = matrix.shape[0] < 2
-        parts = [_estimate(f"{stats[k]['point']:.1f}", f"{stats[k]['low']:.1f}", f"{stats[k]['high']:.1f}", one_run)
-                 for k in ("median", "mean", "iqm")]
+        parts = [_estimate(*(number_text(stats[k][x], decimals=HNS_DECIMALS) for x in ("point", "low", "high")),
+                           one_run) for k in ("median", "mean", "iqm")]
         lines.append(f"| {variant} | {len(keep)} | " + " | ".join(parts) + " |")
     lines += _hns_per_game_lines(spec, cells, metric)
     return lines
@@ -321,7 +370,64 @@ def _hns_per_game_lines(spec: ExperimentSpec, cells: dict[tuple[str, str], CellR
     lines = ["", "Per game (mean over seeds, in %):", "", "| variant | " + " | ".join(games) + " |", "|---" * (len(games) + 1) + "|"]
     for variant, (names, matrix) in per_variant.items():
         means = dict(zip(names, np.nanmean(matrix, axis=0) if matrix.size else []))
-        lines.append(f"| {variant} | " + " | ".join(f"{means[g]:.1f}" if np.isfinite(means.get(g, np.nan)) else "—" for g in games) + " |")
+        shown = [number_text(means[g], decimals=HNS_DECIMALS) if np.isfinite(means.get(g, np.nan)) else "—"
+                 for g in games]
+        lines.append(f"| {variant} | " + " | ".join(shown) + " |")
+    return lines
+
+
+OUT_OF_RANGE_MARK = "‼"
+
+
+def declared_range(spec: ExperimentSpec, metric: str, env_id: str) -> tuple[float, float] | None:
+    """The range every run's value of ``metric`` on ``env_id`` lies in, as the spec declares it: a claim's
+    ``metric_range`` for that metric (and environment), else the environment's ``return_range`` for a return metric;
+    None where the spec declares none (a loss, frames/s)."""
+    for claim in spec.claims:
+        envs = getattr(claim, "environments", None) or [getattr(claim, "environment", env_id)]
+        if getattr(claim, "metric", None) == metric and claim.metric_range is not None and env_id in envs:
+            return float(claim.metric_range[0]), float(claim.metric_range[1])
+    env = next((e for e in spec.environments if e.id == env_id), None)
+    bounds = getattr(env, "return_range", None)
+    return (float(bounds[0]), float(bounds[1])) if bounds is not None and metric in RETURN_METRICS else None
+
+
+def outside_range(row: dict, bounds: tuple[float, float] | None) -> list[str]:
+    """The per-seed values of a table row outside ``bounds``, as "seed N: value"; none without bounds."""
+    if bounds is None:
+        return []
+    low, high = bounds
+    slack = 1e-6 * max(1.0, abs(low), abs(high))  # float32 rounding of a mean at the bound (as collect's check)
+    return [f"seed {run['seed']}: {number_text(run['value'])}" for run in row["per_seed"]
+            if math.isfinite(run["value"]) and not low - slack <= run["value"] <= high + slack]
+
+
+def _results_lines(spec: ExperimentSpec, by_cell: dict[tuple[str, str], dict], variants: list[str],
+                   envs: list[str]) -> list[str]:
+    """"Our results": mean [95% CI] per variant and environment, the paper's value beside it; a cell with a run
+    outside the metric's declared range is flagged (OUT_OF_RANGE_MARK) and the runs named under the table: such a
+    value is a bug in the run or a wrong range in the spec, never a result to read."""
+    lines = ["", "## Our results", "", "| variant | " + " | ".join(envs) + " |", "|---" * (len(envs) + 1) + "|"]
+    flagged = []
+    for variant in variants:
+        cells = []
+        for env in envs:
+            row = by_cell.get((variant, env))
+            paper = spec.paper_values.get(variant, {}).get(env)
+            text = "—" if row is None else _estimate(
+                number_text(row["mean"]), number_text(row["ci95_low"]), number_text(row["ci95_high"]),
+                one_run=math.isfinite(row["mean"]) and not math.isfinite(row["ci95_low"]),
+            )
+            bounds = declared_range(spec, row["metric"], env) if row is not None else None
+            if row is not None and (outside := outside_range(row, bounds)):
+                text = f"{OUT_OF_RANGE_MARK} {text}"
+                flagged.append(f"{variant} on {env} ({'; '.join(outside)}) outside [{number_text(bounds[0])}, "
+                               f"{number_text(bounds[1])}]")
+            cells.append(text if paper is None else f"{text} (paper {number_text(paper)})")
+        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    if flagged:
+        lines += ["", f"{OUT_OF_RANGE_MARK} outside the metric's declared range (a bug in the run, or a wrong range in "
+                  f"the spec; not a result): {'; '.join(flagged)}.", ""]
     return lines
 
 
@@ -348,18 +454,7 @@ def _markdown(
     if spec.reference.notes:
         lines += [f"- the paper's setting, as the spec's author wrote it (what each run trained with: Hyper-parameters "
                   f"below): {spec.reference.notes}"]
-    lines += ["", "## Our results", "", "| variant | " + " | ".join(envs) + " |", "|---" * (len(envs) + 1) + "|"]
-    for variant in variants:
-        cells = []
-        for env in envs:
-            row = by_cell.get((variant, env))
-            paper = spec.paper_values.get(variant, {}).get(env)
-            text = "—" if row is None else _estimate(
-                _fmt(row["mean"]), _fmt(row["ci95_low"]), _fmt(row["ci95_high"]),
-                one_run=math.isfinite(row["mean"]) and not math.isfinite(row["ci95_low"]),
-            )
-            cells.append(text if paper is None else f"{text} (paper {paper:g})")
-        lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    lines += _results_lines(spec, by_cell, variants, envs)
     lines += _random_row(spec, envs)
     lines += _hns_lines(spec, cells_by_key)
     if spec.paper_table:

@@ -346,6 +346,12 @@ class ExperimentSpec(SpecModel):
         default_factory=dict,
         description="The paper's value of the reported metric per variant and environment id, put beside ours in the table.",
     )
+    paper_values_source: str = Field(
+        "",
+        description="Where paper_values come from and what the paper measured them on (table, task, hardware), e.g. "
+        "'Table 1, task 1 (DMLab seekavoid_arena_01), CPU-only single-machine rows: 48 CPUs'. The caption of the "
+        "figure that draws them beside ours (default: the reference's `where`).",
+    )
 
     @model_validator(mode="after")
     def _check_references(self) -> "ExperimentSpec":

@@ -250,8 +250,9 @@ def _pick(names: list[str], name: str, what: str, spec_path: Path) -> int:
 
 def device_placement() -> dict[str, Any]:
     """Where this job's JAX programs run: platform (cpu/gpu/tpu), device kind (e.g. "NVIDIA A100-SXM4-40GB"), how many
-    devices this process sees, and the jax/jaxlib versions. Recorded in spec.resolved.json ("device") and as MLflow
-    params ``device.*``: a GPU job that silently fell back to the CPU shows here (and in its frames/s)."""
+    devices this process sees, the CPU cores it may use, and the jax/jaxlib versions. Recorded in spec.resolved.json
+    ("device") and as MLflow params ``device.*``: a GPU job that silently fell back to the CPU shows here (and in its
+    frames/s)."""
     import jaxlib
 
     devices = jax.devices()
@@ -260,6 +261,8 @@ def device_placement() -> dict[str, Any]:
         "device_kind": devices[0].device_kind,
         "device_count": len(devices),
         "process_count": jax.process_count(),
+        # the cores this process may use (a CPU job's frames/s rests on them; the report's figures name them)
+        "cpu_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "jax": jax.__version__,
         "jaxlib": jaxlib.__version__,
     }

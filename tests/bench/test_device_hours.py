@@ -73,7 +73,7 @@ def _source(out: str, mark: str) -> str:
 
 def test_plan_at_paper_scale_prints_device_hours_and_their_sources(monkeypatch, capsys):
     monkeypatch.chdir(REPO)
-    assert main(["plan", "--scale", "paper"]) == 0
+    assert main(["plan", "--scale", "paper", "--detail"]) == 0  # every spec: per experiment only with --detail
     out = capsys.readouterr().out
     assert "all GPU-hours (measured and estimated, the hardware above): ~" in out
     gpu = _cost_row(out, "impala/atari57_deep")[3]
@@ -103,9 +103,11 @@ def test_the_stored_cpu_atari_rows_give_paper_hours_and_the_cpu_scale_keeps_its_
                                              "rlrepro.bench impala-atari --chunks 3 --updates-per-chunk 10 (2026-11-24)")
     assert main(["plan", "--scale", "cpu", "--only", "impala/atari57_shallow"]) == 0
     out = capsys.readouterr().out
-    time, cpu = _cost_row(out, "impala/atari57_shallow")[1:3]
-    assert time == "1.0 h [m]" and cpu.startswith("1.0 h [")  # 60 min
-    assert _source(out, cpu.split()[-1]).endswith("the spec's cpu-scale minutes (the pipeline, 2 jobs at a time)")
+    # one column where the CPU machine-hours equal the time here (issue 31: two identical columns): 60 min
+    time, gpu = _cost_row(out, "impala/atari57_shallow")[1:3]
+    assert time == "1.0 h [m]" and "CPU machine-hours" not in out and gpu.endswith("]")
+    assert "It is the CPU machine-hours too" in " ".join(out.split())
+    assert "  1.0 h CPU-hours on 2-core x86-64 CPU, 24 GiB, no GPU" in out.splitlines()
 
 
 def test_a_multitask_experiment_counts_frames_the_same_way_in_time_and_machine_hours(monkeypatch, capsys):
@@ -114,6 +116,8 @@ def test_a_multitask_experiment_counts_frames_the_same_way_in_time_and_machine_h
     415,625 h. The machine-hours used to divide by the sum of per-game frames (277,083.3 h beside 415,625.0 h)."""
     monkeypatch.chdir(REPO)
     assert main(["plan", "--scale", "paper", "--only", "impala/atari57_multitask"]) == 0
-    time, cpu = _cost_row(capsys.readouterr().out, "impala/atari57_multitask")[1:3]
-    assert time == "415,625.0 h" and cpu.startswith("415,625.0 h [")
+    out = capsys.readouterr().out
+    # the machine-hours equal the time: one column shows both (issue 31), and the CPU total says the same figure
+    assert _cost_row(out, "impala/atari57_multitask")[1] == "415,625.0 h" and "CPU machine-hours" not in out
+    assert "  415,625.0 h CPU-hours on 2-core x86-64 CPU, 24 GiB, no GPU" in out.splitlines()
     assert 285e9 / (400_000 / 2_100) / 3_600 == 415_625

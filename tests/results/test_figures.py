@@ -273,3 +273,60 @@ def test_a_caption_never_promises_a_band_it_does_not_draw(tmp_path: Path) -> Non
     from rlrepro.results.plots import band_caption
 
     assert band_caption([1, 3]).endswith("(none for a variant of one run)") and "95%" in band_caption([3, 3])
+
+
+def test_the_improvement_figure_marks_p_0_and_1_visibly_and_draws_no_bar_it_has_not(tmp_path: Path) -> None:
+    """Issue 31: P = 0 with a zero-width interval drew a zero-width bar and a line on the frame: nothing to see. One
+    run per side: P(a > b) = 1 (5 > 1), P(b > a) = 0; each gets an unclipped diamond, no bar, and a caption that
+    promises no bar."""
+    from rlrepro.results.figures import Comparison, improvement_key
+
+    cells = {("a", "catch"): _cell("a", "catch", [[(100, 5.0)]], [5.0]),
+             ("b", "catch"): _cell("b", "catch", [[(100, 1.0)]], [1.0])}
+    pairs = [Comparison("a", "b", "final_return"), Comparison("b", "a", "final_return")]
+    ax = _improvement_axes(tmp_path, cells, pairs, metric="final_return")["x.improvement.png"]
+    marks = [line for line in ax.lines if line.get_marker() not in (None, "None", "")]
+    assert [(line.get_xdata()[0], line.get_ydata()[0]) for line in marks] == [(1.0, 0), (0.0, 1)]
+    assert all(line.get_markersize() >= 6 and not line.get_clip_on() for line in marks)
+    assert not ax.patches  # no zero-width bars
+    assert "no bar" in ax.get_title() and "bar: 95%" not in ax.get_title()
+    assert improvement_key([("p", 0.5, 0.2, 0.8), ("q", 0.0, 0.0, 0.0)]) == (
+        "diamond: P; bar: 95% stratified-bootstrap CI (no bar where it has no width)")
+
+
+def test_our_values_are_drawn_beside_the_papers_with_unit_and_hardware_in_the_caption(tmp_path: Path) -> None:
+    """IMPALA Table 1 as bars: a's runs 100 and 300 frames/s (mean 200) beside the paper's 17,000; b has no paper
+    value (its bar alone); c has the paper's only (nothing of ours). The caption passed in is printed under it."""
+    import matplotlib.pyplot as plt
+
+    from rlrepro.results.figures import plot_beside_paper
+
+    cells = {("a", "pong"): _cell("a", "pong", [[(100, 100.0)], [(100, 300.0)]], [100.0, 300.0]),
+             ("b", "pong"): _cell("b", "pong", [[(100, 50.0)]], [50.0])}
+    seen = {}
+    original = plt.Figure.savefig
+
+    def keep(fig, path, *args, **kwargs):
+        seen["fig"] = fig
+        return original(fig, path, *args, **kwargs)
+
+    plt.Figure.savefig = keep
+    try:
+        path = plot_beside_paper(cells, {"a": {"pong": 17_000.0}, "c": {"pong": 9_000.0}}, tmp_path / "t.paper.png",
+                                 metric="final_return", title="t",
+                                 caption="fps: frames per second; ours on 2 CPU cores")
+    finally:
+        plt.Figure.savefig = original
+    assert path.read_bytes()[:4] == b"\x89PNG"
+    fig = seen["fig"]
+    ax = fig.axes[0]
+    widths = sorted(round(patch.get_width(), 6) for patch in ax.patches)
+    assert widths == [50.0, 200.0, 9_000.0, 17_000.0]  # b's one run, a's mean, the paper's a and c; c has none of ours
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["a", "b", "c"]
+    assert ax.get_xscale() == "log" and "log axis" in ax.get_xlabel()  # 17,000 / 50 > 20: ours would be slivers
+    labels = [t.get_text().strip() for t in ax.texts]
+    assert labels == ["200", "paper 17,000", "50", "paper 9,000"]  # the report's number format
+    assert "fps: frames per second; ours on 2 CPU cores" in [t.get_text() for t in fig.texts]
+    assert "error bar: 95%" in fig._suptitle.get_text()  # a has two runs: its interval is drawn
+    assert plot_beside_paper(cells, {"a": {"breakout": 1.0}}, tmp_path / "u.png", metric="fps", title="t",
+                             caption="") is None  # no environment that ran has a paper value

@@ -614,3 +614,78 @@ def test_the_claims_table_has_a_method_column_only_where_a_verdict_records_one()
     assert "<th>method</th>" in table and "test: Welch; assumption: normal" in table
     assert table.count("class='group'") == 1  # the experiment once, not a column repeated per row
     assert "method" not in _verdict_table([("a/b", "c_d", "reproduced", "x", "")])
+
+
+# --- one number format, and values outside the declared range (issue 31 item 6) ---------------------------------
+
+
+@pytest.mark.parametrize(("value", "decimals", "text"), [
+    (0.10134, None, "0.101"), (-0.8199999928474426, None, "-0.82"), (5.0, None, "5"), (123.456, None, "123"),
+    (999.7, None, "1,000"),  # 3 significant figures round it to 1,000: the separator rule follows the rounded figure
+    (17_000.0, None, "17,000"), (17_234.5, None, "17,200"), (350_112_000.0, None, "350,000,000"),
+    (-2_345.0, None, "-2,340"), (0.000123, None, "0.000123"), (math.nan, None, "n/a"), (math.inf, None, "n/a"),
+    (12.0, 1, "12.0"), (1_234.56, 1, "1,234.6"), (0.5, 3, "0.500"),
+])
+def test_one_number_format_for_every_table(value: float, decimals: int | None, text: str) -> None:
+    from rlrepro.results.tables import number_text
+
+    assert number_text(value, decimals=decimals) == text
+
+
+def test_the_table_writes_thousands_with_separators_beside_the_papers_value(tmp_path: Path) -> None:
+    """Throughput-sized numbers: a's runs at 17,100 / 17,200 / 17,300 frames/s read "17,200 [...]" beside the
+    paper's 17,000, never "1.72e+04" and "(paper 17000)"."""
+    data = _toy()
+    data["paper_values"] = {"a": {"catch": 17_000.0}}
+    toy = write_spec(tmp_path / "specs", data)
+    spec, root = load_spec(toy), results_root(tmp_path / "results", "cpu")
+    for unit in [u for job in plan_experiment(toy, spec, "cpu").jobs for u in job.units]:
+        fabricate_run(root, spec, unit, 17_100.0 + 100 * unit.seed if unit.variant == "a" else 2.0)
+    md = aggregate_experiment(toy, scale="cpu", results=tmp_path / "results")["md"].read_text(encoding="utf-8")
+    ours = md.partition("## Our results")[2].partition("## The paper's numbers")[0]
+    [row_a] = [line for line in ours.splitlines() if line.startswith("| a |")]
+    assert "| 17,200 [17,100, 17,300] (paper 17,000) |" in row_a, row_a
+    assert "e+0" not in ours
+
+
+def test_a_value_outside_the_metrics_declared_range_is_flagged_in_the_table(tmp_path: Path) -> None:
+    """Catch's returns lie in [-1, 1]: a's runs (10, 11, 12) and b's seeds 1 and 2 (2, 3) are outside it; the cells
+    say so and the runs are named under the table. Cartpole declares no range: its cells carry no flag."""
+    data = _toy()
+    data["environments"][0]["return_range"] = [-1.0, 1.0]  # catch
+    toy = write_spec(tmp_path / "specs", data)
+    fabricate_all(toy, tmp_path / "results")
+    with pytest.warns(OutOfRangeWarning):
+        md = aggregate_experiment(toy, scale="cpu", results=tmp_path / "results")["md"].read_text(encoding="utf-8")
+    ours = md.partition("## Our results")[2].partition("## The paper's numbers")[0]
+    [row_a] = [line.split(" | ") for line in ours.splitlines() if line.startswith("| a |")]
+    [row_b] = [line.split(" | ") for line in ours.splitlines() if line.startswith("| b |")]
+    assert row_a[1].startswith("‼ 11 [") and row_b[1].startswith("‼ 2 [")  # catch: flagged
+    assert not row_a[2].startswith("‼") and not row_b[2].startswith("‼")  # cartpole: no declared range
+    note = next(line for line in ours.splitlines() if line.startswith("‼ outside"))
+    assert "a on catch (seed 0: 10; seed 1: 11; seed 2: 12) outside [-1, 1]" in note
+    assert "b on catch (seed 1: 2; seed 2: 3) outside [-1, 1]" in note
+
+
+def test_a_claims_metric_range_is_the_declared_range_of_its_metric() -> None:
+    from types import SimpleNamespace as NS
+
+    from rlrepro.results.tables import declared_range, outside_range
+
+    spec = NS(claims=[NS(metric="success", metric_range=(0.0, 1.0), environment="catch")],
+              environments=[NS(id="catch", return_range=(-1.0, 1.0)), NS(id="pong")])
+    assert declared_range(spec, "success", "catch") == (0.0, 1.0)
+    assert declared_range(spec, "final_return", "catch") == (-1.0, 1.0)
+    assert declared_range(spec, "fps", "catch") is None and declared_range(spec, "final_return", "pong") is None
+    row = {"per_seed": [{"seed": 0, "value": 1.0000004}, {"seed": 1, "value": 1.2}, {"seed": 2, "value": math.nan}]}
+    assert outside_range(row, (0.0, 1.0)) == ["seed 1: 1.2"]  # float32 rounding at the bound is inside
+
+
+def test_the_hardware_of_the_runs_is_named_in_words() -> None:
+    from rlrepro.results.tables import _hardware_text
+
+    cpu = {"platform": "cpu", "device_kind": "cpu", "device_count": 1, "cpu_cores": 2}
+    assert _hardware_text(cpu) == "2 CPU cores (JAX on the CPU)"
+    gpu = {"platform": "gpu", "device_kind": "NVIDIA H100 80GB HBM3", "device_count": 1, "cpu_cores": 16}
+    assert _hardware_text(gpu) == "1x NVIDIA H100 80GB HBM3 + 16 CPU cores"
+    assert _hardware_text({"platform": "cpu", "device_count": 1}) == "CPU cores not recorded (JAX on the CPU)"

@@ -98,6 +98,7 @@ def test_a_run_writes_resolved_spec_metrics_and_summary(finished: Path, spec: Pa
         device = json.loads((run_dir / "spec.resolved.json").read_text())["device"]
         assert device["platform"] == "cpu" and device["device_count"] >= 1 and device["device_kind"]
         assert device["jax"] == jax.__version__ and device["process_count"] == 1
+        assert device["cpu_cores"] == len(os.sched_getaffinity(0))  # what a CPU run's frames/s rests on (issue 31)
 
         records = read_metrics(run_dir / "metrics.jsonl")
         assert len((run_dir / "metrics.jsonl").read_text().splitlines()) == NUM_CHUNKS  # one line per chunk
