@@ -77,7 +77,10 @@ class Bench:
 #: The Atari benchmarks' rows: the benchmark (actors' policy on the learner's device) -> the experiments it measures.
 #: On an accelerator each also runs with the actors' policy on the host CPU (``CPU_ACTORS`` suffix, end to end only:
 #: the emulators and the learner are the same); the row takes the faster placement and names the other's figure.
-ATARI_ROWS = {"impala_atari_deep": "impala/atari57_deep", "impala_atari_shallow": "impala/atari57_shallow impala/throughput"}
+ATARI_ROWS = {
+    "impala_atari_deep": "impala/atari57_deep",
+    "impala_atari_shallow": "impala/atari57_shallow impala/throughput",
+}
 CPU_ACTORS = "_cpu_actors"
 
 
@@ -139,7 +142,8 @@ def _atari_source(f: dict, other: dict | None, parts: dict | None) -> str:
             f"envs, {f['mode']} actors x{f['num_actors']} with their policy on the {placement(f)} device, mean of "
             f"the timed chunks after a warm-up chunk")
     if other is not None:
-        text += f"; the faster of two placements: policy on the {placement(other)} device {other['end_to_end']:,.0f} frames/s"
+        text += (f"; the faster of two placements: policy on the {placement(other)} device "
+                 f"{other['end_to_end']:,.0f} frames/s")
     if parts is not None and parts.get("env_only") is not None:
         text += f"; env only {parts['env_only']:,.0f}, learner only {parts['learner_only']:,.0f} frames/s"
     return text + f", policy lag {f['policy_lag']:.2f}"
@@ -277,8 +281,9 @@ def rows_from(figures: dict[str, dict], platform: str, hw: str, size: str, date:
     for name, experiments in ATARI_ROWS.items():
         if (picked := faster_placement(figures, name)) is not None:
             run_name, f, other = picked
-            add(experiments, f["end_to_end"], "python -m rlrepro.bench impala-atari "
-                + " ".join(_bench(run_name, f["num_actors"]).arguments[size][1:]), _atari_source(f, other, figures.get(name)))
+            arguments = _bench(run_name, f["num_actors"]).arguments[size][1:]
+            command = "python -m rlrepro.bench impala-atari " + " ".join(arguments)
+            add(experiments, f["end_to_end"], command, _atari_source(f, other, figures.get(name)))
     if (f := figures.get("impala_toy")) is not None:
         seeds, fps = max(((int(k), v) for k, v in f["end_to_end"].items()))
         add("impala/offpolicy_correction_toy", fps, "python -m rlrepro.bench " + " ".join(_bench("impala_toy").arguments[size]),

@@ -452,9 +452,9 @@ def actor_device(setting: str | None = None) -> jax.Device:
     try:
         return jax.devices("cpu")[0]
     except RuntimeError as error:
-        raise ValueError(f"${ACTOR_DEVICE_ENV}=cpu: JAX has no CPU backend here (JAX_PLATFORMS="
-                         f"{os.environ.get('JAX_PLATFORMS')!r}): add cpu to JAX_PLATFORMS or set {ACTOR_DEVICE_ENV}=learner"
-                         ) from error
+        platforms = os.environ.get("JAX_PLATFORMS")
+        raise ValueError(f"${ACTOR_DEVICE_ENV}=cpu: JAX has no CPU backend here (JAX_PLATFORMS={platforms!r}): add "
+                         f"cpu to JAX_PLATFORMS or set {ACTOR_DEVICE_ENV}=learner") from error
 
 
 _EVALUATION_STREAM = 0x65_76_61_6C  # "eval": folded into the run's key, apart from the actors' keys

@@ -147,8 +147,8 @@ def test_the_actors_policy_runs_on_the_device_the_placement_setting_names(monkey
     monkeypatch.setenv("RLREPRO_ACTOR_DEVICE", "cpu")
     trainer = make_trainer("sync", total_updates=2, lag=0, max_episode_frames=400)
     assert trainer.actor_device == cpu
-    assert {d for leaf in jax.tree.leaves(trainer._actor_params(trainer.init(jax.random.key_data(jax.random.key(0))).learner.params))
-            for d in leaf.devices()} == {cpu}  # fmt: skip
+    params = trainer._actor_params(trainer.init(jax.random.key_data(jax.random.key(0))).learner.params)
+    assert {d for leaf in jax.tree.leaves(params) for d in leaf.devices()} == {cpu}
     on_cpu = run(trainer, chunks=1)
     assert make_trainer("a3c", num_actors=4).actor_device == jax.local_devices()[0]
     monkeypatch.setenv("RLREPRO_ACTOR_DEVICE", "learner")

@@ -94,7 +94,12 @@ def test_impala_atari_runs_the_actors_policy_where_asked_and_says_so_in_its_json
     monkeypatch.setenv("RLREPRO_ACTOR_DEVICE", "learner")  # restored after the test: the bench sets it to cpu
     monkeypatch.setattr(impala_atari, "env_only", lambda *_: pytest.fail("--end-to-end-only measured the emulators"))
     built = []
-    monkeypatch.setattr(impala_atari, "end_to_end", lambda trainer, _: (built.append(trainer.actor_device), (12.0, 1.0))[1])
+
+    def end_to_end(trainer, chunks):
+        built.append(trainer.actor_device)
+        return 12.0, 1.0
+
+    monkeypatch.setattr(impala_atari, "end_to_end", end_to_end)
     path = tmp_path / "figures.json"
     assert main(["impala-atari", "--envs", "4", "--actor-device", "cpu", "--end-to-end-only", "--json", str(path)]) == 0
     figures = json.loads(path.read_text())

@@ -309,7 +309,7 @@ def make_policy_step(network: ActorCritic) -> PolicyStep:
       ``reset_core_state`` where the previous step ended an episode; ``initial_core_state`` to start).
     Returns ``(action [B] int32, logits [B, A] (the behaviour logits), new core state, next key)``: the step
     splits ``key`` itself (``rlrepro.training.actor_learner.sample_action``) and returns the key for the next step,
-    so an acting step is one dispatch. Deterministic given ``key``. The core state to record as an unroll's ``Batch.initial_core_state`` is the one
-    passed in with the unroll's first observation.
+    so an acting step is one dispatch. Deterministic given ``key``. The core state to record as an unroll's
+    ``Batch.initial_core_state`` is the one passed in with the unroll's first observation.
     """
     return jax.jit(functools.partial(_policy_step, network=network))
