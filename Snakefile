@@ -25,7 +25,7 @@ from rlrepro.workflow import cannot_run, cluster_environment, job_groups, named_
 if workflow.is_main_process and (_recovered := recover(Path.cwd(), stop_trainers=not workflow.dryrun)):
     print(_recovered, file=sys.stderr)
 
-os.environ.update(cluster_environment(config))  # project, search_executor, dask_address: where, never what
+os.environ.update(cluster_environment(config))  # project, search_executor, dask_address, actor_device: where, never what
 SCALE = str(config.get("scale", "cpu"))
 if SCALE not in SCALES:
     raise ValueError(f"--config scale={SCALE}: unknown scale; expected one of {', '.join(SCALES)}")

@@ -358,6 +358,7 @@ CLUSTER_CONFIG_ENV = {
     "project": "RLREPRO_PROJECT",  # the MLflow run keys' namespace (rlrepro.tracking.project_namespace)
     "search_executor": "RLREPRO_SEARCH_EXECUTOR",  # local | dask | dask-slurm | inline (rlrepro.search.executor)
     "dask_address": "RLREPRO_DASK_ADDRESS",  # tcp://scheduler:8786
+    "actor_device": "RLREPRO_ACTOR_DEVICE",  # learner | cpu: where host actors run their policy (training.placement)
 }
 
 
@@ -365,14 +366,18 @@ def cluster_environment(config: dict) -> dict[str, str]:
     """The environment variables for the Snakemake config's placement keys (those it gives; none is in a hash).
 
     Raises:
-        ValueError: ``search_executor`` names no executor kind.
+        ValueError: ``search_executor`` names no executor kind, or ``actor_device`` no actor device.
     """
     from rlrepro.search.executor import KINDS
+    from rlrepro.training.placement import ACTOR_DEVICES  # imports no JAX
 
     env = {var: str(config[key]).strip() for key, var in CLUSTER_CONFIG_ENV.items() if str(config.get(key) or "").strip()}
     kind = env.get("RLREPRO_SEARCH_EXECUTOR")
     if kind is not None and kind not in KINDS:
         raise ValueError(f"--config search_executor={kind}: expected one of {', '.join(KINDS)}")
+    actors = env.get("RLREPRO_ACTOR_DEVICE")
+    if actors is not None and actors not in ACTOR_DEVICES:
+        raise ValueError(f"--config actor_device={actors}: expected one of {', '.join(ACTOR_DEVICES)}")
     return env
 
 

@@ -8,8 +8,9 @@ carried wheels on the path):
    V-RACER + ReF-ER, DQNReg) with MLflow off (``rlrepro train --no-mlflow``), side by side, and checks that each
    job's ``device`` record (``spec.resolved.json``) names the platform JAX sees (gpu on a GPU machine, cpu on CPU);
 3. runs the benchmarks one after another (``python -m rlrepro.bench NAME``; each blocks on its results before it
-   reads a clock): IMPALA Atari shallow and deep (env only, learner only, end to end with the machine's cores as
-   actor threads), the IMPALA toy with seeds vmapped, FRODO's meta-update, and the loss search's hurdle runs per hour
+   reads a clock): IMPALA Atari deep and shallow (env only, learner only, end to end with the machine's cores as
+   actor threads; on an accelerator end to end again with the actors' policy on the host CPU, and the row takes the
+   faster placement), the IMPALA toy with seeds vmapped, FRODO's meta-update, and the loss search's hurdle runs per hour
    with K programs batched. ``--size paper`` uses the paper's batch sizes (the default when JAX sees a GPU);
    ``--size small`` the smallest that still run every code path (the default on CPU: CI's check);
 4. writes ``throughput-rows.csv`` (``rlrepro/bench/throughput.csv``'s columns) with a row per measured figure.
@@ -73,17 +74,39 @@ class Bench:
     timeout_s: int
 
 
-def benches(actors: int) -> tuple[Bench, ...]:
-    """The benchmarks; ``actors`` actor threads share the Atari spec's 32 environments end to end (the machine's
-    cores, a divisor of 32). Paper sizes: IMPALA's B = 32 x T = 20 (Table G.1; the specs), the toy's 32 x 20 with
-    1-256 seeds vmapped, FRODO's M = 5 inner updates on 30 x 30 Atari batches, the search's CartPole hurdle runs
-    (10k steps) with K = 1 and 32 programs in lockstep."""
+#: The Atari benchmarks' rows: the benchmark (actors' policy on the learner's device) -> the experiments it measures.
+#: On an accelerator each also runs with the actors' policy on the host CPU (``CPU_ACTORS`` suffix, end to end only:
+#: the emulators and the learner are the same); the row takes the faster placement and names the other's figure.
+ATARI_ROWS = {
+    "impala_atari_deep": "impala/atari57_deep",
+    "impala_atari_shallow": "impala/atari57_shallow impala/throughput",
+}
+CPU_ACTORS = "_cpu_actors"
+
+
+def benches(actors: int, accelerator: bool = True) -> tuple[Bench, ...]:
+    """The benchmarks, the most informative first (a budget cut skips the last); ``actors`` actor threads share the
+    Atari spec's 32 environments end to end (the machine's cores, a divisor of 32). Paper sizes: IMPALA's B = 32 x
+    T = 20 (Table G.1; the specs), the toy's 32 x 20 with 1-256 seeds vmapped, FRODO's M = 5 inner updates on 30 x 30
+    Atari batches, the search's CartPole hurdle runs (10k steps) with K = 1 and 32 programs in lockstep.
+    ``accelerator``: also IMPALA Atari deep and shallow end to end with the actors' policy on the host CPU
+    (``--actor-device cpu``; 2 timed chunks, no parts: about 30 s each), right after the same bench on the learner's
+    device (on a CPU-only machine both placements are one device: not run)."""
     deep = ["--spec", "specs/impala/atari57_deep.yaml", "--network", "impala_deep"]
-    atari_paper = ["impala-atari", "--num-actors", str(actors), "--chunks", "3", "--updates-per-chunk", "10"]
-    atari_small = ["impala-atari", "--chunks", "1", "--updates-per-chunk", "2", "--env-seconds", "1"]
-    return (
-        Bench("impala_atari_shallow", {"paper": atari_paper, "small": atari_small}, 240),
+    atari_paper = ["impala-atari", "--num-actors", str(actors), "--chunks", "3", "--updates-per-chunk", "10",
+                   "--actor-device", "learner"]
+    atari_small = ["impala-atari", "--chunks", "1", "--updates-per-chunk", "2", "--env-seconds", "1",
+                   "--actor-device", "learner"]
+    on_cpu = ["--actor-device", "cpu", "--end-to-end-only"]
+    cpu_paper = ["impala-atari", "--num-actors", str(actors), "--chunks", "2", "--updates-per-chunk", "10", *on_cpu]
+    cpu_small = ["impala-atari", "--chunks", "1", "--updates-per-chunk", "2", *on_cpu]
+    atari = (
         Bench("impala_atari_deep", {"paper": atari_paper + deep, "small": atari_small + deep}, 300),
+        Bench("impala_atari_deep" + CPU_ACTORS, {"paper": cpu_paper + deep, "small": cpu_small + deep}, 150),
+        Bench("impala_atari_shallow", {"paper": atari_paper, "small": atari_small}, 240),
+        Bench("impala_atari_shallow" + CPU_ACTORS, {"paper": cpu_paper, "small": cpu_small}, 150),
+    )
+    return tuple(b for b in atari if accelerator or not b.name.endswith(CPU_ACTORS)) + (
         Bench("impala_toy", {
             "paper": ["impala-toy", "--env", "catch", "--repeats", "3", "--seeds", "1", "16", "256"],
             "small": ["impala-toy", "--env", "catch", "--batch-size", "4", "--unroll-length", "5", "--repeats", "1",
@@ -99,6 +122,31 @@ def benches(actors: int) -> tuple[Bench, ...]:
             "small": ["evolving-rl", "--updates", "10", "--programs", "1", "--batches", "2", "--no-host"],
         }, 300),
     )
+
+
+def faster_placement(figures: dict[str, dict], name: str) -> tuple[str, dict, dict | None] | None:
+    """The Atari benchmark ``name``'s run with the higher end to end of its two placements (``name`` and
+    ``name + CPU_ACTORS``): ``(the run's benchmark name, its figures, the other run's figures or None)``; None when
+    neither ran."""
+    runs = [(n, figures[n]) for n in (name, name + CPU_ACTORS) if figures.get(n) is not None]
+    if not runs:
+        return None
+    runs.sort(key=lambda run: run[1]["end_to_end"], reverse=True)
+    return runs[0][0], runs[0][1], runs[1][1] if len(runs) > 1 else None
+
+
+def _atari_source(f: dict, other: dict | None, parts: dict | None) -> str:
+    """A row's source: the setting, where the actors' policy ran, the other placement's end to end, the parts."""
+    placement = lambda run: run.get("actor_device") or "learner"  # noqa: E731  (runs before the setting: learner)
+    text = (f"end to end: Pong, {f['network']}, B={f['batch_size']} x T={f['unroll_length']} with {f['num_envs']} "
+            f"envs, {f['mode']} actors x{f['num_actors']} with their policy on the {placement(f)} device, mean of "
+            f"the timed chunks after a warm-up chunk")
+    if other is not None:
+        text += (f"; the faster of two placements: policy on the {placement(other)} device "
+                 f"{other['end_to_end']:,.0f} frames/s")
+    if parts is not None and parts.get("env_only") is not None:
+        text += f"; env only {parts['env_only']:,.0f}, learner only {parts['learner_only']:,.0f} frames/s"
+    return text + f", policy lag {f['policy_lag']:.2f}"
 
 
 class Tee:
@@ -230,14 +278,12 @@ def rows_from(figures: dict[str, dict], platform: str, hw: str, size: str, date:
         rows.append({"experiments": experiments, "device": platform, "hardware": hw, "frames_per_s": f"{fps:.0f}",
                      "status": status, "date": date, "command": f"{command} (in {script})", "source": source})
 
-    for name, experiments in (("impala_atari_shallow", "impala/atari57_shallow impala/throughput"),
-                              ("impala_atari_deep", "impala/atari57_deep")):
-        if (f := figures.get(name)) is not None:
-            add(experiments, f["end_to_end"], "python -m rlrepro.bench impala-atari "
-                + " ".join(_bench(name, f["num_actors"]).arguments[size][1:]),
-                f"end to end: Pong, {f['network']}, B={f['batch_size']} x T={f['unroll_length']} with {f['num_envs']} "
-                f"envs, {f['mode']} actors x{f['num_actors']}, mean of the timed chunks after a warm-up chunk; env only "
-                f"{f['env_only']:,.0f}, learner only {f['learner_only']:,.0f} frames/s, policy lag {f['policy_lag']:.2f}")
+    for name, experiments in ATARI_ROWS.items():
+        if (picked := faster_placement(figures, name)) is not None:
+            run_name, f, other = picked
+            arguments = _bench(run_name, f["num_actors"]).arguments[size][1:]
+            command = "python -m rlrepro.bench impala-atari " + " ".join(arguments)
+            add(experiments, f["end_to_end"], command, _atari_source(f, other, figures.get(name)))
     if (f := figures.get("impala_toy")) is not None:
         seeds, fps = max(((int(k), v) for k, v in f["end_to_end"].items()))
         add("impala/offpolicy_correction_toy", fps, "python -m rlrepro.bench " + " ".join(_bench("impala_toy").arguments[size]),
@@ -253,7 +299,8 @@ def rows_from(figures: dict[str, dict], platform: str, hw: str, size: str, date:
                    f"T={f['unroll_length']} Atari batches, frames counted x4: {f['frodo']:,.0f} frames/s; the plain "
                    f"IMPALA update on the same batches {f['impala']:,.0f} frames/s")
         command = "python -m rlrepro.bench " + " ".join(_bench("frodo_meta_update").arguments[size])
-        actors = figures.get("impala_atari_shallow")
+        shallow = faster_placement(figures, "impala_atari_shallow")  # the host actors at their faster placement
+        actors = shallow[1] if shallow is not None else None
         if actors is not None and actors["end_to_end"] < f["frodo"]:
             add("frodo/atari57 frodo/atari8_ablations", actors["end_to_end"], command,
                 f"derived, not measured end to end: the host actors' end to end rate (IMPALA shallow, same actor "
@@ -343,7 +390,7 @@ def run(out_dir: Path, size: str | None, budget_s: float | None, parallel: int |
                                       timeout_s=int(min(300 if platform != "cpu" else 900, budget_s)))
         actors = max(a for a in (1, 2, 4, 8, 16, 32) if a <= cores)  # a divisor of the spec's 32 environments
         figures: dict[str, dict] = {}
-        for bench in benches(actors):
+        for bench in benches(actors, accelerator=platform != "cpu"):
             left = budget_s - (time.perf_counter() - started)
             if left < 30:
                 out(f"{bench.name}: skipped, {left:.0f} s of the budget left")

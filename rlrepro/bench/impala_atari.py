@@ -5,6 +5,8 @@
 - end to end: the real actor-learner (threaded actors, or ``--mode sync`` / ``a2c_sync_traj`` / ``a3c``, Table 1's
   other single-machine organisations) for a few chunks, after warm-up; ``--table1``: all four organisations, each
   end to end on the same cores and environments, beside Table 1's CPU-only rows.
+``--actor-device cpu`` runs the actors' policy on the host CPU instead of the learner's device (on a GPU machine:
+no host-device round trip per acting step; ``rlrepro.training.placement``).
 Acting and learning share the cores, so together they allow ``1 / (1/env + 1/learner)`` frames/s;
 the ratio compares end to end with that (goal: 0.8 or more with the shallow network on 2 cores).
 Runs unchanged on a GPU machine (the learner then uses the accelerator).
@@ -15,6 +17,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
+import os
 import time
 
 import jax
@@ -27,6 +30,7 @@ from rlrepro.plan_text import wrap
 from rlrepro.specs import load_spec
 from rlrepro.specs.agents.impala import ActorSpec
 from rlrepro.training.actor_learner import ONE_ENV_PER_ACTOR, play_unroll, start_actor
+from rlrepro.training.placement import ACTOR_DEVICE_ENV, ACTOR_DEVICES, actor_device_setting
 
 
 def env_only(env_spec, seconds: float) -> float:
@@ -134,8 +138,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--updates-per-chunk", type=int, default=10, metavar="N",
                         help="updates per chunk (learner only: as many, at least 2)")
     parser.add_argument("--env-seconds", type=float, default=10.0, metavar="S", help="env only: seconds stepped")
+    parser.add_argument("--end-to-end-only", action="store_true",
+                        help="skip env only and learner only (a second placement of a run whose parts are measured)")
+    parser.add_argument("--actor-device", choices=ACTOR_DEVICES, default=None, metavar="WHERE",
+                        help=f"where the actors' policy runs: learner (the learner's first device) or cpu (the host "
+                             f"CPU); default ${ACTOR_DEVICE_ENV}, else learner")
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures to PATH (JSON)")
     args = parser.parse_args(argv)
+    if args.actor_device:  # the placement setting a training job reads (rlrepro.training.placement)
+        os.environ[ACTOR_DEVICE_ENV] = args.actor_device
+    actor_device = actor_device_setting()
 
     spec = load_spec(args.spec)
     env_spec = next(e for e in spec.environments if e.id == args.game)
@@ -160,24 +172,27 @@ def main(argv: list[str] | None = None) -> int:
     actor = ActorSpec(mode=args.mode, num_actors=num_actors)
     trainer = HostImpalaTrainer(config, env_spec, actor, updates_per_chunk=args.updates_per_chunk)
     setting = (f"IMPALA Atari benchmark: {args.game}, {agent.network.kind}, B={config.batch_size}, "
-               f"T={config.unroll_length}, {env_spec.num_envs} envs, actors {args.mode} x{num_actors}, "
-               f"devices {jax.devices()}")
+               f"T={config.unroll_length}, {env_spec.num_envs} envs, actors {args.mode} x{num_actors} acting on "
+               f"{actor_device} ({trainer.actor_device}), devices {jax.devices()}")
     print("\n".join(wrap(setting)))
-    env_fps = env_only(env_spec, args.env_seconds)
-    print(row("env only (random actions)", env_fps, "frames/s"))
-    learner_fps = learner_only(trainer, repeats=max(2, args.updates_per_chunk))
-    print(row("learner only (fixed batch)", learner_fps, "frames/s"))
-    allowed = 1.0 / (1.0 / env_fps + 1.0 / learner_fps)
-    bound = min(env_fps, learner_fps)
-    print(row("parts together (shared cores)", allowed, "frames/s", f"(parallel bound {bound:,.0f})"))
+    env_fps = learner_fps = allowed = None
+    if not args.end_to_end_only:
+        env_fps = env_only(env_spec, args.env_seconds)
+        print(row("env only (random actions)", env_fps, "frames/s"))
+        learner_fps = learner_only(trainer, repeats=max(2, args.updates_per_chunk))
+        print(row("learner only (fixed batch)", learner_fps, "frames/s"))
+        allowed = 1.0 / (1.0 / env_fps + 1.0 / learner_fps)
+        bound = min(env_fps, learner_fps)
+        print(row("parts together (shared cores)", allowed, "frames/s", f"(parallel bound {bound:,.0f})"))
     e2e, lag = end_to_end(trainer, args.chunks)
-    print(row("end to end", e2e, "frames/s", f"ratio to parts {e2e / allowed:4.2f}"))
+    print(row("end to end", e2e, "frames/s", "" if allowed is None else f"ratio to parts {e2e / allowed:4.2f}"))
     print(row("policy lag (end to end)", lag, "updates", figure=".2f"))
     if args.json:
         figures = {"env_only": env_fps, "learner_only": learner_fps, "parts_together": allowed, "end_to_end": e2e,
                    "policy_lag": lag, "network": agent.network.kind, "batch_size": config.batch_size,
                    "unroll_length": config.unroll_length, "num_envs": env_spec.num_envs, "mode": args.mode,
-                   "num_actors": args.num_actors, "devices": [str(d) for d in jax.devices()]}
+                   "num_actors": args.num_actors, "actor_device": actor_device,
+                   "devices": [str(d) for d in jax.devices()]}
         with open(args.json, "w", encoding="utf-8") as handle:
             json.dump(figures, handle, indent=1)
     return 0

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import collections
 import math
+import os
 import queue
 import threading
 import time
@@ -32,9 +33,11 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 
 from rlrepro.environments.atari import AtariEnv
+from rlrepro.training.placement import ACTOR_DEVICE_ENV, actor_device_setting
 
 
 class HostEnv(Protocol):
@@ -71,7 +74,21 @@ class Unroll(NamedTuple):
     param_version: int
 
 
-PolicyStep = Callable[[Any, np.ndarray, np.ndarray, np.ndarray, Any, jax.Array], tuple[Any, Any, Any]]
+#: ``policy_step(params, observation, prev_action, prev_reward, core_state, key) -> (action, logits, core_state, key)``:
+#: one jitted acting step for the B environments of an actor. It splits ``key`` itself (``sample_action``) and
+#: returns the key to carry to the next step, so that an acting step is one dispatch and one ``jax.device_get`` of
+#: ``(action, logits)`` (``play_unroll``); the actions equal those of splitting the key on the host first.
+PolicyStep = Callable[[Any, np.ndarray, np.ndarray, np.ndarray, Any, jax.Array], tuple[Any, Any, Any, jax.Array]]
+
+
+def sample_action(key: jax.Array, logits: jax.Array) -> tuple[jax.Array, jax.Array]:
+    """``a ~ softmax(logits)`` (IMPALA's behaviour policy mu) with a fresh subkey; returns ``(action int32, next key)``.
+
+    The split is the actors' sequence ``key, step_key = jax.random.split(key)``, done inside the policy step's jit
+    instead of on the host: the same keys, so the same actions for the same seed (one dispatch fewer per step).
+    """
+    key, step_key = jax.random.split(key)
+    return jax.random.categorical(step_key, logits).astype(jnp.int32), key
 
 
 @dataclass
@@ -108,8 +125,8 @@ def play_unroll(
     initial_core, core, key = jax.tree.map(np.copy, state.core_state), state.core_state, state.key
     obs, prev_action, prev_reward = state.observation, state.prev_action, state.prev_reward
     for _ in range(unroll_length):
-        key, step_key = jax.random.split(key)
-        action, logits, core = policy_step(params, obs, prev_action, prev_reward, core, step_key)
+        action, logits, core, key = policy_step(params, obs, prev_action, prev_reward, core, key)
+        action, logits = jax.device_get((action, logits))  # one device-to-host transfer per step
         action = np.asarray(action, np.int32)
         step = env.step(action)
         core = reset_core(core, step.done)
@@ -422,6 +439,24 @@ def check_one_env_per_actor(mode: str, num_envs: int, num_actors: int) -> None:
         )
 
 
+def actor_device(setting: str | None = None) -> jax.Device:
+    """The device of the actors' policy for ``setting`` (default: ``$RLREPRO_ACTOR_DEVICE``, ``placement``):
+    ``learner``, the learner's first local device; ``cpu``, the host CPU (the same device on a CPU-only machine).
+
+    Raises:
+        ValueError: a bad setting, or ``cpu`` where JAX was started without its CPU backend.
+    """
+    setting = actor_device_setting(setting)
+    if setting == "learner":
+        return jax.local_devices()[0]
+    try:
+        return jax.devices("cpu")[0]
+    except RuntimeError as error:
+        platforms = os.environ.get("JAX_PLATFORMS")
+        raise ValueError(f"${ACTOR_DEVICE_ENV}=cpu: JAX has no CPU backend here (JAX_PLATFORMS={platforms!r}): add "
+                         f"cpu to JAX_PLATFORMS or set {ACTOR_DEVICE_ENV}=learner") from error
+
+
 _EVALUATION_STREAM = 0x65_76_61_6C  # "eval": folded into the run's key, apart from the actors' keys
 
 
@@ -462,6 +497,9 @@ class HostActorLearner:
         self._source: Any = None
         self._store: ParameterStore | None = None
         self._run_rng: np.ndarray | None = None
+        # Where the actors' policy runs ($RLREPRO_ACTOR_DEVICE); A3C's workers act and take their gradients at the
+        # shared parameters, on the learner's device, whatever the setting.
+        self.actor_device = actor_device("learner" if actor_spec.mode == "a3c" else None)
 
     def _initial_core(self, n: int) -> Any:
         return ()
@@ -470,13 +508,15 @@ class HostActorLearner:
         return core
 
     def _actor_params(self, params: Any) -> Any:
-        """The actors' copy of the parameters, on the first device (replicated arrays would run everywhere)."""
-        return jax.device_put(params, jax.local_devices()[0])
+        """The actors' copy of the parameters, on the actors' device (one device: replicated arrays would run
+        everywhere)."""
+        return jax.device_put(params, self.actor_device)
 
     def _start_actors(self, params: Any, rng: Any, version: int) -> None:
         """Start the actors (first chunk, or after a resume) acting with ``params``; ``rng`` is raw key data."""
         seed = int(np.asarray(rng)[0] % (2**31))
-        key = jax.random.wrap_key_data(jax.numpy.asarray(rng, jax.numpy.uint32))
+        # The actors' keys live where their policy runs: a step's split and sampling stay on that device.
+        key = jax.device_put(jax.random.wrap_key_data(jnp.asarray(rng, jnp.uint32)), self.actor_device)
         self._run_rng = np.asarray(rng)  # the evaluation games derive their seeds and policy key from it
         if self.actor_spec.mode == "sync":
             env = AtariEnv(self.env_spec, num_envs=self.env_spec.num_envs, seed=seed)
@@ -598,6 +638,7 @@ class HostActorLearner:
         n = min(spec.episodes, 16)
         scores: list[float] = []
         key, env_seeds = evaluation_keys(rng, version)
+        params, key = self._actor_params(params), jax.device_put(key, self.actor_device)  # where the actors act
         round_index = 0
         while len(scores) < spec.episodes:
             env = AtariEnv(self.env_spec, num_envs=n, seed=env_seeds(round_index), training=False, noop_max=spec.noop_max)
@@ -606,8 +647,8 @@ class HostActorLearner:
             prev_action, prev_reward = np.zeros(n, np.int32), np.zeros(n, np.float32)
             round_scores = np.zeros(n)
             while not finished.all():
-                key, step_key = jax.random.split(key)
-                action, _, core = self.policy_step(params, obs, prev_action, prev_reward, core, step_key)
+                action, _, core, key = self.policy_step(params, obs, prev_action, prev_reward, core, key)
+                action = jax.device_get(action)
                 step = env.step(np.asarray(action))
                 newly = step.game_over & ~finished
                 round_scores[newly] = step.episode_return[newly]

@@ -35,6 +35,7 @@ from rlrepro.run_lock import FinishedRunError, own_run_dir
 from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, resolve_agent, resolve_env, spec_hash
 from rlrepro.training import checkpoint
 from rlrepro.training.memory import PeakMemory, memory_line
+from rlrepro.training.placement import actor_device_setting
 from rlrepro.training.progress import Progress
 from rlrepro.workflow import MULTITASK_ENV, RunUnit, config_hash, multitask_env_ids, results_root
 
@@ -250,9 +251,14 @@ def _pick(names: list[str], name: str, what: str, spec_path: Path) -> int:
 
 def device_placement() -> dict[str, Any]:
     """Where this job's JAX programs run: platform (cpu/gpu/tpu), device kind (e.g. "NVIDIA A100-SXM4-40GB"), how many
-    devices this process sees, the CPU cores it may use, and the jax/jaxlib versions. Recorded in spec.resolved.json
-    ("device") and as MLflow params ``device.*``: a GPU job that silently fell back to the CPU shows here (and in its
-    frames/s)."""
+    devices this process sees, the CPU cores it may use, the jax/jaxlib versions, and ``actor_device``: where a host
+    actor-learner's actors run their policy (``learner`` or ``cpu``, ``$RLREPRO_ACTOR_DEVICE``; placement, in no config
+    hash). Recorded in spec.resolved.json ("device") and as MLflow params ``device.*``: a GPU job that silently fell
+    back to the CPU shows here (and in its frames/s).
+
+    Raises:
+        ValueError: ``$RLREPRO_ACTOR_DEVICE`` is neither ``learner`` nor ``cpu``.
+    """
     import jaxlib
 
     devices = jax.devices()
@@ -265,6 +271,7 @@ def device_placement() -> dict[str, Any]:
         "cpu_cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),
         "jax": jax.__version__,
         "jaxlib": jaxlib.__version__,
+        "actor_device": actor_device_setting(),
     }
 
 

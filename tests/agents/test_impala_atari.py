@@ -213,12 +213,16 @@ def test_policy_step_shapes_and_determinism():
     policy_step = make_policy_step(network)
     core, last_action, last_reward = batch.initial_core_state, batch.prev_action, batch.prev_reward
     key = jax.random.key(5)
-    action, logits, new_core = policy_step(params, batch.observations[0], last_action, last_reward, core, key)
+    action, logits, new_core, next_key = policy_step(params, batch.observations[0], last_action, last_reward, core, key)
     chex.assert_shape([action, logits], [(B,), (B, A)])
     chex.assert_trees_all_equal_shapes(new_core, core)
     assert action.dtype == jnp.int32
     again = policy_step(params, batch.observations[0], last_action, last_reward, core, key)
-    chex.assert_trees_all_equal((action, logits, new_core), again)
+    chex.assert_trees_all_equal((action, logits, new_core), again[:3])
+    # The key is split inside the jit exactly as the actors split it on the host before (same keys, same actions).
+    carried, step_key = jax.random.split(key)
+    np.testing.assert_array_equal(jax.random.key_data(next_key), jax.random.key_data(carried))
+    np.testing.assert_array_equal(action, jax.random.categorical(step_key, logits))
     chex.assert_trees_all_close(reset_core_state(new_core, jnp.ones(B, bool)), initial_core_state(network, B))
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -107,6 +108,58 @@ def test_the_actor_and_the_learner_compute_the_same_logits_across_an_episode_end
     env.close()
 
 
+def test_an_unroll_samples_the_actions_the_host_side_key_split_gave():
+    """One jitted acting step that splits the key inside (``PolicyStep``) picks, for a fixed seed, the very actions
+    of the sequence the actors ran before: ``key, step_key = jax.random.split(key)`` on the host, then the network's
+    logits and ``categorical(step_key, logits)``. Two consecutive unrolls of 8 steps on Pong (the key carried)."""
+    from rlrepro.agents.impala.networks import ActorCritic
+
+    trainer = make_trainer("sync")
+    params = trainer.init(jax.random.key_data(jax.random.key(0))).learner.params
+    env = AtariEnv(trainer.env_spec, num_envs=4, seed=3, num_threads=1)
+    actor = start_actor(env, (), jax.random.key(7))
+
+    @jax.jit
+    def host_split_step(obs, prev_action, prev_reward, step_key):  # the released sequence's step, key already split
+        logits, _, _ = trainer.network.apply(params, obs[None], prev_action[None], prev_reward[None],
+                                             jnp.zeros((1, 4), bool), (), method=ActorCritic.unroll)  # fmt: skip
+        return jax.random.categorical(step_key, logits[0]).astype(jnp.int32), logits[0]
+
+    key = jax.random.key(7)
+    for version in range(2):
+        actor, unroll = play_unroll(env, trainer.policy_step, trainer._reset_core, params, version, actor, 8)
+        for t in range(8):
+            key, step_key = jax.random.split(key)
+            action, logits = host_split_step(unroll.observations[t], unroll.prev_actions[t], unroll.prev_rewards[t],
+                                             step_key)  # fmt: skip
+            np.testing.assert_array_equal(unroll.actions[t], np.asarray(action))
+            np.testing.assert_allclose(unroll.behaviour_logits[t], np.asarray(logits), rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(jax.random.key_data(actor.key), jax.random.key_data(key))
+    assert len(np.unique(unroll.actions)) > 1  # sampled, not one action everywhere
+    env.close()
+
+
+def test_the_actors_policy_runs_on_the_device_the_placement_setting_names(monkeypatch: pytest.MonkeyPatch):
+    """``$RLREPRO_ACTOR_DEVICE``: ``cpu`` puts the actors' parameters and keys on the host CPU at every publish
+    (A3C's workers stay with the shared parameters); a bad value names the variable and the allowed values. On this
+    CPU-only machine both settings are the same device, so a run gives the same numbers under either."""
+    cpu = jax.devices("cpu")[0]
+    monkeypatch.setenv("RLREPRO_ACTOR_DEVICE", "cpu")
+    trainer = make_trainer("sync", total_updates=2, lag=0, max_episode_frames=400)
+    assert trainer.actor_device == cpu
+    params = trainer._actor_params(trainer.init(jax.random.key_data(jax.random.key(0))).learner.params)
+    assert {d for leaf in jax.tree.leaves(params) for d in leaf.devices()} == {cpu}
+    on_cpu = run(trainer, chunks=1)
+    assert make_trainer("a3c", num_actors=4).actor_device == jax.local_devices()[0]
+    monkeypatch.setenv("RLREPRO_ACTOR_DEVICE", "learner")
+    learner = make_trainer("sync", total_updates=2, lag=0, max_episode_frames=400)
+    assert learner.actor_device == jax.local_devices()[0]
+    assert run(learner, chunks=1)[0] == pytest.approx(on_cpu[0], nan_ok=True)
+    monkeypatch.setenv("RLREPRO_ACTOR_DEVICE", "gpu")
+    with pytest.raises(ValueError, match=r"RLREPRO_ACTOR_DEVICE='gpu'.*learner, cpu"):
+        make_trainer("sync")
+
+
 def _slow_learner(trainer: HostImpalaTrainer, matmuls: int = 60) -> None:
     """Give ``trainer`` a learner whose every update also runs ``matmuls`` dependent 384 x 384 matmuls.
 
@@ -114,7 +167,6 @@ def _slow_learner(trainer: HostImpalaTrainer, matmuls: int = 60) -> None:
     emulators, the slowest part by a wide margin on a shared 2-core machine, so an fps that counts updates
     JAX has dispatched but not yet run shows up as a rate the learner cannot reach.
     """
-    import jax.numpy as jnp
 
     @jax.jit
     def burn(learner):

@@ -81,6 +81,32 @@ def test_printouts_fit_80_columns_with_realistic_figures(monkeypatch: pytest.Mon
     assert not too_wide, f"{len(too_wide)} line(s) wider than {WIDTH} columns:\n" + "\n".join(too_wide)
 
 
+def test_impala_atari_runs_the_actors_policy_where_asked_and_says_so_in_its_json(
+        tmp_path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]):
+    """``--actor-device cpu`` sets the placement a training job reads ($RLREPRO_ACTOR_DEVICE) before the trainer is
+    built; ``--end-to-end-only`` skips the parts; the JSON carries both (the device check's rows read them)."""
+    import json
+
+    import jax
+
+    from rlrepro.bench import impala_atari
+
+    monkeypatch.setenv("RLREPRO_ACTOR_DEVICE", "learner")  # restored after the test: the bench sets it to cpu
+    monkeypatch.setattr(impala_atari, "env_only", lambda *_: pytest.fail("--end-to-end-only measured the emulators"))
+    built = []
+
+    def end_to_end(trainer, chunks):
+        built.append(trainer.actor_device)
+        return 12.0, 1.0
+
+    monkeypatch.setattr(impala_atari, "end_to_end", end_to_end)
+    path = tmp_path / "figures.json"
+    assert main(["impala-atari", "--envs", "4", "--actor-device", "cpu", "--end-to-end-only", "--json", str(path)]) == 0
+    figures = json.loads(path.read_text())
+    assert figures["actor_device"] == "cpu" and figures["env_only"] is None and figures["end_to_end"] == 12.0
+    assert built == [jax.devices("cpu")[0]] and "acting on cpu" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("name", ["", *sorted(BENCHMARKS)])
 def test_help_reaches_the_benchmark_and_fits_80_columns(name: str, monkeypatch: pytest.MonkeyPatch,
                                                         capsys: pytest.CaptureFixture[str]):

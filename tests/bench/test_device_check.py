@@ -82,6 +82,50 @@ def test_a_benchmark_that_failed_gives_no_row(tmp_path: Path):
     assert [r["experiments"] for r in rows if "deep" in r["experiments"]] == []
 
 
+def test_the_atari_rows_take_the_faster_placement_of_the_actors_policy_and_name_the_other():
+    """On an accelerator the Atari benches run twice (actors' policy on the learner's device, then on the host CPU,
+    end to end only): each row quotes the faster, its command and placement, the other's figure, and the parts
+    measured by the learner-device run; FRODO's bound follows the faster shallow placement."""
+    cpu_run = {"env_only": None, "learner_only": None, "parts_together": None, "actor_device": "cpu", "policy_lag": 1.2}
+    figures = dict(
+        FIGURES,
+        impala_atari_deep_cpu_actors={**FIGURES["impala_atari_deep"], **cpu_run, "end_to_end": 45_000.0},
+        impala_atari_shallow_cpu_actors={**FIGURES["impala_atari_shallow"], **cpu_run, "end_to_end": 40_000.0},
+        frodo_meta_update=dict(FIGURES["frodo_meta_update"], frodo=600_000.0),
+    )
+    rows = {r["experiments"]: r for r in device_check.rows_from(figures, "gpu", "1x H100 + 16 CPU cores", "paper",
+                                                                 "2026-11-27")}  # fmt: skip
+    deep, shallow = rows["impala/atari57_deep"], rows["impala/atari57_shallow impala/throughput"]
+    assert float(deep["frames_per_s"]) == 45_000  # the host CPU's run was faster
+    assert "--actor-device cpu --end-to-end-only" in deep["command"] and "--chunks 2" in deep["command"]
+    assert "policy on the cpu device" in deep["source"] and "policy lag 1.20" in deep["source"]
+    assert "the faster of two placements: policy on the learner device 30,000 frames/s" in deep["source"]
+    assert "env only 90,000, learner only 60,000 frames/s" in deep["source"]  # the learner-device run's parts
+    assert float(shallow["frames_per_s"]) == 48_000 and "--actor-device learner" in shallow["command"]
+    assert "policy on the cpu device 40,000 frames/s" in shallow["source"]
+    frodo = rows["frodo/atari57 frodo/atari8_ablations"]
+    assert (float(frodo["frames_per_s"]), frodo["status"]) == (48_000, "estimate")
+    only_cpu = {k: v for k, v in figures.items() if k != "impala_atari_deep"}  # the learner-device run failed
+    deep = next(r for r in device_check.rows_from(only_cpu, "gpu", "1x H100 + 16 CPU cores", "paper", "2026-11-27")
+                if r["experiments"] == "impala/atari57_deep")
+    assert float(deep["frames_per_s"]) == 45_000 and "env only" not in deep["source"] and "faster" not in deep["source"]
+
+
+def test_the_second_placement_runs_on_an_accelerator_only_right_after_its_bench():
+    """The most informative benches first (a budget cut skips the last): deep then shallow, each with its
+    CPU-placed second run; none of those on a CPU-only machine (both placements are one device there)."""
+    names = [b.name for b in device_check.benches(16)]
+    assert names[:4] == ["impala_atari_deep", "impala_atari_deep_cpu_actors", "impala_atari_shallow",
+                         "impala_atari_shallow_cpu_actors"]  # fmt: skip
+    assert not [b for b in device_check.benches(2, accelerator=False) if b.name.endswith("_cpu_actors")]
+    for bench in device_check.benches(16):
+        if bench.name.startswith("impala_atari"):
+            for arguments in bench.arguments.values():
+                placement = arguments[arguments.index("--actor-device") + 1]
+                assert placement == ("cpu" if bench.name.endswith("_cpu_actors") else "learner")
+                assert ("--end-to-end-only" in arguments) == (placement == "cpu")
+
+
 def test_merge_replaces_the_estimates_so_the_plan_quotes_the_measured_rows(tmp_path: Path):
     # the stored file as it stood before the first GPU run: published estimates for the accelerators, the CPU rows
     with open(ROOT / "rlrepro/bench/throughput.csv", newline="", encoding="utf-8") as handle:

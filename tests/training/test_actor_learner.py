@@ -63,7 +63,7 @@ def policy_step(params, observation, prev_action, prev_reward, core, key):
     """Acts with action = params (an int) everywhere; logits encode params so tests can see which were used."""
     n = observation.shape[0]
     logits = np.full((n, 3), float(params), np.float32)
-    return np.full(n, int(params) % 3, np.int32), logits, core
+    return np.full(n, int(params) % 3, np.int32), logits, core, key
 
 
 def no_core(core, done):
@@ -85,6 +85,32 @@ def test_an_unroll_has_t_plus_one_observations_and_carries_over():
     np.testing.assert_array_equal(first.prev_rewards[:, 0], [0, 1, 1, 1, 1])
     _, second = play_unroll(env, policy_step, no_core, 1, 8, state, unroll_length=4)
     np.testing.assert_array_equal(second.observations[0], first.observations[-1])  # first = last of the previous
+
+
+def test_each_step_acts_with_the_key_the_previous_step_returned():
+    """The policy step splits the key inside its jit and hands back the next one (``PolicyStep``): ``play_unroll``
+    passes exactly that key to the next step, across unrolls too (the actor state carries it), and fetches
+    ``(action, logits)`` from the device once per step."""
+    env = CountingEnv(num_envs=2, length=3)
+    seen: list[int] = []
+
+    def chained_step(params, observation, prev_action, prev_reward, core, key):
+        seen.append(int(jax.random.key_data(key)[-1]))
+        action, logits, core, _ = policy_step(params, observation, prev_action, prev_reward, core, key)
+        next_key = jax.random.wrap_key_data(jax.random.key_data(key).at[-1].add(1))  # a key the test can follow
+        return jax.numpy.asarray(action), jax.numpy.asarray(logits), core, next_key
+
+    fetches = []
+    real_get = jax.device_get
+    state = start_actor(env, (), jax.random.wrap_key_data(jax.numpy.array([0, 100], jax.numpy.uint32)))
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(jax, "device_get", lambda tree: fetches.append(tree) or real_get(tree))
+        state, first = play_unroll(env, chained_step, no_core, 1, 0, state, unroll_length=3)
+        state, _ = play_unroll(env, chained_step, no_core, 1, 1, state, unroll_length=3)
+    assert seen == [100, 101, 102, 103, 104, 105]
+    assert int(jax.random.key_data(state.key)[-1]) == 106
+    assert len(fetches) == 6 and all(len(tree) == 2 for tree in fetches)  # (action, logits), once a step
+    assert first.actions.dtype == np.int32 and isinstance(first.behaviour_logits, np.ndarray)
 
 
 def test_lagged_actor_uses_parameters_exactly_lag_updates_old():

@@ -30,7 +30,7 @@ from rlrepro.agents.frodo.config import FrodoConfig
 from rlrepro.agents.frodo.learner import FrodoState, MetaMetrics, Params, Trajectory, init, make_networks, meta_update
 from rlrepro.agents.impala.host_trainer import batch_from_unrolls
 from rlrepro.environments.atari import AtariEnv
-from rlrepro.training.actor_learner import HostActorLearner
+from rlrepro.training.actor_learner import HostActorLearner, sample_action
 
 
 class FrodoHostState(NamedTuple):
@@ -61,11 +61,13 @@ class FrodoHostMetrics(NamedTuple):
 
 def _policy_step(
     params: Params, observation: jax.Array, last_action: Any, last_reward: Any, core_state: Any, key: jax.Array, *, network: Any
-) -> tuple[jax.Array, jax.Array, Any]:
-    """Sample a ~ pi(.|x) for B observations; the feed-forward agent ignores the last action, reward and core."""
+) -> tuple[jax.Array, jax.Array, Any, jax.Array]:
+    """Sample a ~ pi(.|x) for B observations (a ``PolicyStep``: returns the next key too); the feed-forward agent
+    ignores the last action, reward and core."""
     del last_action, last_reward
     logits, _ = network.apply(params, observation)
-    return jax.random.categorical(key, logits).astype(jnp.int32), logits, core_state
+    action, key = sample_action(key, logits)
+    return action, logits, core_state, key
 
 
 def _take_batches(key: jax.Array, params: Params, carry: tuple[Trajectory, ...]) -> tuple[Any, Trajectory, tuple]:

@@ -30,6 +30,7 @@ import jax.numpy as jnp
 from jax.typing import ArrayLike
 
 from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
+from rlrepro.training.actor_learner import sample_action
 
 CoreState = Any  # () for feed-forward networks, (c, h) for an LSTM core.
 _SHALLOW_LAYERS = {
@@ -279,7 +280,7 @@ def _policy_step(
     key: jax.Array,
     *,
     network: ActorCritic,
-) -> tuple[jax.Array, jax.Array, CoreState]:
+) -> tuple[jax.Array, jax.Array, CoreState, jax.Array]:
     """One acting step for B streams: sample ``a ~ pi(.|x)``; see ``make_policy_step``."""
     logits, _, core_state = network.apply(
         params,
@@ -290,11 +291,13 @@ def _policy_step(
         core_state,
         method=ActorCritic.unroll,
     )
-    action = jax.random.categorical(key, logits[0]).astype(jnp.int32)
-    return action, logits[0], core_state
+    action, key = sample_action(key, logits[0])
+    return action, logits[0], core_state, key
 
 
-PolicyStep = Callable[[Any, ArrayLike, ArrayLike, ArrayLike, CoreState, jax.Array], tuple[jax.Array, jax.Array, CoreState]]
+PolicyStep = Callable[
+    [Any, ArrayLike, ArrayLike, ArrayLike, CoreState, jax.Array], tuple[jax.Array, jax.Array, CoreState, jax.Array]
+]
 
 
 def make_policy_step(network: ActorCritic) -> PolicyStep:
@@ -304,8 +307,9 @@ def make_policy_step(network: ActorCritic) -> PolicyStep:
       observation ``[B, *obs]`` (Atari: uint8 ``[B, 4, 84, 84]``, channels first), last_action ``[B]``
       int, last_reward ``[B]`` raw, core_state before this observation (zero it with
       ``reset_core_state`` where the previous step ended an episode; ``initial_core_state`` to start).
-    Returns ``(action [B] int32, logits [B, A] (the behaviour logits), new core state)``. Deterministic
-    given ``key``. The core state to record as an unroll's ``Batch.initial_core_state`` is the one
-    passed in with the unroll's first observation.
+    Returns ``(action [B] int32, logits [B, A] (the behaviour logits), new core state, next key)``: the step
+    splits ``key`` itself (``rlrepro.training.actor_learner.sample_action``) and returns the key for the next step,
+    so an acting step is one dispatch. Deterministic given ``key``. The core state to record as an unroll's
+    ``Batch.initial_core_state`` is the one passed in with the unroll's first observation.
     """
     return jax.jit(functools.partial(_policy_step, network=network))

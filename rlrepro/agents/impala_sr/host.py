@@ -26,7 +26,7 @@ from rlrepro.agents.impala_sr.learner import SRBatch, make_learner
 from rlrepro.agents.impala_sr.networks import SRActorCritic, make_sr_network, representation_dim
 from rlrepro.environments.atari import AtariEnv
 from rlrepro.losses.synthetic_returns import EpisodicMemory
-from rlrepro.training.actor_learner import HostActorLearner, Unroll
+from rlrepro.training.actor_learner import HostActorLearner, Unroll, sample_action
 
 
 class SRHostCore(NamedTuple):
@@ -80,11 +80,12 @@ def reset_host_memory(memory: EpisodicMemory, done: np.ndarray) -> EpisodicMemor
 
 
 def _act(params: Any, observation: jax.Array, lstm: Any, key: jax.Array, *, network: SRActorCritic) -> tuple:
-    """One acting step for N streams: ``a ~ pi(.|x)``, the behaviour logits, the torso output and the new LSTM."""
+    """One acting step for N streams: ``a ~ pi(.|x)``, the behaviour logits, the torso output, the new LSTM and the
+    next key (``sample_action``)."""
     n = observation.shape[0]
     out = network.apply(params, observation[None], jnp.zeros((1, n), bool), lstm, method=SRActorCritic.unroll)
-    action = jax.random.categorical(key, out.logits[0]).astype(jnp.int32)
-    return action, out.logits[0], out.torso[0], out.core_state
+    action, key = sample_action(key, out.logits[0])
+    return action, out.logits[0], out.torso[0], out.core_state, key
 
 
 def sr_batch_from_unrolls(unrolls: list[Unroll]) -> SRBatch:
@@ -140,11 +141,13 @@ class HostImpalaSRTrainer(HostActorLearner):
         return SRHostCore(lstm, reset_host_memory(core.memory, done))
 
     def policy_step(self, params: Any, observation: np.ndarray, prev_action: Any, prev_reward: Any,
-                    core: SRHostCore, key: jax.Array) -> tuple[Any, Any, SRHostCore]:
-        """Act in s_t, then write s_t's torso output to the memory (the ``PolicyStep`` of the actor-learner)."""
-        action, logits, torso, lstm = self._act(params, observation, core.lstm, key)
+                    core: SRHostCore, key: jax.Array) -> tuple[Any, Any, SRHostCore, jax.Array]:
+        """Act in s_t, then write s_t's torso output to the memory (the ``PolicyStep`` of the actor-learner); one
+        transfer to the host of everything but the key, which stays where the actors act."""
+        *out, key = self._act(params, observation, core.lstm, key)
+        action, logits, torso, lstm = jax.device_get(out)
         memory = write_host_memory(core.memory, np.asarray(torso, np.float32))
-        return action, logits, SRHostCore(jax.tree.map(lambda x: np.asarray(x, np.float32), lstm), memory)
+        return action, logits, SRHostCore(jax.tree.map(lambda x: np.asarray(x, np.float32), lstm), memory), key
 
     # -- state -------------------------------------------------------------------------------------------
     def init(self, key_data: jax.Array) -> HostState:
