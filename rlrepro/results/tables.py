@@ -385,8 +385,9 @@ def declared_range(spec: ExperimentSpec, metric: str, env_id: str) -> tuple[floa
     None where the spec declares none (a loss, frames/s)."""
     for claim in spec.claims:
         envs = getattr(claim, "environments", None) or [getattr(claim, "environment", env_id)]
-        if getattr(claim, "metric", None) == metric and claim.metric_range is not None and env_id in envs:
-            return float(claim.metric_range[0]), float(claim.metric_range[1])
+        bounds = getattr(claim, "metric_range", None)  # threshold and equivalence claims have one; others do not
+        if getattr(claim, "metric", None) == metric and bounds is not None and env_id in envs:
+            return float(bounds[0]), float(bounds[1])
     env = next((e for e in spec.environments if e.id == env_id), None)
     bounds = getattr(env, "return_range", None)
     return (float(bounds[0]), float(bounds[1])) if bounds is not None and metric in RETURN_METRICS else None

@@ -681,6 +681,23 @@ def test_a_claims_metric_range_is_the_declared_range_of_its_metric() -> None:
     assert outside_range(row, (0.0, 1.0)) == ["seed 1: 1.2"]  # float32 rounding at the bound is inside
 
 
+def test_the_declared_range_reads_every_claim_kind_of_the_repositorys_specs() -> None:
+    """Real claim models, not stand-ins: an aggregate or 'beats' claim has a metric but no ``metric_range`` (the
+    Atari aggregate step failed on one)."""
+    from rlrepro.results.tables import declared_range
+    from rlrepro.specs.loading import load_specs
+
+    root = Path(__file__).resolve().parents[2]
+    kinds = set()
+    for _, spec in load_specs([root / "specs"]):
+        for claim in spec.claims:
+            kinds.add(type(claim).__name__)
+            for env in spec.environments:
+                bounds = declared_range(spec, getattr(claim, "metric", "final_return"), env.id)
+                assert bounds is None or bounds[0] < bounds[1]
+    assert {"AggregateClaim", "ThresholdClaim"} <= kinds
+
+
 def test_the_hardware_of_the_runs_is_named_in_words() -> None:
     from rlrepro.results.tables import _hardware_text
 
