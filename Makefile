@@ -15,11 +15,13 @@ PYTHON_LATEST ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python
 VENV_LATEST := .venv-jax-latest
 LATEST_LOCK := envs/requirements-cpu-jax-latest.lock.txt
 # One test file per agent family and the losses' files: the fast tests that cross every JAX API the project uses
-# (jit/vmap/scan/grad through flax, optax, chex; the host actor-learner; checkpoints) in about 10 min on 2 cores.
+# (jit/vmap/scan/grad through flax, optax, chex; the host actor-learner; checkpoints); the job runner's subprocess
+# tests stay on the lock's JAX (their JAX calls are these).
 JAX_LATEST_TESTS ?= tests/losses tests/agents/test_impala.py tests/agents/test_impala_host.py tests/agents/test_frodo.py \
 	tests/agents/test_impala_sr.py tests/agents/test_vracer.py tests/agents/test_dqn.py tests/agents/test_ddpg.py \
 	tests/agents/test_naf.py tests/agents/test_ppo.py tests/agents/test_acer.py tests/search/test_interpreter.py \
-	tests/environments/test_jax_envs.py tests/training tests/bench/test_device_check.py
+	tests/environments/test_jax_envs.py tests/training/test_actor_learner.py tests/training/test_checkpoint.py \
+	tests/training/test_jax_loop.py tests/training/test_placement.py tests/bench/test_device_check.py
 DEVICE_WHEELS := .device-wheels
 # pip download for the device: CPython 3.12, manylinux x86-64 (pip matches each manylinux_2_N exactly)
 DEVICE_PLATFORMS := $(foreach n,17 24 27 28 31 34 35,--platform manylinux_2_$(n)_x86_64) --platform manylinux2014_x86_64 \
@@ -60,7 +62,7 @@ install-jax-latest: $(VENV_LATEST)/.installed
 # The fast subset above on the newest JAX (the main suite stays on the lock's JAX).
 test-jax-latest: install-jax-latest
 	$(VENV_LATEST)/bin/python -c "import jax, flax, optax, chex; print('jax', jax.__version__, 'flax', flax.__version__, 'optax', optax.__version__, 'chex', chex.__version__)"
-	$(VENV_LATEST)/bin/python -m pytest -q -p no:cacheprovider $(JAX_LATEST_TESTS)
+	$(VENV_LATEST)/bin/python -m pytest -q -p no:cacheprovider -n $(TEST_WORKERS) --dist loadfile $(JAX_LATEST_TESTS)
 
 # The wheels scripts/device-check.sh installs on a GPU machine (no network there): envs/device-wheels.txt at the
 # JAX-latest lock's versions, for CPython 3.12 manylinux x86-64; checked (rlrepro/bench/device_wheels.py): no JAX or
@@ -83,8 +85,10 @@ TEST_WORKERS ?= 2
 test: install
 	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
+# Test by test over the workers (a few long tests would leave one worker idle file by file); a module whose fixture
+# is heavy keeps to one worker with pytest.mark.xdist_group.
 test-slow: install
-	$(VENV)/bin/python -m pytest -q -m slow
+	$(VENV)/bin/python -m pytest -q -m slow -n $(TEST_WORKERS) --dist loadgroup
 
 # MLflow as teams run it: an `mlflow server` on PostgreSQL, started and stopped by the tests (tests/test_tracking_server.py).
 # Installs Debian's postgresql when initdb is missing (apt, as root or with passwordless sudo; bounded).

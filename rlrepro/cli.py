@@ -126,15 +126,18 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def job_summary_line(run_dirs: list[Path]) -> str:
-    """The job's last line: each seed's final return, the frames, the wall time and where the run folders are."""
+    """The job's last lines: each seed's final return, the frames and the wall time; then where the run folders are
+    (relative to the working directory when under it), on a line of its own so that the first fits 80 columns."""
     summaries = [json.loads((d / "summary.json").read_text(encoding="utf-8")) for d in run_dirs]
     values = [s["final"].get("final_return", float("nan")) for s in summaries]
     finals = ", ".join("no episode finished" if v != v else f"{v:.4g}" for v in values)
     wall = max(s["wall_time"] for s in summaries)
-    folder = run_dirs[0].parent if len(run_dirs) > 1 else run_dirs[0]
+    folder = Path(run_dirs[0].parent if len(run_dirs) > 1 else run_dirs[0]).absolute()
+    if folder.is_relative_to(Path.cwd()):
+        folder = folder.relative_to(Path.cwd())
     return (f"done: final return {finals} ({len(run_dirs)} seed{'s' if len(run_dirs) > 1 else ''}); "
             f"{summaries[0]['frames']:,} {summaries[0].get('frames_unit', 'frames')} per seed in "
-            f"{wall / 60:.1f} min; runs in {folder}")
+            f"{wall / 60:.1f} min\nruns in {folder}")
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:

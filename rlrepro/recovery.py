@@ -165,6 +165,7 @@ def stop_orphaned_trainers(workdir: Path, wait_s: float = STOP_WAIT_S) -> str | 
         return None
     for pid in pids:
         _signal(pid, signal.SIGTERM)
+        _signal(pid, signal.SIGCONT)  # a stopped job (Ctrl-Z, a debugger) handles the SIGTERM only once continued
     deadline = time.monotonic() + wait_s
     alive = list(pids)
     while alive and time.monotonic() < deadline:

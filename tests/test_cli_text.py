@@ -17,7 +17,7 @@ def test_a_return_before_any_episode_ends_says_so() -> None:
     assert return_text(0.2664) == "return 0.266" and return_text(0.2664, short=True) == "ret 0.266"
 
 
-def test_a_job_ends_with_one_summary_line(tmp_path: Path) -> None:
+def test_a_job_ends_with_its_summary_and_where_its_runs_are(tmp_path: Path, monkeypatch) -> None:
     dirs = []
     for seed, final in ((0, 0.25), (1, math.nan)):
         run = tmp_path / "runs" / "p" / "e" / "v" / "catch" / f"seed{seed}"
@@ -26,8 +26,10 @@ def test_a_job_ends_with_one_summary_line(tmp_path: Path) -> None:
                                                       "final": {"final_return": final}}))
         dirs.append(run)
     line = job_summary_line(dirs)
-    assert line == (f"done: final return 0.25, no episode finished (2 seeds); 19,200 frames per seed in 1.5 min; "
+    assert line == (f"done: final return 0.25, no episode finished (2 seeds); 19,200 frames per seed in 1.5 min\n"
                     f"runs in {dirs[0].parent}")
+    monkeypatch.chdir(tmp_path)  # under the working directory: the short path
+    assert job_summary_line(dirs[:1]).endswith("min\nruns in runs/p/e/v/catch/seed0")
 
 
 def test_a_run_ends_with_the_reports_path_and_the_verdict_tally(tmp_path: Path) -> None:

@@ -104,6 +104,20 @@ def test_training_jobs_with_no_snakemake_above_them_are_stopped_and_named(tmp_pa
                 os.killpg(shell.pid, signal.SIGKILL)
 
 
+def test_a_stopped_training_job_is_continued_to_take_its_sigterm(tmp_path: Path):
+    # Ctrl-Z (or a debugger) left the job stopped: a SIGTERM alone stays pending, and it was killed after the wait.
+    frozen = _rule_shell(tmp_path, "import time\nwhile True: time.sleep(0.1)")
+    pid = _trainer_pid(frozen)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        message = stop_orphaned_trainers(tmp_path, wait_s=20)
+        assert message is not None and f"stopped 1 training job(s) (pid {pid})" in message
+        assert "did not stop" not in message  # it took the SIGTERM: not killed after the wait
+    finally:
+        if frozen.poll() is None:
+            os.killpg(frozen.pid, signal.SIGKILL)
+
+
 def test_a_trainer_started_by_hand_or_in_another_folder_is_left_alone(tmp_path: Path):
     by_hand = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "-m", "rlrepro", "train"],
                                cwd=tmp_path, start_new_session=True)  # fmt: skip

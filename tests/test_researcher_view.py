@@ -20,7 +20,8 @@ from tests.test_snakemake import Pipeline, _output, snakemake
 # A second smoke pipeline of its own (about 2.5 min on 2 cores before its first test): the default suite's end-to-end
 # run is tests/test_snakemake.py's (its report's verdict lines included); this module's look at the report and at a
 # tracking server runs with the slow checks (`make test-slow`, CI).
-pytestmark = pytest.mark.slow
+# one xdist worker for the module: its smoke pipeline (a module fixture) runs once
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("researcher_view")]
 
 
 @pytest.fixture(scope="module")

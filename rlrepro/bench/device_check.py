@@ -95,11 +95,12 @@ def benches(actors: int, accelerator: bool = True) -> tuple[Bench, ...]:
     deep = ["--spec", "specs/impala/atari57_deep.yaml", "--network", "impala_deep"]
     atari_paper = ["impala-atari", "--num-actors", str(actors), "--chunks", "3", "--updates-per-chunk", "10",
                    "--actor-device", "learner"]
+    small_batch = ["--envs", "4", "--unroll-length", "5"]  # on 2 CPU cores deep's B = 32 x T = 20 takes 8 s an update
     atari_small = ["impala-atari", "--chunks", "1", "--updates-per-chunk", "2", "--env-seconds", "1",
-                   "--actor-device", "learner"]
+                   "--actor-device", "learner", *small_batch]
     on_cpu = ["--actor-device", "cpu", "--end-to-end-only"]
     cpu_paper = ["impala-atari", "--num-actors", str(actors), "--chunks", "2", "--updates-per-chunk", "10", *on_cpu]
-    cpu_small = ["impala-atari", "--chunks", "1", "--updates-per-chunk", "2", *on_cpu]
+    cpu_small = ["impala-atari", "--chunks", "1", "--updates-per-chunk", "2", *small_batch, *on_cpu]
     atari = (
         Bench("impala_atari_deep", {"paper": atari_paper + deep, "small": atari_small + deep}, 300),
         Bench("impala_atari_deep" + CPU_ACTORS, {"paper": cpu_paper + deep, "small": cpu_small + deep}, 150),

@@ -33,7 +33,9 @@ def _evaluator(task: EvalTask):
 @pytest.mark.slow
 def test_batched_search_equals_the_one_by_one_search():
     """Same seed, same proposals per round (4): the hurdle trained one program at a time and 4 side by side
-    (one vmapped call per step) give the same population, the same cache (candidates and scores), bit for bit."""
+    (one vmapped call per step) give the same population and the same candidates, with scores that agree to within
+    float rounding compounded through training. Not bit for bit: XLA may order a vmapped reduction differently from
+    the unbatched one (on CI's CPU one program scored 0.10885 alone and 0.10923 in a batch of 4)."""
     states = []
     for batch in (1, 4):
         state = evolution.SearchState(rng=np.random.default_rng(7))
@@ -41,7 +43,9 @@ def test_batched_search_equals_the_one_by_one_search():
         states.append(state)
     one, batched = states
     assert [i.key for i in one.population] == [i.key for i in batched.population]
-    assert one.cache == batched.cache and len(one.cache) >= 3  # several distinct programs were trained
+    assert one.cache.keys() == batched.cache.keys() and len(one.cache) >= 3  # several distinct programs were trained
+    for key, score in one.cache.items():
+        assert batched.cache[key] == pytest.approx(score, abs=0.01), key
     assert len(set(one.cache.values())) >= 2  # and they scored differently
     assert one.trials == batched.trials == 8 and one.duplicates == batched.duplicates
 

@@ -184,6 +184,8 @@ def test_the_bar_of_a_real_training_job_fits_an_80_column_tmux_window(tmp_path, 
     # said before the first chunk (after the job's device line)
     assert any(COMPILING in line for line in lines[: lines.index(bar_lines[0])]), pane
     assert lines[0].startswith("devices: ") and len(lines[0]) <= 80, pane
-    # the job's peak memory last (issue 15), within 80 columns too
-    assert lines[-2].startswith("peak memory: ") and len(lines[-2]) <= 80, pane
-    assert len(lines) == 5, pane  # the device line, the compiling line, the bar, the memory line, EXIT
+    # the job's peak memory (issue 15), then its summary, within 80 columns too, then where its runs are (relative)
+    assert lines[-4].startswith("peak memory: ") and len(lines[-4]) <= 80, pane
+    assert lines[-3].startswith("done: final return ") and len(lines[-3]) <= 80, pane
+    assert lines[-2] == "runs in results/smoke/runs/toytest/toy_tmux/vtrace/catch", pane
+    assert len(lines) == 7, pane  # device, compiling, bar, memory, done, runs in, EXIT
