@@ -83,12 +83,12 @@ main: install
 # e.g. test_snakemake.py's smoke pipeline, run once).
 TEST_WORKERS ?= 2
 test: install
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
 
 # Test by test over the workers (a few long tests would leave one worker idle file by file); a module whose fixture
 # is heavy keeps to one worker with pytest.mark.xdist_group.
 test-slow: install
-	$(VENV)/bin/python -m pytest -q -m slow -n $(TEST_WORKERS) --dist loadgroup
+	$(VENV)/bin/python -m pytest -q -m slow -n $(TEST_WORKERS) --dist loadgroup --durations=15
 
 # MLflow as teams run it: an `mlflow server` on PostgreSQL, started and stopped by the tests (tests/test_tracking_server.py).
 # Installs Debian's postgresql when initdb is missing (apt, as root or with passwordless sudo; bounded).

@@ -18,6 +18,25 @@ from rlrepro.specs import apply_overrides
 from tests.factories import toy_spec_data, write_spec
 
 
+# The slow suite's longest tests (minutes each on 2 cores: `make test-slow` prints the 15 slowest), started first: on
+# two xdist workers one of them started last would leave the other worker idle for its whole length.
+LONGEST_FIRST = (
+    "tests/test_snakemake_atari.py::test_the_whole_impala_paper_at_smoke_scale",
+    "tests/bench/test_device_check.py::test_device_check_runs_on_cpu_at_the_small_sizes",
+    "tests/test_snakemake_synthetic_returns_atari.py::test_the_sr_atari_specs_run_end_to_end_at_smoke_scale",
+    "tests/test_snakemake.py::"
+    "test_after_kill_9_of_snakemake_alone_its_training_jobs_are_stopped_and_the_same_command_finishes",
+    "tests/test_snakemake.py::test_after_kill_9_of_snakemake_the_same_command_recovers_and_finishes",
+    "tests/search/test_executor_placement.py::test_inline_local_pool_and_dask_give_the_same_programs_and_scores",
+)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """``LONGEST_FIRST`` at the front, in that order; the rest keep theirs."""
+    rank = {nodeid: i for i, nodeid in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(item.nodeid, len(rank)))  # stable: the others keep collection order
+
+
 def toy_run_spec_data(
     *,
     paper: str = "toytest",

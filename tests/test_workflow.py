@@ -313,6 +313,28 @@ def test_planning_every_spec_imports_no_jax_or_mlflow() -> None:
     assert report["jobs"] > 0
 
 
+_PLAN_CHECK = """
+import contextlib, io, json, sys
+from rlrepro.cli import main
+with contextlib.redirect_stdout(io.StringIO()) as out:
+    for scale in ("smoke", "cpu", "paper"):
+        main(["plan", "--scale", scale, "--specs", sys.argv[1], "--detail"])
+import rlrepro.agents.impala.config, rlrepro.agents.impala_sr.config, rlrepro.agents.impala_sr.profile  # the tables'
+heavy = sorted(m for m in ("jax", "jaxlib", "mlflow", "flax", "optax") if m in sys.modules)
+print(json.dumps({"heavy": heavy, "lines": len(out.getvalue().splitlines())}))
+"""
+
+
+def test_rlrepro_plan_and_the_agents_config_modules_import_no_jax() -> None:
+    # Before: `rlrepro plan` loaded JAX (IMPALA's chunk plan imports agents/impala/config.py, whose package __init__
+    # imported the learner and networks).
+    result = subprocess.run([sys.executable, "-c", _PLAN_CHECK, str(REPO / "specs")], capture_output=True, text=True,
+                            cwd=REPO, timeout=300)  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    report = json.loads(result.stdout.splitlines()[-1])
+    assert report["heavy"] == [] and report["lines"] > 50
+
+
 def test_whole_machine_marks_the_jobs_and_leaves_the_config_hash_alone(tmp_path: Path) -> None:
     data = spec_data()
     shared = write_spec(tmp_path / "shared", data)

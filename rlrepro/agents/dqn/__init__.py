@@ -4,8 +4,14 @@ Trains on gymnasium environments (classic control, MiniGrid; seeds in lockstep, 
 (the DQN conv net, uint8 frame replay, one seed per job, ``atari.py``); ``build.py`` is the registry's builder.
 """
 
-from rlrepro.agents.dqn.config import LOSSES, DQNConfig
-from rlrepro.agents.dqn.learner import Batch, Learner, LearnerState, make_learner
-from rlrepro.agents.dqn.networks import ConvQNetwork, QNetwork
+from rlrepro.agents.exports import lazy_exports
 
-__all__ = ["LOSSES", "Batch", "ConvQNetwork", "DQNConfig", "Learner", "LearnerState", "QNetwork", "make_learner"]
+# the names below, each imported from its module on first use (importing config.py alone loads no JAX)
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "config": ("LOSSES", "DQNConfig"),
+        "learner": ("Batch", "Learner", "LearnerState", "make_learner"),
+        "networks": ("ConvQNetwork", "QNetwork"),
+    },
+)

@@ -1,19 +1,13 @@
 """IMPALA + synthetic returns (Raposo et al. 2021): state-associative credit assignment on the V-trace agent."""
 
-from rlrepro.agents.impala_sr.config import ImpalaSRConfig, SRConfig
-from rlrepro.agents.impala_sr.learner import LearnerState, SRBatch, SRLearnerMetrics, init, loss_fn, make_learner, update
-from rlrepro.agents.impala_sr.networks import SRActorCritic, make_sr_network
+from rlrepro.agents.exports import lazy_exports
 
-__all__ = [
-    "ImpalaSRConfig",
-    "LearnerState",
-    "SRActorCritic",
-    "SRBatch",
-    "SRConfig",
-    "SRLearnerMetrics",
-    "init",
-    "loss_fn",
-    "make_learner",
-    "make_sr_network",
-    "update",
-]
+# the names below, each imported from its module on first use (importing config.py alone loads no JAX)
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "config": ("ImpalaSRConfig", "SRConfig"),
+        "learner": ("LearnerState", "SRBatch", "SRLearnerMetrics", "init", "loss_fn", "make_learner", "update"),
+        "networks": ("SRActorCritic", "make_sr_network"),
+    },
+)

@@ -1,6 +1,12 @@
 """TD(lambda) prediction (forward view over trajectories): the baseline of FRODO's random walk (Fig. 2b)."""
 
-from rlrepro.agents.td_lambda.learner import TdLambdaConfig, TdLambdaState, init, loss_fn, update
-from rlrepro.agents.td_lambda.trainer import build_td_lambda, make_td_lambda_trainer
+from rlrepro.agents.exports import lazy_exports
 
-__all__ = ["TdLambdaConfig", "TdLambdaState", "build_td_lambda", "init", "loss_fn", "make_td_lambda_trainer", "update"]
+# the names below, each imported from its module on first use (importing config.py alone loads no JAX)
+__getattr__, __dir__, __all__ = lazy_exports(
+    __name__,
+    {
+        "learner": ("TdLambdaConfig", "TdLambdaState", "init", "loss_fn", "update"),
+        "trainer": ("build_td_lambda", "make_td_lambda_trainer"),
+    },
+)
