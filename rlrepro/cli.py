@@ -132,7 +132,7 @@ def job_summary_line(run_dirs: list[Path]) -> str:
     values = [s["final"].get("final_return", float("nan")) for s in summaries]
     finals = ", ".join("no episode finished" if v != v else f"{v:.4g}" for v in values)
     wall = max(s["wall_time"] for s in summaries)
-    folder = Path(run_dirs[0].parent if len(run_dirs) > 1 else run_dirs[0]).absolute()
+    folder = (run_dirs[0].parent if len(run_dirs) > 1 else run_dirs[0]).absolute()
     if folder.is_relative_to(Path.cwd()):
         folder = folder.relative_to(Path.cwd())
     return (f"done: final return {finals} ({len(run_dirs)} seed{'s' if len(run_dirs) > 1 else ''}); "

@@ -8,18 +8,21 @@ learner and networks, and with them JAX: planning stays free of JAX, as the work
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 
 
 def lazy_exports(package: str, exports: dict[str, tuple[str, ...]]) -> tuple[Callable, Callable, list[str]]:
     """``(__getattr__, __dir__, __all__)`` for ``package``: ``exports`` maps a submodule's name to the names it
-    exports; a name is imported from its submodule on first use."""
+    exports; a name is imported from its submodule on first use, then kept on the package."""
     where = {name: f"{package}.{module}" for module, names in exports.items() for name in names}
 
     def __getattr__(name: str) -> object:
         if name not in where:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        return getattr(importlib.import_module(where[name]), name)
+        value = getattr(importlib.import_module(where[name]), name)
+        setattr(sys.modules[package], name, value)  # found as a plain attribute from now on
+        return value
 
     def __dir__() -> list[str]:
         return sorted(where)
