@@ -71,11 +71,17 @@ def _rule_shell(workdir: Path, script: str) -> subprocess.Popen:
 
 
 def _trainer_pid(shell: subprocess.Popen) -> int:
+    """The trainer's pid once it is the trainer: a child the shell has forked is bash until it has exec'd Python
+    (a SIGSTOP sent before that freezes a bash, which no one would take for a trainer)."""
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
-        children = Path(f"/proc/{shell.pid}/task/{shell.pid}/children").read_text().split()
-        if children:
-            return int(children[0])
+        for child in Path(f"/proc/{shell.pid}/task/{shell.pid}/children").read_text().split():
+            try:
+                argv = Path(f"/proc/{child}/cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if argv[0] == os.fsencode(sys.executable):
+                return int(child)
         time.sleep(0.05)
     raise AssertionError("the rule's shell started no trainer")
 
