@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import math
 import os
+import shutil
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -29,6 +31,26 @@ LONGEST_FIRST = (
     "tests/test_snakemake.py::test_after_kill_9_of_snakemake_the_same_command_recovers_and_finishes",
     "tests/search/test_executor_placement.py::test_inline_local_pool_and_dask_give_the_same_programs_and_scores",
 )
+
+
+# One XLA compile per program for the whole run: the tests build many trainers whose programs are the same (a new
+# jitted closure each, so JAX's in-memory cache misses), and every `rlrepro train` a Snakemake test starts compiles
+# what the one before it compiled. JAX's persistent cache, in a folder of this run's own (set before the xdist workers
+# and the subprocesses start, so all of them share it; removed at the end). A run that sets JAX_COMPILATION_CACHE_DIR
+# itself keeps its own.
+_COMPILE_CACHE_OWNED = "RLREPRO_TEST_COMPILE_CACHE_OWNED"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlrepro-test-xla-")
+        os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.2"
+        os.environ[_COMPILE_CACHE_OWNED] = str(os.getpid())
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if os.environ.get(_COMPILE_CACHE_OWNED) == str(os.getpid()):
+        shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

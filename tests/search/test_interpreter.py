@@ -58,7 +58,7 @@ def test_the_two_dispatches_give_the_same_loss_and_gradient() -> None:
     for dispatch in ("fused", "switch"):
         run = make_interpreter(apply, 4, 2, calls, dispatch=dispatch)
         loss = lambda p: jnp.mean(run(p, 0.5 * p, inputs, arrays, key))  # noqa: E731
-        results.append(jax.value_and_grad(loss)(jnp.float32(1.3)))
+        results.append(jax.jit(jax.value_and_grad(loss))(jnp.float32(1.3)))  # eager, the switch compiles op by op
     np.testing.assert_allclose(results[0][0], results[1][0], rtol=1e-6)
     np.testing.assert_allclose(results[0][1], results[1][1], rtol=1e-5)
 
@@ -93,12 +93,12 @@ def test_exp_is_bounded_at_1e10_so_squares_and_exp_of_exp_stay_finite(dispatch: 
         return obs[:, :2] * params
 
     batch = _batch()
+    run = make_interpreter(apply, 4, 2, calls, dispatch=dispatch)
+    # One compiled program for both rewards (run eagerly, the switch dispatch compiled op by op: ~50 s a case).
+    value_and_grad = jax.jit(jax.value_and_grad(lambda p, inputs: jnp.mean(run(p, p, inputs, arrays, jax.random.key(0)))))
     for reward, want in ((100.0, 0.5 * (1e10 - 0.5) ** 2), (2.0, None)):
         b = batch._replace(r_t=jnp.full_like(batch.r_t, reward))
-        inputs = transition_inputs(b, CONSTANTS, 4, 2)
-        run = make_interpreter(apply, 4, 2, calls, dispatch=dispatch)
-        loss = lambda p: jnp.mean(run(p, p, inputs, arrays, jax.random.key(0)))  # noqa: E731
-        value, grad = jax.value_and_grad(loss)(jnp.float32(1.3))
+        value, grad = value_and_grad(jnp.float32(1.3), transition_inputs(b, CONSTANTS, 4, 2))
         assert np.isfinite(value) and np.isfinite(grad)
         q = np.asarray(b.obs_tm1)[np.arange(len(b.a_tm1)), np.asarray(b.a_tm1)] * 1.3
         if want is None:

@@ -520,7 +520,8 @@ def test_an_interrupted_job_exits_at_once_with_its_mirror_killed_and_resumes(
 ):
     from mlflow import MlflowClient
 
-    spec = make_toy_spec(tmp_path / "specs", smoke_frames=200 * 500, updates_per_chunk=25)
+    # 40 chunks of 25 updates, as the SIGKILL test: interrupted after 2, the second process trains the other 38
+    spec = make_toy_spec(tmp_path / "specs", smoke_frames=40 * 500, updates_per_chunk=25)
     results = tmp_path / "results"
     run_dir = results / "smoke" / "runs" / "toytest" / "toy" / "vtrace" / "catch" / "seed0"
     first = _start(_train_command(spec, results, mlflow=True), tmp_path / "first.log", subprocess_env)
