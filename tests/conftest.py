@@ -37,20 +37,21 @@ LONGEST_FIRST = (
 # jitted closure each, so JAX's in-memory cache misses), and every `rlrepro train` a Snakemake test starts compiles
 # what the one before it compiled. JAX's persistent cache, in a folder of this run's own (set before the xdist workers
 # and the subprocesses start, so all of them share it; removed at the end). A run that sets JAX_COMPILATION_CACHE_DIR
-# itself keeps its own.
-_COMPILE_CACHE_OWNED = "RLREPRO_TEST_COMPILE_CACHE_OWNED"
+# itself keeps its own. The process that made the folder (xdist's controller) removes it.
+_made_compile_cache: str | None = None
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    global _made_compile_cache
     if "JAX_COMPILATION_CACHE_DIR" not in os.environ:
-        os.environ["JAX_COMPILATION_CACHE_DIR"] = tempfile.mkdtemp(prefix="rlrepro-test-xla-")
+        _made_compile_cache = tempfile.mkdtemp(prefix="rlrepro-test-xla-")
+        os.environ["JAX_COMPILATION_CACHE_DIR"] = _made_compile_cache
         os.environ["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0.2"
-        os.environ[_COMPILE_CACHE_OWNED] = str(os.getpid())
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if os.environ.get(_COMPILE_CACHE_OWNED) == str(os.getpid()):
-        shutil.rmtree(os.environ["JAX_COMPILATION_CACHE_DIR"], ignore_errors=True)
+    if _made_compile_cache is not None:
+        shutil.rmtree(_made_compile_cache, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -2,7 +2,7 @@
 
 from rlrepro.agents.exports import lazy_exports
 
-# the names below, each imported from its module on first use (importing config.py alone loads no JAX)
+# the names below, each imported from its module on first use
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
