@@ -83,7 +83,7 @@ main: install
 # e.g. test_snakemake.py's smoke pipeline, run once).
 TEST_WORKERS ?= 2
 test: install
-	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --durations=15
+	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 # Test by test over the workers (a few long tests would leave one worker idle file by file); a module whose fixture
 # is heavy keeps to one worker with pytest.mark.xdist_group.

@@ -20,8 +20,10 @@ from rlrepro.specs import apply_overrides
 from tests.factories import toy_spec_data, write_spec
 
 
-# The slow suite's longest tests (minutes each on 2 cores: `make test-slow` prints the 15 slowest), started first: on
-# two xdist workers one of them started last would leave the other worker idle for its whole length.
+# Started first, longest first, so that no long one starts last and leaves the other of two xdist workers idle for
+# its whole length: the slow suite's longest tests (it spreads tests over the workers) and the default suite's
+# longest files (it keeps a file on one worker; `make test` passes --no-loadscope-reorder, or xdist would queue the
+# files with the most tests first and the one-test files last). Seconds on 2 cores, as `--durations` prints them.
 LONGEST_FIRST = (
     "tests/test_snakemake_atari.py::test_the_whole_impala_paper_at_smoke_scale",
     "tests/bench/test_device_check.py::test_device_check_runs_on_cpu_at_the_small_sizes",
@@ -30,6 +32,22 @@ LONGEST_FIRST = (
     "test_after_kill_9_of_snakemake_alone_its_training_jobs_are_stopped_and_the_same_command_finishes",
     "tests/test_snakemake.py::test_after_kill_9_of_snakemake_the_same_command_recovers_and_finishes",
     "tests/search/test_executor_placement.py::test_inline_local_pool_and_dask_give_the_same_programs_and_scores",
+    "tests/test_snakemake.py",  # 160 s
+    "tests/agents/test_impala_host.py",  # 140 s
+    "tests/training/test_runner.py",  # 120 s
+    "tests/results/test_tables.py",  # 85 s
+    "tests/agents/test_impala_sr.py",  # 80 s
+    "tests/agents/test_frodo_atari.py",  # 80 s
+    "tests/search/test_program.py",  # 75 s
+    "tests/agents/test_frodo.py",  # 75 s
+    "tests/training/test_jax_loop.py",  # 65 s
+    "tests/agents/test_refer_per_agents.py",  # 65 s
+    "tests/agents/test_impala_replay.py",  # 60 s
+    "tests/training/test_pbt.py",  # 60 s
+    "tests/test_tracking.py",  # 60 s
+    "tests/agents/test_impala.py",  # 60 s
+    "tests/agents/test_impala_atari.py",  # 60 s
+    "tests/agents/test_impala_sr_atari.py",  # 55 s
 )
 
 
@@ -55,9 +73,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """``LONGEST_FIRST`` at the front, in that order; the rest keep theirs."""
+    """The tests and files of ``LONGEST_FIRST`` at the front, in that order; the rest keep theirs."""
     rank = {nodeid: i for i, nodeid in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(item.nodeid, len(rank)))  # stable: the others keep collection order
+    last = len(rank)
+    # stable: a file's tests, and everything not named, keep collection order
+    items.sort(key=lambda item: rank.get(item.nodeid, rank.get(item.nodeid.split("::", 1)[0], last)))
 
 
 def toy_run_spec_data(

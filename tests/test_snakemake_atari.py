@@ -20,18 +20,6 @@ def run_smoke(tmp_path: Path, only: str, subprocess_env: dict[str, str], timeout
     return base / "smoke"
 
 
-def test_atari57_shallow_smoke_runs_pong_end_to_end(tmp_path: Path, subprocess_env: dict[str, str]):
-    root = run_smoke(tmp_path, "impala/atari57_shallow", subprocess_env, timeout=600)
-    summary = json.loads((root / "runs/impala/atari57_shallow/default/pong/seed0/summary.json").read_text())
-    assert -21 <= summary["final"]["eval_return"] <= 21  # an evaluation game of real Pong was played
-    assert summary["final"]["fps"] > 0 and summary["frames"] >= 16_000
-    table = (root / "tables/impala/atari57_shallow.md").read_text()
-    assert "(paper 20.4)" in table  # Table C.1 shallow Pong score beside ours
-    assert "## Human-normalised scores" in table
-    report = (root / "REPORT.md").read_text()
-    assert "impala/atari57_shallow: 58 claim(s)" in report  # median + 57 per-game claims, not judged at smoke
-
-
 @pytest.mark.slow
 def test_the_whole_impala_paper_at_smoke_scale(tmp_path: Path, subprocess_env: dict[str, str]):
     root = run_smoke(tmp_path, "impala", subprocess_env, timeout=1800)
@@ -39,6 +27,15 @@ def test_the_whole_impala_paper_at_smoke_scale(tmp_path: Path, subprocess_env: d
         assert (root / f"tables/impala/{experiment}.png").exists()
     report = (root / "REPORT.md").read_text()
     assert "impala/dmlab30" in report and "DeepMind Lab is not installed" in report
+    # IMPALA shallow on real Pong through every step of a user's run (the default suite trains Atari through the
+    # runner, tests/agents/test_dqn_atari.py, and the toy spec through Snakemake, tests/test_snakemake.py).
+    summary = json.loads((root / "runs/impala/atari57_shallow/default/pong/seed0/summary.json").read_text())
+    assert -21 <= summary["final"]["eval_return"] <= 21  # an evaluation game of real Pong was played
+    assert summary["final"]["fps"] > 0 and summary["frames"] >= 16_000
+    table = (root / "tables/impala/atari57_shallow.md").read_text()
+    assert "(paper 20.4)" in table  # Table C.1 shallow Pong score beside ours
+    assert "## Human-normalised scores" in table
+    assert "impala/atari57_shallow: 58 claim(s)" in report  # median + 57 per-game claims, not judged at smoke
     # IMPALA §5.3.2 at smoke scale: one job per variant trains one agent (PBT: a population of 2) on Pong and
     # Breakout at once and writes a run folder per game; the population is checkpointed after every chunk.
     for variant in ("pbt", "no_pbt"):

@@ -136,6 +136,8 @@ def test_changepoint_error_is_mean_of_period_peaks():
     np.testing.assert_allclose(changepoint_error(errors, phases), (0.5 + 0.9 + 0.4) / 3, rtol=1e-6)
 
 
+@pytest.mark.slow  # a minute of compiling on 2 cores; the default suite checks the meta-gradient against finite
+# differences and the fixed-target update against actor-critic's (below)
 def test_random_walk_value_error_falls():
     config = _prediction_config(meta_hidden_size=32, unroll_length=16, batch_size=1, inner_steps=5,
                                 optimizer=OptimizerConfig(0.1), meta_optimizer=OptimizerConfig(0.01))

@@ -265,6 +265,7 @@ _SHARDED_SCRIPT = textwrap.dedent(
 )
 
 
+@pytest.mark.slow  # a fresh process compiling both updates (45 s); multi-device runs only on an accelerator cluster
 def test_sharded_update_equals_the_single_device_update_on_two_fake_devices():
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=2", JAX_PLATFORMS="cpu")
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))

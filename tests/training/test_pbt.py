@@ -217,6 +217,7 @@ def _train(trainer, state, chunks: int):
     return state, np.nanmean(np.stack(returns[-2:]), axis=0)
 
 
+@pytest.mark.slow  # trains a population on Catch; exploit/explore's rules are checked one by one above
 def test_a_tiny_population_on_catch_replaces_a_deliberately_bad_learning_rate():
     # Three members: two at a working lr (1e-2), member 0 at 1e-7 (it cannot learn Catch in this budget).
     # After training, one exploit/explore step with fitness = the mean Catch return of the last chunks
