@@ -15,9 +15,9 @@ import textwrap
 from pathlib import Path
 
 from rlrepro.environments.errors import BackendMissingError, UnsupportedSetupError
-from rlrepro.metrics_file import MetricsFileError
+from rlrepro.jobs.run_folder import SUMMARY, MetricsFileError, read_json
+from rlrepro.jobs.run_lock import FinishedRunError, RunBusyError
 from rlrepro.results.collect import MissingRunsError
-from rlrepro.run_lock import FinishedRunError, RunBusyError
 from rlrepro.specs import SCALES, SpecError
 from rlrepro.workflow import SelectionError
 
@@ -108,7 +108,7 @@ def _interrupt_on_sigterm() -> None:
 
 
 def cmd_train(args: argparse.Namespace) -> int:
-    from rlrepro.training.runner import train_job
+    from rlrepro.jobs.runner import train_job
 
     _interrupt_on_sigterm()
     run_dirs = train_job(
@@ -128,7 +128,7 @@ def cmd_train(args: argparse.Namespace) -> int:
 def job_summary_line(run_dirs: list[Path]) -> str:
     """The job's last lines: each seed's final return, the frames and the wall time; then where the run folders are
     (relative to the working directory when under it), on a line of its own so that the first fits 80 columns."""
-    summaries = [json.loads((d / "summary.json").read_text(encoding="utf-8")) for d in run_dirs]
+    summaries = [read_json(d / SUMMARY) for d in run_dirs]
     values = [s["final"].get("final_return", float("nan")) for s in summaries]
     finals = ", ".join("no episode finished" if v != v else f"{v:.4g}" for v in values)
     wall = max(s["wall_time"] for s in summaries)

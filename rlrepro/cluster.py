@@ -12,9 +12,10 @@ import math
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 from rlrepro.specs import Scale
-from rlrepro.workflow import ExperimentPlan, Job
+from rlrepro.workflow import ExperimentPlan, Job, plan_experiment
 
 #: Headroom over the estimated minutes: a cluster node slower than the reference machine, a busy shared
 #: filesystem, a resume after a preemption. The constant adds XLA compilation and start-up, which the per-frame
@@ -43,6 +44,20 @@ GPU_HOST_MB = 2048
 CPU_ONLY_KINDS = frozenset({"loss_search"})
 
 
+def frames_of(experiment) -> int:
+    """The experiment's frame budget (a multi-task member counts once for all its games: ``Job.frames_emulated``)."""
+    return sum(job.frames_emulated for job in experiment.jobs)
+
+
+def cpu_rate(spec) -> float | None:
+    """Frames per second (all of an experiment's jobs, 2 at a time) on the reference machine: the cpu scale's
+    frames over its measured expected minutes. None when the spec states no minutes."""
+    minutes = spec.scale("cpu").expected_minutes
+    if not minutes:
+        return None
+    return frames_of(plan_experiment(Path("x.yaml"), spec, "cpu")) / (minutes * 60.0)
+
+
 def estimated_minutes(job: Job, experiment: ExperimentPlan, scale: Scale) -> float | None:
     """Wall minutes of one job on one core of the reference machine (all its cores for a whole-machine job).
 
@@ -50,8 +65,6 @@ def estimated_minutes(job: Job, experiment: ExperimentPlan, scale: Scale) -> flo
     scale, or else its cpu-scale rate (frames over measured minutes), both for 2 jobs at a time on 2 cores; a job
     gets its share by frames. None when the spec states no measured minutes.
     """
-    from rlrepro.plan_text import cpu_rate, frames_of
-
     concurrency = 1 if job.whole_machine else 2
     frames = sum(unit.frames for unit in job.units)
     measured = experiment.spec.scale(scale).expected_minutes

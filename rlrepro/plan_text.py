@@ -14,6 +14,8 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from rlrepro.cluster import GPU_HOST_MB, MEM_FACTOR, MEM_MB, MEM_OVERHEAD_MB, cpu_rate, frames_of, memory_mb
+
 #: The terminal width every line of ``rlrepro plan`` fits (tested on every scale of the real specs).
 WIDTH = 80
 #: The machine the specs' cpu-scale minutes were measured on (README "Benchmarks"; STACK.md has its figures).
@@ -75,22 +77,6 @@ def wrap(text: str, indent: str = "", hanging: str = "    ") -> list[str]:
 
 
 # --- figures ------------------------------------------------------------------------------------------------------
-
-
-def frames_of(experiment) -> int:
-    """The experiment's frame budget (a multi-task member counts once for all its games: ``Job.frames_emulated``)."""
-    return sum(job.frames_emulated for job in experiment.jobs)
-
-
-def cpu_rate(spec) -> float | None:
-    """Frames per second (all of an experiment's jobs, 2 at a time) on the reference machine: the cpu scale's
-    frames over its measured expected minutes. None when the spec states no minutes."""
-    from rlrepro.workflow import plan_experiment
-
-    minutes = spec.scale("cpu").expected_minutes
-    if not minutes:
-        return None
-    return frames_of(plan_experiment(Path("x.yaml"), spec, "cpu")) / (minutes * 60.0)
 
 
 def hours_text(hours: float) -> str:
@@ -320,7 +306,6 @@ def memory_lines(plans: list, scale: str, *, detail: bool = True) -> list[str]:
     """What each experiment's training jobs ask a cluster for (profiles/slurm, ``--mem``): the spec's measured peak
     with headroom, or the default, marked (so a cluster user knows which jobs need ``--config mem_mb``). Without
     ``detail``: one sentence, how many experiments fall back to the default and the largest request."""
-    from rlrepro.cluster import GPU_HOST_MB, MEM_FACTOR, MEM_MB, MEM_OVERHEAD_MB, memory_mb
 
     rows = []
     for experiment in plans:

@@ -7,7 +7,7 @@ working in the same directory (Linux ``/proc``). Only when there is none are the
 there is one, or when processes cannot be listed, the locks are left and the message says exactly what to run.
 
 A killed Snakemake also leaves its training jobs running (``kill -9`` reaches one process, not its children):
-each holds its run folders' lock (:mod:`rlrepro.run_lock`), so the same command run again would fail on them.
+each holds its run folders' lock (:mod:`rlrepro.jobs.run_lock`), so the same command run again would fail on them.
 When no Snakemake works in the directory, :func:`stop_orphaned_trainers` stops them (SIGTERM, which a trainer
 takes as Ctrl-C: its MLflow runs marked KILLED, its locks released; SIGKILL after a bounded wait) and says so.
 

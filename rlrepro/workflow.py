@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from rlrepro.jobs.run_folder import SUMMARY
 from rlrepro.specs import SCALES, ExperimentSpec, Scale, load_specs, resolve_agent, resolve_env
 
 
@@ -79,7 +80,7 @@ class Job:
         return re.sub(r"\W", "_", raw) + "_" + hashlib.sha1(key.encode()).hexdigest()[:8]
 
     def summaries(self, root: Path | str) -> list[str]:
-        return [str(unit.run_dir(root) / "summary.json") for unit in self.units]
+        return [str(unit.run_dir(root) / SUMMARY) for unit in self.units]
 
     def log(self, root: Path | str) -> str:
         seeds = f"seeds{self.seeds[0]}-{self.seeds[-1]}"
@@ -135,8 +136,8 @@ class JobGroup:
         base = Path(root) / "runs" / self.paper / self.experiment
         if self.multitask:
             games = list(dict.fromkeys(unit.env for unit in self.jobs[0].units))
-            return [str(base / "{variant}" / game / f"seed{seed}" / "summary.json") for seed in self.seeds for game in games]
-        return [str(base / "{variant}" / "{env}" / f"seed{seed}" / "summary.json") for seed in self.seeds]
+            return [str(base / "{variant}" / game / f"seed{seed}" / SUMMARY) for seed in self.seeds for game in games]
+        return [str(base / "{variant}" / "{env}" / f"seed{seed}" / SUMMARY) for seed in self.seeds]
 
     def log(self, root: Path | str) -> str:
         base = Path(root) / "logs" / "train" / self.paper / self.experiment
@@ -401,7 +402,7 @@ def _hash(data: object) -> str:
 
 def chunk_plan(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Scale):
     """How the (variant, env) run at ``scale`` is cut into chunks, from the same resolved agent and environment the
-    trainer builds from (``rlrepro.agents.registry.ChunkPlan``; imports no JAX); None when this agent cannot train
+    trainer builds from (``rlrepro.training.program.ChunkPlan``; imports no JAX); None when this agent cannot train
     on that environment kind (nothing is trained)."""
     from rlrepro.agents.registry import chunk_plan as plan_chunks
     from rlrepro.agents.registry import not_implemented

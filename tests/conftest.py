@@ -34,16 +34,16 @@ LONGEST_FIRST = (
     "tests/search/test_executor_placement.py::test_inline_local_pool_and_dask_give_the_same_programs_and_scores",
     "tests/test_snakemake.py",  # 160 s
     "tests/agents/test_impala_host.py",  # 140 s
-    "tests/training/test_runner.py",  # 120 s
+    "tests/jobs/test_runner.py",  # 120 s
     "tests/results/test_tables.py",  # 85 s
     "tests/agents/test_impala_sr.py",  # 80 s
     "tests/agents/test_frodo_atari.py",  # 80 s
     "tests/search/test_program.py",  # 75 s
     "tests/agents/test_frodo.py",  # 75 s
-    "tests/training/test_jax_loop.py",  # 65 s
+    "tests/agents/test_impala_loop.py",  # 65 s
     "tests/agents/test_refer_per_agents.py",  # 65 s
     "tests/agents/test_impala_replay.py",  # 60 s
-    "tests/training/test_pbt.py",  # 60 s
+    "tests/agents/test_impala_pbt.py",  # 60 s
     "tests/test_tracking.py",  # 60 s
     "tests/agents/test_impala.py",  # 60 s
     "tests/agents/test_impala_atari.py",  # 60 s

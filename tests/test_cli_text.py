@@ -11,7 +11,7 @@ from rlrepro.cli import job_summary_line, main
 
 
 def test_a_return_before_any_episode_ends_says_so() -> None:
-    from rlrepro.training.progress import return_text
+    from rlrepro.jobs.progress import return_text
 
     assert return_text(math.nan) == "no episode finished yet" and return_text(math.nan, short=True) == "no episode finished yet"
     assert return_text(0.2664) == "return 0.266" and return_text(0.2664, short=True) == "ret 0.266"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from rlrepro.metrics_file import read_metrics
+from rlrepro.jobs.run_folder import read_metrics
 from tests.factories import write_spec
 from tests.slurm_cluster import Cluster, missing_tools, slurm_cluster
 

@@ -20,7 +20,12 @@ from pathlib import Path
 import pytest
 
 from rlrepro import tracking as T
-from rlrepro.run_lock import own_run_dir
+from rlrepro.tracking import client as client_module
+from rlrepro.tracking import live as live_module
+from rlrepro.tracking import publish as publish_module
+from rlrepro.tracking import reach
+from rlrepro.tracking import store as store_module
+from rlrepro.jobs.run_lock import own_run_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -184,7 +189,7 @@ def test_ensure_store_two_processes_at_once(tmp_path):
     errs = [p.communicate(timeout=120)[1] for p in procs]
     assert [p.returncode for p in procs] == [0, 0], errs
     db = results / "mlflow.db"
-    assert T._db_revision(db) is not None
+    assert store_module._db_revision(db) is not None
     assert (results / "mlflow.db.ready").exists()
     # idempotent, and the fast path neither imports mlflow nor takes long
     code = (
@@ -369,7 +374,7 @@ def test_a_job_whose_experiment_tag_another_job_inserted_first_sets_it_again(sto
     from mlflow.exceptions import MlflowException
     from mlflow.protos.databricks_pb2 import BAD_REQUEST
 
-    real_client, raced = T._client, []
+    real_client, raced = client_module._client, []
 
     class Racing:
         def __init__(self, client):
@@ -386,7 +391,7 @@ def test_a_job_whose_experiment_tag_another_job_inserted_first_sets_it_again(sto
                                       "experiment_tags.experiment_id", error_code=BAD_REQUEST)  # as MLflow raises it
             return self.client.set_experiment_tag(experiment_id, key, value)
 
-    monkeypatch.setattr(T, "_client", lambda uri: Racing(real_client(uri)))
+    monkeypatch.setattr(live_module, "_client", lambda uri: Racing(real_client(uri)))  # the tracker makes its client
     tracker = T.RunTracker(make_run(tmp_path / "runs"), uri=store).start()
     assert tracker.active and raced == [T.EXPERIMENT_KIND_TAG, T.NOTE_TAG]
     tracker.finish()
@@ -441,8 +446,8 @@ def test_lock_errors_are_retried_then_disable(store, tmp_path, monkeypatch):
     """A store that stays locked: retried with backoff, then one warning; a transient lock: recovered."""
     import sqlite3
 
-    assert T._is_transient(sqlite3.OperationalError("database is locked"))
-    assert not T._is_transient(ValueError("bad param"))
+    assert reach._is_transient(sqlite3.OperationalError("database is locked"))
+    assert not reach._is_transient(ValueError("bad param"))
 
     run_dir = make_run(tmp_path / "runs", complete=False)
     tracker = T.RunTracker(run_dir, uri=store, retries=3).start()
@@ -693,7 +698,7 @@ def test_publishing_to_a_server_that_is_down_probes_once_and_sends_nothing(tmp_p
     uri = f"http://127.0.0.1:{_unused_port()}"
     table = tmp_path / "t.json"
     table.write_text(json.dumps({"rows": [], "claims": []}))
-    monkeypatch.setattr(T, "_client", lambda uri: pytest.fail("an MLflow client was made after the probe failed"))
+    monkeypatch.setattr(publish_module, "_client", lambda uri: pytest.fail("an MLflow client was made after the probe failed"))
     with pytest.raises(T.StoreUnreachableError, match=f"no answer from {uri}"):
         T.publish_experiment(uri=uri, scale="smoke", paper="toy", experiment="catch", spec={}, spec_path="s.yaml",
                              table_json=table, files=[])  # fmt: skip
@@ -718,12 +723,12 @@ def test_publishing_to_a_tracking_server_adds_no_retries_of_ours_to_mlflow_s_own
         raise ConnectionError("Connection refused")
 
     with pytest.raises(ConnectionError):
-        T._bounded_retry("http://127.0.0.1:1")(refused)
+        reach._bounded_retry("http://127.0.0.1:1")(refused)
     assert len(calls) == 1
     calls.clear()
-    monkeypatch.setattr(T.time, "sleep", lambda s: None)
+    monkeypatch.setattr(time, "sleep", lambda s: None)
     with pytest.raises(ConnectionError):
-        T._bounded_retry("sqlite:////tmp/x.db")(refused)  # a locked sqlite file passes: it is waited for
+        reach._bounded_retry("sqlite:////tmp/x.db")(refused)  # a locked sqlite file passes: it is waited for
     assert len(calls) == 10
 
 

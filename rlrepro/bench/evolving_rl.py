@@ -81,7 +81,7 @@ def bench_programs(n: int, batches: tuple[int, ...], updates_per_s: float | None
     both), the extra cost of a program that passes the hurdle (``host=False`` leaves out the host loop, the slow
     "before"; its speed-up is then not reported). Bound: 3,600 x bare interpreted updates/s /
     updates per hurdle run (the update alone, nothing else)."""
-    from rlrepro.search.evaluate import EvalTask, _host_dqn, evaluate_rest, hurdle_scores, score
+    from rlrepro.search.evaluate import EvalTask, host_dqn, evaluate_rest, hurdle_scores, score
     from rlrepro.search.ops import SEARCHABLE
     from rlrepro.search.program import dqn_program, mutate, with_free_nodes
     from rlrepro.bench.timing import compare_calls
@@ -92,7 +92,7 @@ def bench_programs(n: int, batches: tuple[int, ...], updates_per_s: float | None
     programs = [base] + [mutate(rng, base, SEARCHABLE) for _ in range(max(batches) - 1)]
 
     def host_run(_):
-        dqn, arrays = _host_dqn(envs[0], base, inner[0])
+        dqn, arrays = host_dqn(envs[0], base, inner[0])
         state, _ = dqn.run(dqn.init([0], steps[0]), steps[0], program=arrays)
         return score(state.host.episode_returns[0], envs[0].return_range, "mean_last50")
 

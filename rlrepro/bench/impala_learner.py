@@ -13,7 +13,8 @@ import argparse
 import jax
 import numpy as np
 
-from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
+from rlrepro.agents.impala.config import ImpalaConfig
+from rlrepro.networks.config import ConvNetworkConfig
 from rlrepro.agents.impala.learner import Batch, make_learner
 from rlrepro.agents.impala.networks import initial_core_state, make_network
 from rlrepro.agents.impala.sharding import make_sharded_update

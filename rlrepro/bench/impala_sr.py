@@ -24,7 +24,8 @@ import functools
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
+from rlrepro.agents.impala.config import ImpalaConfig
+from rlrepro.networks.config import ConvNetworkConfig
 from rlrepro.agents.impala.learner import Batch, make_learner as make_impala_learner
 from rlrepro.agents.impala_sr.actor import init_actor, unroll
 from rlrepro.agents.impala_sr.config import AdamConfig, ImpalaSRConfig, SRConfig, SRConvConfig

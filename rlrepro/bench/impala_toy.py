@@ -24,7 +24,7 @@ from rlrepro.agents.impala.networks import make_network
 from rlrepro.bench.timing import time_calls
 from rlrepro.environments.jax_envs import make_jax_env
 from rlrepro.plan_text import wrap
-from rlrepro.training.jax_loop import make_jax_trainer
+from rlrepro.agents.impala.loop import make_jax_trainer
 
 
 def env_only(env_name: str, config: ImpalaConfig, repeats: int) -> float:

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlrepro.metrics_file import read_metrics
+from rlrepro.jobs.run_folder import METRICS, SUMMARY, read_json, read_metrics
 from rlrepro.workflow import ExperimentPlan
 
 
@@ -62,11 +61,11 @@ def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResul
         for unit in job.units:  # a cell per (variant, environment): a multi-task job's units span environments
             cell = cells.setdefault((unit.variant, unit.env), CellResult(unit.variant, unit.env, report_metric=report))
             run_dir = unit.run_dir(root)
-            summary_path = run_dir / "summary.json"
+            summary_path = run_dir / SUMMARY
             if not summary_path.exists():
                 missing.append(str(run_dir))
                 continue
-            summary = json.loads(summary_path.read_text())
+            summary = read_json(summary_path)
             cell.seeds.append(unit.seed)
             cell.finals.append(summary["final"])
             cell.final.append(float(summary["final"].get(report, math.nan)))
@@ -78,7 +77,7 @@ def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResul
                 chunks = ", ".join(str(a["from_chunk"]) for a in attempts[1:])
                 cell.resumed.append(f"seed {unit.seed} (resumed at chunk {chunks})")
             cell.spec_hashes.add(summary["run"]["spec_hash"])
-            records = read_metrics(run_dir / "metrics.jsonl")
+            records = read_metrics(run_dir / METRICS)
             if (bounds := ranges.get(unit.env)) is not None:
                 cell.out_of_range += _flag_out_of_range(run_dir, summary, records, bounds, unit.env)
             cell.logged_keys.update(key for record in records for key in record)

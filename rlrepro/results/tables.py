@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from rlrepro.jobs.run_folder import RESOLVED, read_json
 from rlrepro.provenance import git_commit
 from rlrepro.results.aggregation import aggregate_mean, stratified_bootstrap_ci, summarize
 from rlrepro.results.claims import Verdict, hns_matrix, judge_claims
@@ -128,8 +129,8 @@ def run_hardware(plan: ExperimentPlan, root: Path) -> str:
     seen = []
     for job in plan.jobs:
         for unit in job.units:
-            resolved = unit.run_dir(root) / "spec.resolved.json"
-            device = json.loads(resolved.read_text()).get("device") if resolved.exists() else None
+            resolved = unit.run_dir(root) / RESOLVED
+            device = read_json(resolved).get("device") if resolved.exists() else None
             if device:
                 seen.append(_hardware_text(device))
     return " and ".join(dict.fromkeys(seen)) or "hardware not recorded"

@@ -47,7 +47,7 @@ class EvalResult:
     seconds: float
 
 
-def _host_dqn(env: Any, program: Program, inner: DQNConfig) -> tuple[HostDQN, Any]:
+def host_dqn(env: Any, program: Program, inner: DQNConfig) -> tuple[HostDQN, Any]:
     """The worker's compiled DQN for this environment, slot count and network-call pattern (built once)."""
     from rlrepro.search.interpreter import make_program_loss
 
@@ -88,7 +88,7 @@ def evaluate_program(program: Program, task: EvalTask) -> EvalResult:
     started = time.monotonic()
     scores = []
     for i, (env, steps, inner) in enumerate(zip(task.environments, task.steps, task.inner)):
-        dqn, arrays = _host_dqn(env, program, inner)
+        dqn, arrays = host_dqn(env, program, inner)
         state = dqn.init([task.seed], steps)
         state, _ = dqn.run(state, steps, program=arrays)
         value = score(state.host.episode_returns[0], env.return_range, task.fitness)
@@ -103,7 +103,7 @@ def evaluate_rest(program: Program, task: EvalTask, hurdle_score: float, hurdle_
     started = time.monotonic()
     scores = [hurdle_score]
     for env, steps, inner in zip(task.environments[1:], task.steps[1:], task.inner[1:]):
-        dqn, arrays = _host_dqn(env, program, inner)
+        dqn, arrays = host_dqn(env, program, inner)
         state = dqn.init([task.seed], steps)
         state, _ = dqn.run(state, steps, program=arrays)
         value = score(state.host.episode_returns[0], env.return_range, task.fitness)

@@ -22,7 +22,9 @@ from rlrepro.environments.errors import UnsupportedSetupError
 from rlrepro.search import evolution
 from rlrepro.search.evaluate import EvalResult, EvalTask, evaluate_program, evaluate_rest, hurdle_scores, jax_hurdle_env
 from rlrepro.search.executor import make_executor, placement
+from rlrepro.search.budget import loss_search_chunks
 from rlrepro.search.ops import SEARCHABLE
+from rlrepro.training.program import TrainerProgram
 
 
 class SearchMetrics(NamedTuple):
@@ -173,7 +175,6 @@ def write_search_report(states: list[evolution.SearchState], run_dirs: list[Path
 
 def build_loss_search(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """The search over ``frames`` proposals (programs), ``agent.trials_per_chunk`` per chunk."""
-    from rlrepro.agents.registry import TrainerProgram, loss_search_chunks
     from rlrepro.environments.availability import require_backend
 
     if env_spec.kind != "gym_suite":

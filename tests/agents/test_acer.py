@@ -162,7 +162,7 @@ def test_seeds_in_lockstep_match_seeds_alone():
 def test_a_checkpoint_resumes_exactly(tmp_path):
     """The memories (with their generators), the state statistics and the environments are in the checkpointed
     state: 25 + 10 steps through a checkpoint equal 35 steps straight (N_start = 20 in the first part)."""
-    from rlrepro.training import checkpoint
+    from rlrepro.jobs import checkpoint
 
     config = ACERConfig(hidden_sizes=(8,), n_start=20, capacity=64, batch_episodes=3, window=4)
     host = HostACER(config, _pendulum())

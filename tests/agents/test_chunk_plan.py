@@ -1,4 +1,4 @@
-"""``registry.ChunkPlan``: what a run of a budget trains (whole chunks), per agent kind, without JAX (issue 17).
+"""``ChunkPlan`` (rlrepro/training/program.py): what a run of a budget trains (whole chunks), per agent kind, without JAX (issue 17).
 
 The builders size their programs with it and ``build_trainer`` refuses a program that differs, so plans, summaries,
 tables and MLflow (which read the ChunkPlan) state what the runner trains. Checked here: every repository spec's
@@ -13,7 +13,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from rlrepro.agents.registry import AGENTS, ChunkPlan, build_trainer, chunk_plan, not_implemented
+from rlrepro.agents.registry import AGENTS, build_trainer, chunk_plan, not_implemented
+from rlrepro.training.program import ChunkPlan
 from rlrepro.environments.availability import missing_backend
 from rlrepro.specs import load_spec, load_specs, resolve_agent, resolve_env
 

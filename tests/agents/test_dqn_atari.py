@@ -15,7 +15,7 @@ import pytest
 from rlrepro.agents.dqn.config import DQNConfig
 from rlrepro.agents.dqn.frame_replay import FrameReplay
 from rlrepro.agents.dqn.networks import ConvQNetwork
-from rlrepro.agents.impala.config import ConvNetworkConfig
+from rlrepro.networks.config import ConvNetworkConfig
 from rlrepro.specs.environments import AtariEnvSpec
 
 pytest.importorskip("ale_py", reason="ale-py is pinned in envs/ and installed by `make install`")
@@ -158,7 +158,7 @@ def test_a_checkpointed_state_resumes_with_new_games_and_a_refilled_replay():
 
 
 def test_the_runner_trains_the_atari_spec_at_smoke_scale(tmp_path: Path):
-    from rlrepro.training.runner import train_job
+    from rlrepro.jobs.runner import train_job
 
     [run_dir] = train_job(
         spec_path=REPO / "specs/evolving_rl/eval_atari.yaml", scale="smoke", variant="dqnreg", env="boxing",

@@ -14,7 +14,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
+from rlrepro.agents.impala.config import ImpalaConfig
+from rlrepro.networks.config import ConvNetworkConfig
 from rlrepro.agents.impala.learner import Batch, apply_to_batch, loss_fn, make_learner
 from rlrepro.agents.impala.networks import (
     ActorCritic,
@@ -22,8 +23,8 @@ from rlrepro.agents.impala.networks import (
     initial_core_state,
     make_network,
     make_policy_step,
-    reset_core_state,
 )
+from rlrepro.networks.lstm import reset_core_state
 
 T, B, A = 6, 4, 5  # B even: the sharded test splits it over 2 devices
 SMALL_OBS = (4, 36, 36)  # channels first; 36 -> 8 -> 3 through the A3C convs, fast to run

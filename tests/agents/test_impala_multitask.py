@@ -8,13 +8,14 @@ import jax
 import numpy as np
 import pytest
 
-from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
+from rlrepro.agents.impala.config import ImpalaConfig
+from rlrepro.networks.config import ConvNetworkConfig
 from rlrepro.agents.impala.multitask import MultiTaskTrainer
 from rlrepro.agents.impala.population import hyper_dict
 from rlrepro.specs.agents.impala import ActorSpec
 from rlrepro.specs.environments import AtariEnvSpec
-from rlrepro.training import checkpoint
-from rlrepro.training.pbt import PBTConfig
+from rlrepro.jobs import checkpoint
+from rlrepro.agents.impala.pbt import PBTConfig
 
 GAMES = ("pong", "breakout")
 

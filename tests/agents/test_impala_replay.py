@@ -18,7 +18,7 @@ from rlrepro.environments.jax_envs import make_jax_env
 from rlrepro.specs import load_spec
 from rlrepro.specs.experiment import RunSpec
 from rlrepro.specs.loading import resolve_agent, resolve_env
-from rlrepro.training.jax_loop import actor_params, make_jax_trainer
+from rlrepro.agents.impala.loop import actor_params, make_jax_trainer
 
 T = 2
 

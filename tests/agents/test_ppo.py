@@ -118,7 +118,7 @@ def test_seeds_in_lockstep_match_seeds_alone():
 def test_a_checkpoint_taken_mid_rollout_resumes_exactly(tmp_path):
     """The partial rollout, the observation statistics and the environments are part of the checkpointed state:
     24 + 24 steps through a checkpoint equal 48 steps straight (an update at step 32 in between)."""
-    from rlrepro.training import checkpoint
+    from rlrepro.jobs import checkpoint
 
     config = PPOConfig(hidden_sizes=(8,), rollout_steps=32, minibatch_size=8, epochs=1)
     host = HostPPO(config, _pendulum())

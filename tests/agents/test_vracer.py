@@ -118,7 +118,7 @@ def test_a_host_resumed_from_its_checkpoint_continues_exactly_as_if_never_stoppe
     from rlrepro.agents.vracer.trainer import HostVRacer
     from rlrepro.specs import load_spec
     from rlrepro.specs.loading import resolve_env
-    from rlrepro.training import checkpoint
+    from rlrepro.jobs import checkpoint
 
     env = resolve_env(load_spec("specs/refer/mujoco_vracer.yaml"), "inverted_pendulum", "smoke")
     config = VRacerConfig(rules=ReferConfig(variant="refer"), capacity=60, n_start=40, batch_size=8,

@@ -1,4 +1,4 @@
-"""Tables and the report from fabricated finished run folders (the files rlrepro/training/runner.py writes)."""
+"""Tables and the report from fabricated finished run folders (the files rlrepro/jobs/runner.py writes)."""
 
 from __future__ import annotations
 
@@ -128,7 +128,7 @@ def aggregated(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 
 def test_fabricated_summary_matches_what_the_runner_writes(tmp_path: Path) -> None:
-    from rlrepro.training import runner  # imports jax: kept to this one test
+    from rlrepro.jobs import runner  # imports jax: kept to this one test
 
     toy = write_spec(tmp_path / "specs", _toy())
     [run_dir, *_] = fabricate_all(toy, tmp_path / "results")
@@ -480,7 +480,7 @@ def test_a_second_spec_set_adds_to_the_scales_report_rather_than_replacing_it(tm
     assert f"could not be read and is left out: {repo_specs.resolve()}" in text
 
 
-# --- damaged metrics files (one reader: rlrepro.metrics_file) ------------------------------------------------
+# --- damaged metrics files (one reader: rlrepro.jobs.run_folder) ------------------------------------------------
 
 
 def test_aggregate_drops_a_torn_last_metrics_line_with_a_warning_naming_the_file(tmp_path: Path) -> None:

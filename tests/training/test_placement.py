@@ -25,7 +25,7 @@ def test_snakemake_config_actor_device_becomes_the_jobs_environment():
 
 
 def test_every_job_records_the_actor_device_in_its_device_record(monkeypatch: pytest.MonkeyPatch):
-    from rlrepro.training.runner import device_placement
+    from rlrepro.jobs.runner import device_placement
 
     monkeypatch.setenv(ACTOR_DEVICE_ENV, "cpu")
     assert device_placement()["actor_device"] == "cpu"

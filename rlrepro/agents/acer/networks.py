@@ -9,7 +9,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.vracer.networks import output_init, softsign_torso, softplus_inverse
+from rlrepro.networks.softsign import output_init, softplus_inverse, softsign_torso
 
 
 

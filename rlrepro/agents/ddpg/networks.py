@@ -6,7 +6,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.vracer.networks import output_init, softsign_torso
+from rlrepro.networks.softsign import output_init, softsign_torso
 
 
 

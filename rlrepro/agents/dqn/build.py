@@ -7,9 +7,10 @@ from typing import Any
 import numpy as np
 
 from rlrepro.agents.dqn.config import DQNConfig
-from rlrepro.agents.impala.config import ConvNetworkConfig
+from rlrepro.networks.config import ConvNetworkConfig
 from rlrepro.agents.dqn.trainer import DQNState, HostDQN, num_steps
 from rlrepro.environments.errors import UnsupportedSetupError
+from rlrepro.training.program import TrainerProgram, host_step_chunks, one_seed_program
 
 
 def dqn_config(agent: Any, env_id: str | None = None) -> DQNConfig:
@@ -53,7 +54,6 @@ def seeds_of(keys: Any) -> list[int]:
 def build_dqn(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """DQN on a gymnasium environment (every seed of the job stepped in lockstep) or on Atari (one seed per job);
     chunk = ``run.updates_per_chunk`` environment steps."""
-    from rlrepro.agents.registry import TrainerProgram, host_step_chunks
     from rlrepro.environments.availability import require_backend
 
     require_backend(env_spec)
@@ -80,7 +80,6 @@ def build_dqn(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
 def build_dqn_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """DQN on one Atari game, one seed per job (``run.seeds_per_job: 1``)."""
     from rlrepro.agents.dqn.atari import AtariDQN
-    from rlrepro.agents.registry import TrainerProgram, host_step_chunks
 
     if agent.network.kind == "mlp":
         raise UnsupportedSetupError("agent.network.kind 'mlp' cannot read Atari frames: use impala_shallow (the DQN net)")
@@ -94,10 +93,4 @@ def build_dqn_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     config = resolve_dqn(agent, env_spec, frames=frames, run=run)
     dqn = AtariDQN(config, env_spec, total_steps=chunks.num_chunks * chunks.updates_per_chunk,
                    steps_per_chunk=chunks.updates_per_chunk)
-
-    def init_batch(keys: Any) -> Any:
-        if len(keys) != 1:
-            raise UnsupportedSetupError("Atari jobs train one seed each: set run.seeds_per_job: 1 in the spec")
-        return dqn.init(keys[0])
-
-    return TrainerProgram(init_batch, dqn.run_chunk, chunks.num_chunks, chunks.updates_per_chunk, chunks.frames_per_chunk)
+    return one_seed_program(dqn, chunks)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Literal
 
-from rlrepro.agents.impala.config import ConvNetworkConfig
+from rlrepro.networks.config import ConvNetworkConfig
 from rlrepro.specs.agents.dqn import DEFAULT_TD_SCALE
 
 LossName = Literal["dqn", "ddqn", "dqnreg", "dqnclipped", "program"]

@@ -8,8 +8,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.impala.config import ConvNetworkConfig
-from rlrepro.agents.impala.networks import DeepTorso, ShallowTorso
+from rlrepro.networks.config import ConvNetworkConfig
+from rlrepro.networks.torsos import DeepTorso, ShallowTorso
 
 
 class QNetwork(nn.Module):

@@ -7,9 +7,12 @@ field whose default is marked "ours" in the spec (notes §5 item 8).
 from __future__ import annotations
 
 import dataclasses
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-import optax
+from rlrepro.training.program import ChunkPlan, update_chunks
+
+if TYPE_CHECKING:
+    import optax  # imported where an optimiser is made: planning reads this module's chunk plan without JAX
 
 META_INPUTS: tuple[str, ...] = ("reward", "discount", "v_next", "observation", "pi_a", "mu_a", "torso")
 
@@ -43,6 +46,8 @@ class OptimizerConfig:
 
     def make(self) -> optax.GradientTransformation:
         """The optax transformation (differentiable: FRODO backpropagates through its state)."""
+        import optax
+
         schedule = (
             optax.constant_schedule(self.learning_rate)
             if self.lr_schedule == "constant"
@@ -167,3 +172,42 @@ class FrodoConfig:
     def meta_learning(self) -> bool:
         """Whether eta is learned (False for the V-trace IMPALA baseline)."""
         return self.target == "meta_network"
+
+
+def frodo_chunks(agent: Any, env_spec: Any, *, frames: int, run: Any) -> ChunkPlan:
+    """FRODO: one meta-update consumes M inner batches and the validation batch (FrodoConfig.frames_per_meta_update,
+    which ``resolve_frodo`` checks against this)."""
+    validation = agent.outer.unroll_length or agent.unroll_length
+    if agent.outer.kind == "monte_carlo" and agent.outer.unroll_length is None and env_spec.kind == "jax":
+        # Derived from the environment (Catch's rows), which only its JAX module knows: a spec that leaves it null
+        # costs planning that import (elsewhere ``frodo_config`` refuses a Monte Carlo outer loss).
+        from rlrepro.environments.jax_envs import make_jax_env
+
+        validation = monte_carlo_episode_length(agent, make_jax_env(env_spec.name, **env_spec.kwargs), env_spec.id)
+    steps = (agent.inner_steps * agent.unroll_length + validation) * agent.batch_size
+    return update_chunks(frames, steps * env_spec.frames_per_step, run)
+
+
+def monte_carlo_episode_length(agent: Any, env: Any, env_id: str) -> int:
+    """The validation batch's length for a Monte Carlo outer loss: exactly one whole episode (Catch §4).
+
+    The outer return sums the rewards of freshly reset episodes up to ``outer.unroll_length`` steps: fewer
+    steps truncate the episodes (a return with no reward in Catch), more run into the next episode. Catch
+    episodes last ``rows - 1`` steps, so the length is derived from the grid when ``outer.unroll_length`` is
+    null and checked against it when set.
+    """
+    from rlrepro.environments.errors import UnsupportedSetupError
+    from rlrepro.environments.jax_envs import Catch
+
+    if not isinstance(env, Catch):
+        raise UnsupportedSetupError(
+            f"agent.outer.kind 'monte_carlo' needs episodes of one fixed length (Catch); '{env_id}' has none"
+        )
+    length, chosen = env.rows - 1, agent.outer.unroll_length
+    if chosen is not None and chosen != length:
+        effect = "truncate" if chosen < length else "run past the end of"
+        raise UnsupportedSetupError(
+            f"agent.outer.unroll_length {chosen} would {effect} the Monte Carlo validation episodes of '{env_id}': "
+            f"Catch with rows {env.rows} ends after rows - 1 = {length} steps; set it to {length} or null (derived)"
+        )
+    return length

@@ -37,7 +37,7 @@ from rlrepro.agents.frodo.networks import (
     TwoConvTorso,
     fold_time,
 )
-from rlrepro.agents.impala.networks import MLPTorso
+from rlrepro.networks.torsos import MLPTorso
 from rlrepro.losses import (
     consistency_errors,
     discounted_returns,

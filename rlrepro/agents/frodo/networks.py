@@ -14,7 +14,7 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.impala.networks import MLPTorso
+from rlrepro.networks.torsos import MLPTorso
 
 
 class MetaNetwork(nn.Module):

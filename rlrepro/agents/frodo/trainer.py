@@ -27,10 +27,12 @@ from rlrepro.agents.frodo.actor import (
     make_fresh_episodes_collect,
     make_prediction_collect,
 )
-from rlrepro.agents.frodo.config import FrodoConfig, OptimizerConfig
+from rlrepro.agents.frodo.config import FrodoConfig, OptimizerConfig, frodo_chunks, monte_carlo_episode_length
 from rlrepro.agents.frodo.learner import FrodoState, MetaMetrics, Networks, init, make_networks, meta_update
 from rlrepro.agents.impala.actor import ActorState, init_actor
 from rlrepro.environments.base import JaxEnv
+from rlrepro.training.program import TrainerProgram, one_seed_program
+from rlrepro.training.scan import ScannedTrainer, check_updates_per_chunk, raw_key, scanned_trainer
 
 
 class FrodoTrainState(NamedTuple):
@@ -60,19 +62,6 @@ class FrodoChunkMetrics(NamedTuple):
     frames: jax.Array
 
 
-class FrodoTrainer(NamedTuple):
-    """Jitted per-seed ``init``/``run_chunk`` and their vmapped-over-seeds versions."""
-
-    init: Callable[[jax.Array], FrodoTrainState]
-    run_chunk: Callable[[FrodoTrainState], tuple[FrodoTrainState, FrodoChunkMetrics]]
-    init_batch: Callable[[jax.Array], FrodoTrainState]
-    run_chunk_batch: Callable[[FrodoTrainState], tuple[FrodoTrainState, FrodoChunkMetrics]]
-
-
-def _raw_key(key: jax.Array) -> jax.Array:
-    return jax.random.key_data(key) if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key) else key
-
-
 def _collectors(env: JaxEnv, config: FrodoConfig, nets: Networks) -> tuple[Any, Any]:
     """(collect_inner, collect_outer) for the config's task and outer loss."""
     if config.task == "prediction":
@@ -100,7 +89,7 @@ def _probe(env: Any, config: FrodoConfig, nets: Networks) -> Callable[[Any, Any]
 
 def init_train_state(key: jax.Array, env: JaxEnv, config: FrodoConfig) -> FrodoTrainState:
     """Fresh learner, B reset environments, frames 0."""
-    learner_key, actor_key, rng = jax.random.split(_raw_key(key), 3)
+    learner_key, actor_key, rng = jax.random.split(raw_key(key), 3)
     learner = init(learner_key, config, env.observation_shape, env.num_actions)
     return FrodoTrainState(learner, init_actor(actor_key, env, config.batch_size), rng, jnp.zeros((), jnp.int32))
 
@@ -156,7 +145,7 @@ def run_chunk(
     return state, chunk
 
 
-def make_frodo_trainer(env: JaxEnv, config: FrodoConfig, *, updates_per_chunk: int) -> FrodoTrainer:
+def make_frodo_trainer(env: JaxEnv, config: FrodoConfig, *, updates_per_chunk: int) -> ScannedTrainer:
     """Build the jitted FRODO loop for a pure-JAX ``env``.
 
     The seeds are initialised one after another (``lax.map``), not vmapped: the LSTM's orthogonal
@@ -165,16 +154,10 @@ def make_frodo_trainer(env: JaxEnv, config: FrodoConfig, *, updates_per_chunk: i
     independent QRs ran at once on both pool workers, each waiting for parts queued behind the other:
     the process deadlocked, idle, before the first chunk. Unbatched QRs never split (and init is cheap).
     """
-    if updates_per_chunk < 1:
-        raise ValueError(f"updates_per_chunk must be >= 1, got {updates_per_chunk}")
+    check_updates_per_chunk(updates_per_chunk)
     init_fn = functools.partial(init_train_state, env=env, config=config)
     chunk_fn = functools.partial(run_chunk, env=env, config=config, updates_per_chunk=updates_per_chunk)
-    return FrodoTrainer(
-        init=jax.jit(init_fn),
-        run_chunk=jax.jit(chunk_fn),
-        init_batch=jax.jit(functools.partial(jax.lax.map, init_fn)),
-        run_chunk_batch=jax.jit(jax.vmap(chunk_fn)),
-    )
+    return scanned_trainer(init_fn, chunk_fn, init_seeds_one_by_one=True)
 
 
 def optimizer_config(spec: Any, total_steps: int) -> OptimizerConfig:
@@ -190,31 +173,6 @@ def optimizer_config(spec: Any, total_steps: int) -> OptimizerConfig:
         lr_schedule=spec.lr_schedule,
         total_steps=total_steps,
     )
-
-
-def monte_carlo_episode_length(agent: Any, env: Any, env_id: str) -> int:
-    """The validation batch's length for a Monte Carlo outer loss: exactly one whole episode (Catch §4).
-
-    The outer return sums the rewards of freshly reset episodes up to ``outer.unroll_length`` steps: fewer
-    steps truncate the episodes (a return with no reward in Catch), more run into the next episode. Catch
-    episodes last ``rows - 1`` steps, so the length is derived from the grid when ``outer.unroll_length`` is
-    null and checked against it when set.
-    """
-    from rlrepro.environments.errors import UnsupportedSetupError
-    from rlrepro.environments.jax_envs import Catch
-
-    if not isinstance(env, Catch):
-        raise UnsupportedSetupError(
-            f"agent.outer.kind 'monte_carlo' needs episodes of one fixed length (Catch); '{env_id}' has none"
-        )
-    length, chosen = env.rows - 1, agent.outer.unroll_length
-    if chosen is not None and chosen != length:
-        effect = "truncate" if chosen < length else "run past the end of"
-        raise UnsupportedSetupError(
-            f"agent.outer.unroll_length {chosen} would {effect} the Monte Carlo validation episodes of '{env_id}': "
-            f"Catch with rows {env.rows} ends after rows - 1 = {length} steps; set it to {length} or null (derived)"
-        )
-    return length
 
 
 def frodo_config(
@@ -279,7 +237,6 @@ class FrodoSetup(NamedTuple):
 
 def resolve_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> FrodoSetup:
     """The one place a FRODO spec becomes its run's configuration (used by ``build_frodo``)."""
-    from rlrepro.agents.registry import frodo_chunks
     from rlrepro.environments.jax_envs import make_jax_env
     from rlrepro.specs.environments import JaxEnvSpec
 
@@ -299,7 +256,6 @@ def resolve_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> FrodoS
 
 def build_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """FRODO on a pure-JAX environment (each chunk of meta-iterations one jitted, vmapped call) or on Atari."""
-    from rlrepro.agents.registry import TrainerProgram
     from rlrepro.environments.availability import require_backend
     from rlrepro.environments.errors import UnsupportedSetupError
     from rlrepro.environments.jax_envs import make_jax_env
@@ -321,25 +277,17 @@ def build_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
 def build_frodo_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """FRODO on Atari: one seed per job; IMPALA's actor threads (or synchronous actor) and the meta-update."""
     from rlrepro.agents.frodo.host_trainer import HostFrodoTrainer
-    from rlrepro.agents.registry import TrainerProgram
     from rlrepro.environments.errors import UnsupportedSetupError
 
     if agent.network.kind != "frodo_conv":
         raise UnsupportedSetupError(f"agent.network.kind '{agent.network.kind}' cannot read Atari frames: use frodo_conv")
     config, total_updates, actor = resolve_frodo(agent, env_spec, frames=frames, run=run)
     trainer = HostFrodoTrainer(config, env_spec, actor, updates_per_chunk=run.updates_per_chunk, total_updates=total_updates)
-
-    def init_batch(keys: Any) -> Any:
-        if len(keys) != 1:
-            raise UnsupportedSetupError("Atari jobs train one seed each: set run.seeds_per_job: 1 in the spec")
-        return trainer.init(keys[0])
-
-    return _program(init_batch, trainer.run_chunk, agent, env_spec, frames=frames, run=run)
+    return one_seed_program(trainer, frodo_chunks(agent, env_spec, frames=frames, run=run))
 
 
 def _program(init_batch: Any, run_chunk_batch: Any, agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """The runner's program, sized by ``frodo_chunks`` (what ``resolve_frodo`` set the schedules for)."""
-    from rlrepro.agents.registry import TrainerProgram, frodo_chunks
 
     chunks = frodo_chunks(agent, env_spec, frames=frames, run=run)
     return TrainerProgram(init_batch, run_chunk_batch, chunks.num_chunks, chunks.updates_per_chunk, chunks.frames_per_chunk)

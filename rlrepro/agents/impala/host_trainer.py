@@ -22,7 +22,8 @@ import numpy as np
 
 from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala.learner import Batch, LearnerState, apply_gradients, gradients, make_learner
-from rlrepro.agents.impala.networks import initial_core_state, make_network, make_policy_step, reset_core_state
+from rlrepro.agents.impala.networks import initial_core_state, make_network, make_policy_step
+from rlrepro.networks.lstm import reset_core_state
 from rlrepro.agents.impala.sharding import make_sharded_update
 from rlrepro.environments.atari import AtariEnv
 from rlrepro.training.actor_learner import HostActorLearner, SharedLearner, Unroll

@@ -10,7 +10,7 @@ the same function of its own state (``rlrepro.agents.impala.population``), so th
 are one ``jit(vmap(update))``: on an accelerator the 24 members train in parallel in one job.
 
 PBT (App. F): after each update, a member past the burn-in that has finished ``ready_episodes`` training
-episodes since its last step takes one exploit/explore step (``rlrepro.training.pbt``) with fitness the
+episodes since its last step takes one exploit/explore step (``rlrepro.agents.impala.pbt``) with fitness the
 mean capped human-normalised score of its training episodes in that window (Table G.1), a game without an
 episode in the window keeping its previous mean (the random score, HNS 0, before its first). Without PBT
 the population has one member with the spec's hyper-parameters.
@@ -39,12 +39,13 @@ import numpy as np
 from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala.host_trainer import batch_from_unrolls
 from rlrepro.agents.impala.learner import LearnerState
-from rlrepro.agents.impala.networks import initial_core_state, make_network, make_policy_step, reset_core_state
+from rlrepro.agents.impala.networks import initial_core_state, make_network, make_policy_step
+from rlrepro.networks.lstm import reset_core_state
 from rlrepro.agents.impala.population import Hyper, apply_step, hyper_dict, make_member_learner, with_hyper
 from rlrepro.environments.atari import AtariEnv
 from rlrepro.results.normalization import canonical_game_name, reference_scores
 from rlrepro.training.actor_learner import HostActorLearner
-from rlrepro.training.pbt import PBTConfig, capped_hns_fitness, exploit_explore, rng_for, sample_initial
+from rlrepro.agents.impala.pbt import PBTConfig, capped_hns_fitness, exploit_explore, rng_for, sample_initial
 
 
 class MultiTaskState(NamedTuple):

@@ -2,126 +2,27 @@
 
 IMPALA (Espeholt et al. 2018, Fig. 3; notes §2.1) puts linear policy-logit and baseline heads on a
 shared torso, optionally behind an LSTM core fed with the torso output, the clipped last reward and
-the one-hot last action (released code ``Agent._torso``/``_head``). Torsos:
-- ``MLPTorso``: toy vector/grid observations.
-- ``ShallowTorso``: the A3C 2-conv net (16 8x8/4, 32 4x4/2, VALID) or the Nature-DQN 3-conv net
-  (32 8x8/4, 64 4x4/2, 64 3x3/1, VALID), then FC + ReLU (notes §5 ambiguity 1).
-- ``DeepTorso``: 3 residual stages (conv 3x3 -> max-pool 3x3/2 SAME -> 2 residual blocks), ReLU,
-  FC 256, ReLU (released code ``Agent._torso``).
-
-Image layout: the conv torsos take **channels-first** uint8 observations ``[N, C, H, W]`` (Atari:
-``[N, 4, 84, 84]``, the layout ale-py's vector environment gives), scale them by 1/255 and transpose
-them once to channels-last (NHWC, flax's convolution layout) inside the torso.
-
-Core state: a feed-forward network's core state is ``()``; an LSTM core's is ``(c, h)``, each
-``[B, lstm_size]`` float32. The state passed with an observation is the state *before* that
-observation is processed, already zeroed if the observation starts a new episode.
+the one-hot last action (released code ``Agent._torso``/``_head``). The torsos (``rlrepro.networks.torsos``) and the
+LSTM core (``rlrepro.networks.lstm``) are shared with the other agents; the heads, the unroll over time and the
+acting step are IMPALA's.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Callable
+from typing import Any
 
 import flax.linen as nn
 import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
+from rlrepro.agents.impala.config import ImpalaConfig
+from rlrepro.networks.config import ConvNetworkConfig
+from rlrepro.networks.lstm import CoreState, ScannedLSTM
+from rlrepro.networks.torsos import DeepTorso, MLPTorso, ShallowTorso
 from rlrepro.training.actor_learner import sample_action
-
-CoreState = Any  # () for feed-forward networks, (c, h) for an LSTM core.
-_SHALLOW_LAYERS = {
-    # (features, kernel, stride) per conv layer, VALID padding (notes §2.1: SAME would not give 1.2M).
-    "a3c_2conv": ((16, 8, 4), (32, 4, 2)),
-    "nature_3conv": ((32, 8, 4), (64, 4, 2), (64, 3, 1)),
-}
-
-
-class MLPTorso(nn.Module):
-    """Flatten each observation, then Dense + ReLU layers of ``hidden_sizes``."""
-
-    hidden_sizes: Sequence[int]
-
-    @nn.compact
-    def __call__(self, observations: jax.Array) -> jax.Array:
-        x = observations.reshape(observations.shape[0], -1).astype(jnp.float32)
-        for size in self.hidden_sizes:
-            x = nn.relu(nn.Dense(size)(x))
-        return x
-
-
-def _scaled_nhwc(observations: jax.Array) -> jax.Array:
-    """uint8 ``[N, C, H, W]`` -> float32 ``[N, H, W, C]`` in [0, 1]: the one layout conversion."""
-    return jnp.transpose(observations, (0, 2, 3, 1)).astype(jnp.float32) / 255.0
-
-
-class ShallowTorso(nn.Module):
-    """A3C 2-conv (default) or Nature-DQN 3-conv net on ``[N, C, H, W]`` uint8, then FC ``fc_size`` + ReLU."""
-
-    layers: Literal["a3c_2conv", "nature_3conv"] = "a3c_2conv"
-    fc_size: int = 256
-
-    @nn.compact
-    def __call__(self, observations: jax.Array) -> jax.Array:
-        x = _scaled_nhwc(observations)
-        for features, kernel, stride in _SHALLOW_LAYERS[self.layers]:
-            x = nn.relu(nn.Conv(features, (kernel, kernel), strides=(stride, stride), padding="VALID")(x))
-        return nn.relu(nn.Dense(self.fc_size)(x.reshape(x.shape[0], -1)))
-
-
-class ResidualBlock(nn.Module):
-    """``x + conv(relu(conv(relu(x))))`` with 3x3 SAME convolutions (released code ``Agent._torso``)."""
-
-    features: int
-
-    @nn.compact
-    def __call__(self, x: jax.Array) -> jax.Array:
-        y = nn.Conv(self.features, (3, 3), padding="SAME")(nn.relu(x))
-        y = nn.Conv(self.features, (3, 3), padding="SAME")(nn.relu(y))
-        return x + y
-
-
-class DeepTorso(nn.Module):
-    """IMPALA ResNet: per stage conv 3x3 -> max-pool 3x3/2 SAME -> ``blocks`` residual blocks; ReLU, FC, ReLU.
-
-    15 convolutions with the default 3 stages of 2 blocks; 84x84 -> 42 -> 21 -> 11, so 11*11*32 = 3872
-    features enter the FC layer (notes §2.1).
-    """
-
-    channels: Sequence[int] = (16, 32, 32)
-    blocks: int = 2
-    fc_size: int = 256
-
-    @nn.compact
-    def __call__(self, observations: jax.Array) -> jax.Array:
-        x = _scaled_nhwc(observations)
-        for features in self.channels:
-            x = nn.Conv(features, (3, 3), padding="SAME")(x)
-            x = nn.max_pool(x, (3, 3), strides=(2, 2), padding="SAME")
-            for _ in range(self.blocks):
-                x = ResidualBlock(features)(x)
-        x = nn.relu(x).reshape(x.shape[0], -1)
-        return nn.relu(nn.Dense(self.fc_size)(x))
-
-
-class _ResetLSTMStep(nn.Module):
-    """One LSTM step that first zeroes the carry of the streams where ``reset`` is set."""
-
-    size: int
-
-    @nn.compact
-    def __call__(self, carry: CoreState, inputs: tuple[jax.Array, jax.Array]) -> tuple[CoreState, jax.Array]:
-        x, reset = inputs
-        carry = jax.tree.map(lambda c: jnp.where(reset[:, None], 0.0, c), carry)
-        return nn.OptimizedLSTMCell(self.size, name="cell")(carry, x)
-
-
-_ScannedLSTM = nn.scan(
-    _ResetLSTMStep, variable_broadcast="params", split_rngs={"params": False}, in_axes=0, out_axes=0
-)
 
 
 class ActorCritic(nn.Module):
@@ -149,7 +50,7 @@ class ActorCritic(nn.Module):
         self.policy = nn.Dense(self.num_actions)
         self.value = nn.Dense(1)
         if self.lstm_size is not None:
-            self.core = _ScannedLSTM(self.lstm_size)
+            self.core = ScannedLSTM(self.lstm_size)
 
     @property
     def is_feed_forward(self) -> bool:
@@ -203,12 +104,6 @@ def initial_core_state(network: ActorCritic, batch_size: int) -> CoreState:
         return ()
     zeros = jnp.zeros((batch_size, network.lstm_size), jnp.float32)
     return (zeros, zeros)
-
-
-def reset_core_state(core_state: CoreState, done: ArrayLike) -> CoreState:
-    """Zero the core state of the streams where ``done`` [B] is set (an episode just ended)."""
-    done = jnp.asarray(done, bool)
-    return jax.tree.map(lambda c: jnp.where(done.reshape((-1,) + (1,) * (c.ndim - 1)), 0.0, c), core_state)
 
 
 def make_torso(config: ImpalaConfig) -> nn.Module:

@@ -4,7 +4,7 @@ App. F / Table G.1 adapt the learning rate, the entropy cost, RMSProp's epsilon 
 clip threshold. Here they are arrays in ``LearnerState.opt_state`` (``MemberOptState.hyper``), so one
 ``update`` function serves every member: ``jax.vmap`` over a leading member axis runs the whole population's
 learners as one batched computation (one job, one accelerator), and PBT's copy of "weights and
-hyper-parameters" is a gather along that axis (``rlrepro.training.pbt.copy_members``).
+hyper-parameters" is a gather along that axis (``rlrepro.agents.impala.pbt.copy_members``).
 
 ``update`` computes what ``rlrepro.agents.impala.learner.update`` does with the member's values in place of
 the config's: the same loss (§4.2), ``optax.clip_by_global_norm``'s rule with the member's threshold, and
@@ -24,7 +24,7 @@ import optax
 from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala.learner import Batch, Learner, LearnerMetrics, LearnerState, loss_fn
 from rlrepro.agents.impala.networks import init_params, make_network
-from rlrepro.training.pbt import Step, copy_members
+from rlrepro.agents.impala.pbt import Step, copy_members
 
 
 class Hyper(NamedTuple):

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from rlrepro.agents.impala.config import ConvNetworkConfig, ImpalaConfig
-from rlrepro.agents.registry import TrainerProgram, impala_chunks
+from rlrepro.agents.impala.config import ImpalaConfig
+from rlrepro.networks.config import ConvNetworkConfig
 from rlrepro.environments.availability import require_backend
 from rlrepro.environments.errors import UnsupportedSetupError
 from rlrepro.specs import ImpalaAgentSpec
 from rlrepro.specs.agents.impala import ActorSpec
 from rlrepro.specs.environments import AtariEnvSpec, JaxEnvSpec
 from rlrepro.specs.experiment import RunSpec
+from rlrepro.agents.impala.config import impala_chunks
 from rlrepro.training.actor_learner import check_one_env_per_actor
-from rlrepro.training.pbt import PBTConfig
+from rlrepro.training.program import TrainerProgram, one_seed_program
+from rlrepro.agents.impala.pbt import PBTConfig
 
 
 class ImpalaSetup(NamedTuple):
@@ -119,7 +121,7 @@ def build_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: Run
             f"agent.network.kind '{agent.network.kind}' is for image observations; use 'mlp' on pure-JAX tasks"
         )
     from rlrepro.environments.jax_envs import make_jax_env
-    from rlrepro.training.jax_loop import make_jax_trainer
+    from rlrepro.agents.impala.loop import make_jax_trainer
 
     chunks = impala_chunks(agent, env_spec, frames=frames, run=run)
     config = resolve_impala(agent, env_spec, frames=frames, run=run).config
@@ -150,7 +152,7 @@ def build_impala_atari(agent: ImpalaAgentSpec, env_spec: AtariEnvSpec, *, frames
     setup = resolve_impala(agent, env_spec, frames=frames, run=run)
     trainer = HostImpalaTrainer(setup.config, env_spec, setup.actor, updates_per_chunk=run.updates_per_chunk)
 
-    return _one_seed_program(trainer, chunks, "Atari jobs train one seed each: set run.seeds_per_job: 1 in the spec")
+    return one_seed_program(trainer, chunks)
 
 
 def build_impala_multitask(agent: ImpalaAgentSpec, env_specs: list[Any], *, frames: int, run: RunSpec) -> TrainerProgram:
@@ -171,23 +173,6 @@ def build_impala_multitask(agent: ImpalaAgentSpec, env_specs: list[Any], *, fram
         setup.config, env_specs, setup.actor, updates_per_chunk=run.updates_per_chunk, pbt=setup.multitask.pbt
     )
 
-    return _one_seed_program(
+    return one_seed_program(
         trainer, chunks, "a multi-task job trains one seed (one population): set run.seeds_per_job: 1"
-    )
-
-
-def _one_seed_program(trainer: Any, chunks: Any, refusal: str) -> TrainerProgram:
-    """The runner's program of a host trainer that trains one seed per job (``refusal``: the error otherwise)."""
-
-    def init_batch(keys: Any) -> Any:
-        if len(keys) != 1:
-            raise UnsupportedSetupError(refusal)
-        return trainer.init(keys[0])
-
-    return TrainerProgram(
-        init_batch=init_batch,
-        run_chunk_batch=trainer.run_chunk,
-        num_chunks=chunks.num_chunks,
-        updates_per_chunk=chunks.updates_per_chunk,
-        frames_per_chunk=chunks.frames_per_chunk,
     )

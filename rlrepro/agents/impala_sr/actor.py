@@ -14,10 +14,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.impala.networks import reset_core_state
 from rlrepro.agents.impala_sr.config import ImpalaSRConfig
 from rlrepro.agents.impala_sr.learner import Params, SRBatch
 from rlrepro.agents.impala_sr.networks import SRActorCritic, initial_core_state, representation_dim
+from rlrepro.networks.lstm import reset_core_state
 from rlrepro.environments.base import JaxEnv
 from rlrepro.losses.synthetic_returns import EpisodicMemory, init_memory, reset_memory, write_memory
 

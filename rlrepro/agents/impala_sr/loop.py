@@ -1,6 +1,6 @@
 """The jitted IMPALA+SR loop on pure-JAX environments: act (carrying core state and memory), then update.
 
-The same structure as ``rlrepro.training.jax_loop`` (one synchronous actor, parameters ``policy_lag``
+The same structure as ``rlrepro.agents.impala.loop`` (one synchronous actor, parameters ``policy_lag``
 updates old from a ring buffer, ``updates_per_chunk`` steps scanned per jitted call, ``vmap`` over seeds),
 with the SR actor and learner. On an environment with a chain of states (``state_observations`` and
 ``trigger_position``: the Chain) every chunk also reports where c peaks over the chain states.
@@ -9,7 +9,6 @@ with the SR actor and learner. On an environment with a chain of states (``state
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -20,7 +19,7 @@ from rlrepro.agents.impala_sr.config import ImpalaSRConfig
 from rlrepro.agents.impala_sr.learner import LearnerState, Params, SRLearner, SRLearnerMetrics, make_learner
 from rlrepro.agents.impala_sr.networks import SRActorCritic, make_sr_network
 from rlrepro.environments.base import JaxEnv
-from rlrepro.training.jax_loop import _raw_key, actor_slot
+from rlrepro.training.scan import ScannedTrainer, check_updates_per_chunk, lag_slot, raw_key, scanned_trainer
 
 
 class SRTrainState(NamedTuple):
@@ -48,15 +47,6 @@ def tally_chunk_metrics(names: tuple[str, ...]) -> type:
     return NamedTuple("TallyChunkMetrics", [(name, jax.Array) for name in (*_CHUNK_FIELDS, *names)])
 
 
-class SRTrainer(NamedTuple):
-    """Jitted ``init(key)``, ``run_chunk(state)`` for one seed, and their ``vmap``-over-seeds versions."""
-
-    init: Callable[[jax.Array], SRTrainState]
-    run_chunk: Callable[[SRTrainState], tuple[SRTrainState, Any]]
-    init_batch: Callable[[jax.Array], SRTrainState]
-    run_chunk_batch: Callable[[SRTrainState], tuple[SRTrainState, Any]]
-
-
 def has_chain_probe(env: JaxEnv) -> bool:
     """Whether ``env`` exposes its chain states and trigger (the Chain)."""
     return hasattr(env, "state_observations") and hasattr(env, "trigger_position")
@@ -70,7 +60,7 @@ def contribution_profile(network: SRActorCritic, params: Params, env: JaxEnv) ->
 
 def init_train_state(key: jax.Array, env: JaxEnv, config: ImpalaSRConfig, learner: SRLearner) -> SRTrainState:
     """Fresh learner, B reset environments with empty memories, a history filled with the initial parameters."""
-    learner_key, actor_key, rng = jax.random.split(_raw_key(key), 3)
+    learner_key, actor_key, rng = jax.random.split(raw_key(key), 3)
     learner_state = learner.init(learner_key)
     lag = config.impala.policy_lag
     history = jax.tree.map(lambda p: jnp.broadcast_to(p, (lag + 1, *p.shape)), learner_state.params)
@@ -84,7 +74,7 @@ def train_step(
     """One unroll with the lagged parameters, one learner update, the new snapshot into the ring buffer."""
     rng, unroll_key = jax.random.split(state.rng)
     lag = config.impala.policy_lag
-    slot = actor_slot(state.learner.step, lag)
+    slot = lag_slot(state.learner.step, lag)
     params = jax.tree.map(lambda history: history[slot], state.params_history)
     actor, batch, stats = unroll(
         unroll_key, params, state.actor, env=env, network=make_sr_network(config, env.num_actions),
@@ -122,16 +112,10 @@ def run_chunk(
     )
 
 
-def make_sr_trainer(env: JaxEnv, config: ImpalaSRConfig, *, updates_per_chunk: int) -> SRTrainer:
+def make_sr_trainer(env: JaxEnv, config: ImpalaSRConfig, *, updates_per_chunk: int) -> ScannedTrainer:
     """Build the jitted IMPALA+SR loop for a pure-JAX ``env`` (``config.impala.total_updates`` sets the lr schedule)."""
-    if updates_per_chunk < 1:
-        raise ValueError(f"updates_per_chunk must be >= 1, got {updates_per_chunk}")
+    check_updates_per_chunk(updates_per_chunk)
     learner = make_learner(config, env.observation_shape, env.num_actions)
     init_fn = functools.partial(init_train_state, env=env, config=config, learner=learner)
     chunk_fn = functools.partial(run_chunk, env=env, config=config, learner=learner, updates_per_chunk=updates_per_chunk)
-    return SRTrainer(
-        init=jax.jit(init_fn),
-        run_chunk=jax.jit(chunk_fn),
-        init_batch=jax.jit(jax.vmap(init_fn)),
-        run_chunk_batch=jax.jit(jax.vmap(chunk_fn)),
-    )
+    return scanned_trainer(init_fn, chunk_fn)

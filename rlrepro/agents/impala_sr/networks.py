@@ -15,7 +15,8 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.impala.networks import MLPTorso, _scaled_nhwc, _ScannedLSTM
+from rlrepro.networks.lstm import ScannedLSTM
+from rlrepro.networks.torsos import MLPTorso, scaled_nhwc
 from rlrepro.agents.impala_sr.config import ImpalaSRConfig
 
 CoreState = Any  # () or (c, h), each [B, lstm_size]
@@ -45,7 +46,7 @@ class SRConvTorso(nn.Module):
 
     @nn.compact
     def __call__(self, observations: jax.Array) -> jax.Array:
-        x = _scaled_nhwc(observations)
+        x = scaled_nhwc(observations)
         kernel, stride = (self.kernel_size, self.kernel_size), (self.stride, self.stride)
         for features in self.channels:
             x = nn.relu(nn.Conv(features, kernel, strides=stride, padding="SAME")(x))
@@ -80,7 +81,7 @@ class SRActorCritic(nn.Module):
         self.policy = nn.Dense(self.num_actions)
         self.value = nn.Dense(1)
         if self.lstm_size is not None:
-            self.core = _ScannedLSTM(self.lstm_size)
+            self.core = ScannedLSTM(self.lstm_size)
         self.contribution_mlp = ScalarMLP(self.c_hidden)
         self.gate_mlp = ScalarMLP(self.g_hidden)
         self.bias_mlp = ScalarMLP(self.b_hidden)

@@ -12,14 +12,15 @@ import numpy as np
 
 from rlrepro.agents.impala.trainer import impala_config
 from rlrepro.agents.impala_sr.config import AdamConfig, ImpalaSRConfig, SRConfig, SRConvConfig
-from rlrepro.agents.registry import TrainerProgram, impala_chunks
 from rlrepro.environments.availability import require_backend
 from rlrepro.environments.errors import UnsupportedSetupError
 from rlrepro.specs.agents.common import RMSPropSpec
 from rlrepro.specs.agents.impala import ActorSpec
 from rlrepro.specs.agents.impala_sr import ImpalaSRAgentSpec, SRAdamSpec, SRConvNetworkSpec, SRNetworkSpec
 from rlrepro.specs.environments import AtariEnvSpec, JaxEnvSpec
+from rlrepro.agents.impala.config import impala_chunks
 from rlrepro.specs.experiment import RunSpec
+from rlrepro.training.program import TrainerProgram, one_seed_program
 
 
 class ImpalaSRSetup(NamedTuple):
@@ -127,13 +128,12 @@ def build_impala_sr(agent: ImpalaSRAgentSpec, env_spec: Any, *, frames: int, run
 def build_impala_sr_atari(agent: ImpalaSRAgentSpec, env_spec: AtariEnvSpec, *, frames: int, run: RunSpec) -> TrainerProgram:
     """IMPALA+SR on Atari: actor threads (or the lagged synchronous actor) carrying the episodic memory, and the
     SR learner; one seed per job."""
-    from rlrepro.agents.impala.trainer import _one_seed_program
     from rlrepro.agents.impala_sr.host import HostImpalaSRTrainer
 
     chunks = impala_chunks(agent, env_spec, frames=frames, run=run)
     setup = resolve_impala_sr(agent, env_spec, frames=frames, run=run)
     trainer = HostImpalaSRTrainer(setup.config, env_spec, setup.actor, updates_per_chunk=run.updates_per_chunk)
-    return _one_seed_program(trainer, chunks, "Atari jobs train one seed each: set run.seeds_per_job: 1 in the spec")
+    return one_seed_program(trainer, chunks)
 
 
 def _init_batch(init: Any, config: ImpalaSRConfig, keys: Any) -> Any:

@@ -9,7 +9,6 @@ Metrics as FRODO's prediction trainer: ``value_error`` after every trajectory (c
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import jax
@@ -17,9 +16,11 @@ import jax.numpy as jnp
 
 from rlrepro.agents.frodo.actor import make_prediction_collect
 from rlrepro.agents.frodo.trainer import changepoint_error, optimizer_config
-from rlrepro.agents.registry import td_lambda_chunks
+from rlrepro.agents.td_lambda.config import td_lambda_chunks
 from rlrepro.agents.impala.actor import ActorState, init_actor
 from rlrepro.agents.td_lambda.learner import TdLambdaConfig, TdLambdaState, init, update
+from rlrepro.training.program import TrainerProgram
+from rlrepro.training.scan import ScannedTrainer, scanned_trainer
 
 
 class TdTrainState(NamedTuple):
@@ -40,11 +41,6 @@ class TdChunkMetrics(NamedTuple):
     episodes: jax.Array
     mean_return: jax.Array
     frames: jax.Array
-
-
-class TdTrainer(NamedTuple):
-    init_batch: Callable[[jax.Array], TdTrainState]
-    run_chunk_batch: Callable[[TdTrainState], tuple[TdTrainState, TdChunkMetrics]]
 
 
 def _init(key: jax.Array, env: Any, config: TdLambdaConfig) -> TdTrainState:
@@ -76,11 +72,11 @@ def run_chunk(state: TdTrainState, env: Any, config: TdLambdaConfig, updates_per
     return state, metrics
 
 
-def make_td_lambda_trainer(env: Any, config: TdLambdaConfig, *, updates_per_chunk: int) -> TdTrainer:
-    """Jitted, vmapped-over-seeds init and chunk."""
+def make_td_lambda_trainer(env: Any, config: TdLambdaConfig, *, updates_per_chunk: int) -> ScannedTrainer:
+    """The jitted TD(lambda) loop for one seed, and over seeds."""
     init_fn = functools.partial(_init, env=env, config=config)
     chunk_fn = functools.partial(run_chunk, env=env, config=config, updates_per_chunk=updates_per_chunk)
-    return TdTrainer(jax.jit(jax.vmap(init_fn)), jax.jit(jax.vmap(chunk_fn)))
+    return scanned_trainer(init_fn, chunk_fn)
 
 
 def resolve_td_lambda(agent: Any, env_spec: Any, *, frames: int, run: Any) -> TdLambdaConfig:
@@ -100,7 +96,6 @@ def resolve_td_lambda(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Td
 
 def build_td_lambda(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """TD(lambda) on a pure-JAX prediction environment (one with ``true_values``, e.g. the random walk)."""
-    from rlrepro.agents.registry import TrainerProgram
     from rlrepro.environments.availability import require_backend
     from rlrepro.environments.errors import UnsupportedSetupError
     from rlrepro.environments.jax_envs import make_jax_env

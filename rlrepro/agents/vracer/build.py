@@ -9,6 +9,7 @@ from typing import Any
 from rlrepro.agents.dqn.build import seeds_of
 from rlrepro.agents.vracer.config import VRacerConfig
 from rlrepro.environments.errors import UnsupportedSetupError
+from rlrepro.training.program import TrainerProgram, step_chunks
 
 
 def resolve_vracer(agent: Any, env_spec: Any, *, frames: int, run: Any) -> VRacerConfig:
@@ -36,7 +37,6 @@ def require_mujoco(env_spec: Any, agent_name: str) -> None:
 def host_program(host: Any, env_spec: Any, frames: int, run: Any) -> Any:
     """The runner's ``TrainerProgram`` of a ReF-ER host loop (V-RACER, DDPG, NAF): every seed in lockstep, a chunk
     of ``run.updates_per_chunk`` environment steps, R_random written beside every run."""
-    from rlrepro.agents.registry import TrainerProgram, step_chunks
 
     chunks = step_chunks(frames, env_spec, run)
     return TrainerProgram(

@@ -14,9 +14,9 @@ from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala.learner import Batch, make_learner
 from rlrepro.agents.impala.population import apply_step, hyper_dict, make_member_learner, with_hyper
 from rlrepro.environments.jax_envs import make_jax_env
-from rlrepro.training import checkpoint
-from rlrepro.training.jax_loop import make_jax_trainer
-from rlrepro.training.pbt import (
+from rlrepro.jobs import checkpoint
+from rlrepro.agents.impala.loop import make_jax_trainer
+from rlrepro.agents.impala.pbt import (
     PBTConfig,
     capped_hns_fitness,
     copy_members,

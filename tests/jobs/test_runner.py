@@ -1,4 +1,4 @@
-"""rlrepro.training.runner.train_job: run folders, determinism, resume after SIGKILL, clear errors.
+"""rlrepro.jobs.runner.train_job: run folders, determinism, resume after SIGKILL, clear errors.
 
 Runs are real (toy spec of tests/conftest.py at smoke scale, 2 seeds vmapped); each costs a few seconds of XLA
 compilation, so one finished run is shared by the module and copied where a test changes it.
@@ -14,7 +14,6 @@ import signal
 import subprocess
 import sys
 import time
-import zipfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -23,12 +22,12 @@ import numpy as np
 import pytest
 
 from rlrepro.environments.errors import BackendMissingError
-from rlrepro.metrics_file import MetricsFileError
+from rlrepro.jobs.run_folder import MetricsFileError
 from rlrepro.provenance import git_commit
-from rlrepro.run_lock import FinishedRunError, RunBusyError, own_run_dir
+from rlrepro.jobs.run_lock import FinishedRunError, RunBusyError, own_run_dir
 from rlrepro.specs import load_spec
-from rlrepro.training import checkpoint, runner
-from rlrepro.training.runner import read_metrics, train_job
+from rlrepro.jobs import checkpoint, runner
+from rlrepro.jobs.runner import read_metrics, train_job
 from rlrepro.workflow import config_hash
 from tests.conftest import toy_run_spec_data
 from tests.factories import write_spec
@@ -590,8 +589,8 @@ def test_a_chunks_wall_time_includes_the_work_jax_dispatched_asynchronously(tmp_
     import jax
     import jax.numpy as jnp
 
-    from rlrepro.agents.registry import TrainerProgram
-    from rlrepro.training.runner import _train_chunks
+    from rlrepro.training.program import TrainerProgram
+    from rlrepro.jobs.runner import _train_chunks
 
     class Metrics(NamedTuple):
         frames: jax.Array

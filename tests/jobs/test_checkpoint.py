@@ -1,4 +1,4 @@
-"""rlrepro.training.checkpoint: round trip of a pytree with every leaf kind, atomic writes, unreadable files."""
+"""rlrepro.jobs.checkpoint: round trip of a pytree with every leaf kind, atomic writes, unreadable files."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlrepro.training import checkpoint
+from rlrepro.jobs import checkpoint
 
 
 def _state(offset: int) -> dict:

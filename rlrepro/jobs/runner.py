@@ -15,7 +15,6 @@ says so.
 from __future__ import annotations
 
 import contextlib
-import json
 import math
 import os
 import sys
@@ -27,16 +26,19 @@ from typing import Any
 import jax
 import numpy as np
 
-from rlrepro.agents.registry import ChunkPlan, TrainerProgram, build_trainer, chunk_plan
+from rlrepro.agents.registry import build_multitask_trainer, build_trainer, chunk_plan
 from rlrepro.environments.availability import require_backend
-from rlrepro.metrics_file import read_metrics
+from rlrepro.jobs import checkpoint
+from rlrepro.jobs.memory import PeakMemory, memory_line
+from rlrepro.jobs.progress import Progress
+from rlrepro.jobs.run_folder import (
+    METRICS, RESOLVED, SUMMARY, append_metrics, cut_metrics, read_json, read_metrics, write_json_atomic,
+)
+from rlrepro.jobs.run_lock import FinishedRunError, own_run_dir
 from rlrepro.provenance import git_commit
-from rlrepro.run_lock import FinishedRunError, own_run_dir
 from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, resolve_agent, resolve_env, spec_hash
-from rlrepro.training import checkpoint
-from rlrepro.training.memory import PeakMemory, memory_line
 from rlrepro.training.placement import actor_device_setting
-from rlrepro.training.progress import Progress
+from rlrepro.training.program import ChunkPlan, TrainerProgram
 from rlrepro.workflow import MULTITASK_ENV, RunUnit, config_hash, multitask_env_ids, results_root
 
 
@@ -69,9 +71,7 @@ def train_job(
         if getattr(agent, "multitask", None) is None:
             raise SpecError(str(spec_path), [f"--env {MULTITASK_ENV}: variant '{variant}' has no agent.multitask"])
         env_specs = [resolve_env(spec, e, scale, source=str(spec_path)) for e in multitask_env_ids(spec, scale)]
-        from rlrepro.agents.impala.trainer import build_impala_multitask
-
-        program = build_impala_multitask(agent, env_specs, frames=size.frames, run=spec.run)
+        program = build_multitask_trainer(agent, env_specs, frames=size.frames, run=spec.run)
         units = [RunUnit(spec.paper, spec.experiment, variant, e.id, seed, size.frames) for seed in seeds for e in env_specs]
         ckpt_dir = root / "checkpoints" / spec.paper / spec.experiment / variant / MULTITASK_ENV
     else:
@@ -119,7 +119,7 @@ def _check_finished_runs(run_dirs: list[Path], seeds: tuple[int, ...], digest: s
     """
     for run_dir in run_dirs:
         try:
-            run = json.loads((run_dir / "summary.json").read_text())["run"]
+            run = read_json(run_dir / SUMMARY)["run"]
         except (FileNotFoundError, ValueError, KeyError):
             continue  # not finished (or a summary being rewritten): resumed or trained as usual
         group = run.get("seed_group")
@@ -158,8 +158,8 @@ def _resume(
     if start_chunk < program.num_chunks:
         attempts = [*attempts, {"from_chunk": start_chunk, "git_commit": git_commit()}]
     for run_dir in run_dirs:
-        _cut_metrics(run_dir / "metrics.jsonl", start_chunk * program.updates_per_chunk)
-        (run_dir / "summary.json").unlink(missing_ok=True)
+        cut_metrics(run_dir, start_chunk * program.updates_per_chunk)
+        (run_dir / SUMMARY).unlink(missing_ok=True)
     return state, start_chunk, wall_offset, attempts
 
 
@@ -204,7 +204,7 @@ def _train_chunks(
             # One record per run folder: a row per seed, or (multi-task) a row per environment.
             records = _records(metrics, chunk + 1, program, wall_time, len(run_dirs))
             for run_dir, record in zip(run_dirs, records):
-                _append_jsonl(run_dir / "metrics.jsonl", record)
+                append_metrics(run_dir, record)
             meta = {"config_hash": digest, "seeds": list(seeds), "chunk": chunk + 1, "wall_time": wall_time,
                     "attempts": attempts}
             if (chunk + 1) % checkpoint_every == 0 or chunk + 1 == program.num_chunks:
@@ -236,9 +236,9 @@ def _why_not_resumable(
         return f"it holds seeds {meta.get('seeds')}, this job trains {list(seeds)}"
     needed = meta["chunk"] * program.updates_per_chunk
     for run_dir in run_dirs:
-        kept = sum(1 for r in read_metrics(run_dir / "metrics.jsonl") if r["updates"] <= needed)
+        kept = sum(1 for r in read_metrics(run_dir / METRICS) if r["updates"] <= needed)
         if kept != meta["chunk"]:
-            return (f"{run_dir / 'metrics.jsonl'} holds {kept} of the {meta['chunk']} chunks it covers (cut or "
+            return (f"{run_dir / METRICS} holds {kept} of the {meta['chunk']} chunks it covers (cut or "
                     "lost): resuming from it would leave a gap in the curve")
     return None
 
@@ -303,7 +303,7 @@ def _write_resolved(
         # Where it ran (written again on every start: a resumed run records the machine that finished it).
         "device": device or {},
     }
-    _write_json_atomic(run_dir / "spec.resolved.json", info)
+    write_json_atomic(run_dir / RESOLVED, info)
 
 
 def _records(metrics: Any, chunk: int, program: TrainerProgram, wall_time: float, num_seeds: int) -> list[dict]:
@@ -322,20 +322,6 @@ def _records(metrics: Any, chunk: int, program: TrainerProgram, wall_time: float
                 record[name] = float(value[i])
         records.append(record)
     return records
-
-
-def _append_jsonl(path: Path, record: dict) -> None:
-    with open(path, "a", encoding="utf-8") as handle:
-        handle.write(json.dumps(record) + "\n")
-        handle.flush()
-
-
-def _cut_metrics(path: Path, max_updates: int) -> None:
-    """Keep the records up to the checkpoint (nothing for a fresh start)."""
-    kept = [r for r in read_metrics(path) if r["updates"] <= max_updates]
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(json.dumps(r) + "\n" for r in kept), encoding="utf-8")
-    os.replace(tmp, path)
 
 
 def final_return(records: list[dict], total_frames: int, fraction: float) -> tuple[float, int]:
@@ -365,12 +351,12 @@ def _write_summary(
     run_dir: Path, *, final_fraction: float, memory: dict[str, Any] | None = None, attempts: list[dict] | None = None
 ) -> None:
     """summary.json; ``memory`` is the whole job's peak resident memory (all its seeds or environments, the last
-    attempt when it was resumed: rlrepro.training.memory), what a cluster job must ask for; ``attempts`` the starts
+    attempt when it was resumed: rlrepro.jobs.memory), what a cluster job must ask for; ``attempts`` the starts
     that trained the run (the chunk each trained from, its commit; one when it was never interrupted)."""
-    records = read_metrics(run_dir / "metrics.jsonl")
+    records = read_metrics(run_dir / METRICS)
     last = records[-1]
     value, episodes = final_return(records, last["frames"], final_fraction)
-    run = json.loads((run_dir / "spec.resolved.json").read_text())["run"]
+    run = read_json(run_dir / RESOLVED)["run"]
     final = {"final_return": value, "final_episodes": episodes, "final_fraction": final_fraction}
     # The mean return over the whole run (the area under the learning curve): sample efficiency.
     final["run_return"], final["run_episodes"] = final_return(records, last["frames"], 1.0)
@@ -388,13 +374,7 @@ def _write_summary(
         summary["memory"] = memory
     if attempts is not None:
         summary["attempts"] = attempts
-    _write_json_atomic(run_dir / "summary.json", summary)
-
-
-def _write_json_atomic(path: Path, data: dict) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_json_atomic(run_dir / SUMMARY, summary)
 
 
 def _trackers(run_dirs: list[Path], results: Path) -> list[Any]:

@@ -18,9 +18,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from rlrepro.jobs.run_folder import LOCK
+
 __all__ = ["LOCK_FILE", "FinishedRunError", "RunBusyError", "holder", "own_run_dir"]
 
-LOCK_FILE = ".train.lock"
+LOCK_FILE = LOCK
 
 
 class RunBusyError(RuntimeError):

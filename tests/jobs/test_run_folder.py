@@ -1,4 +1,4 @@
-"""rlrepro.metrics_file.read_metrics: the one reader of metrics.jsonl and its policy for damaged lines."""
+"""rlrepro.jobs.run_folder.read_metrics: the one reader of metrics.jsonl and its policy for damaged lines."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from rlrepro.metrics_file import MetricsFileError, TornLineWarning, read_metrics
+from rlrepro.jobs.run_folder import MetricsFileError, TornLineWarning, read_metrics
 
 RECORDS = [{"frames": 100 * (i + 1), "updates": 5 * (i + 1), "episode_return": 0.1 * i} for i in range(4)]
 

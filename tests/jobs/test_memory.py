@@ -1,5 +1,5 @@
 """Issue 15: a training job's peak resident memory counts its own process and its children (a loss search's pool),
-from the kernel's high-water marks (rlrepro.training.memory); summary.json and MLflow carry it."""
+from the kernel's high-water marks (rlrepro.jobs.memory); summary.json and MLflow carry it."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import time
 import pytest
 
 from rlrepro.tracking import summary_metrics
-from rlrepro.training.memory import PeakMemory, memory_line
+from rlrepro.jobs.memory import PeakMemory, memory_line
 
 # A child that touches 150 MB (b"x" * n writes every byte, so every page is resident), says so, then waits.
 HOLD = "import sys, time; block = b'x' * (150 * 2**20); print('ready', flush=True); time.sleep(30)"

@@ -10,7 +10,8 @@ import pytest
 
 from rlrepro.agents.impala import ImpalaConfig
 from rlrepro.environments.jax_envs import make_jax_env
-from rlrepro.training.jax_loop import JaxTrainer, TrainState, actor_params, make_jax_trainer
+from rlrepro.agents.impala.loop import TrainState, actor_params, make_jax_trainer
+from rlrepro.training.scan import ScannedTrainer
 
 
 def _small_config(**overrides: object) -> ImpalaConfig:
@@ -21,13 +22,13 @@ def _small_config(**overrides: object) -> ImpalaConfig:
 
 # Built once per module: every trainer compiles its own jitted functions.
 @pytest.fixture(scope="module")
-def on_policy() -> tuple[JaxTrainer, ImpalaConfig]:
+def on_policy() -> tuple[ScannedTrainer, ImpalaConfig]:
     config = _small_config(policy_lag=0)
     return make_jax_trainer(make_jax_env("catch"), config, updates_per_chunk=1), config
 
 
 @pytest.fixture(scope="module")
-def lagged() -> tuple[JaxTrainer, ImpalaConfig]:
+def lagged() -> tuple[ScannedTrainer, ImpalaConfig]:
     config = _small_config(policy_lag=3)
     return make_jax_trainer(make_jax_env("catch"), config, updates_per_chunk=1), config
 

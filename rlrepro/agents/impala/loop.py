@@ -11,7 +11,6 @@ call. Everything is written for ONE seed and is deterministic given the key; ``i
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -23,6 +22,7 @@ from rlrepro.agents.impala.learner import Batch, Learner, LearnerMetrics, Learne
 from rlrepro.agents.impala.networks import init_params, make_network
 from rlrepro.agents.impala.replay import ReplayState, add, init_replay, mix, sample
 from rlrepro.environments.base import JaxEnv
+from rlrepro.training.scan import ScannedTrainer, check_updates_per_chunk, lag_slot, raw_key, scanned_trainer
 
 
 class TrainState(NamedTuple):
@@ -67,40 +67,15 @@ class ChunkMetrics(NamedTuple):
     frames: jax.Array
 
 
-class JaxTrainer(NamedTuple):
-    """Jitted ``init(key)``, ``run_chunk(state)`` for one seed, and their ``vmap``-over-seeds versions."""
-
-    init: Callable[[jax.Array], TrainState]
-    run_chunk: Callable[[TrainState], tuple[TrainState, ChunkMetrics]]
-    init_batch: Callable[[jax.Array], TrainState]
-    run_chunk_batch: Callable[[TrainState], tuple[TrainState, ChunkMetrics]]
-
-
-def _raw_key(key: jax.Array) -> jax.Array:
-    """Raw uint32 key data, so that the state stays a plain-array pytree."""
-    if jax.dtypes.issubdtype(key.dtype, jax.dtypes.prng_key):
-        return jax.random.key_data(key)
-    return key
-
-
-def actor_slot(learner_step: jax.Array, policy_lag: int) -> jax.Array:
-    """Ring-buffer slot holding the parameters ``policy_lag`` updates old when ``learner_step`` updates are done.
-
-    Slot ``(k + 1) % (L + 1)`` holds the snapshot after update ``k - L`` (the initial parameters while
-    ``k < L``); it is overwritten by the snapshot after update ``k + 1``, once the actor has used it.
-    """
-    return (learner_step + 1) % (policy_lag + 1)
-
-
 def actor_params(state: TrainState, config: ImpalaConfig) -> Params:
     """The parameters the actor uses for the next unroll: the learner's, ``config.policy_lag`` updates old."""
-    slot = actor_slot(state.learner.step, config.policy_lag)
+    slot = lag_slot(state.learner.step, config.policy_lag)
     return jax.tree.map(lambda history: history[slot], state.params_history)
 
 
 def init_train_state(key: jax.Array, env: JaxEnv, config: ImpalaConfig, learner: Learner) -> TrainState:
     """Fresh learner, B reset environments, a history filled with the initial parameters, frames 0."""
-    learner_key, actor_key, rng = jax.random.split(_raw_key(key), 3)
+    learner_key, actor_key, rng = jax.random.split(raw_key(key), 3)
     learner_state = learner.init(learner_key)
     history = jax.tree.map(
         lambda p: jnp.broadcast_to(p, (config.policy_lag + 1, *p.shape)), learner_state.params
@@ -150,7 +125,7 @@ def train_step(
         replayed, valid = sample(replay, replay_key, config.replay_batch_size, skip_newest=config.fresh_batch_size)
         batch = mix(batch, replayed, valid)
     learner_state, metrics = learner.update(state.learner, batch)
-    slot = actor_slot(state.learner.step, config.policy_lag)
+    slot = lag_slot(state.learner.step, config.policy_lag)
     history = jax.tree.map(lambda h, p: h.at[slot].set(p), state.params_history, learner_state.params)
     frames = state.frames + config.frames_per_update
     return TrainState(learner_state, actor, history, rng, frames, replay), (metrics, stats)
@@ -174,7 +149,7 @@ def run_chunk(
 
 def make_jax_trainer(
     env: JaxEnv, config: ImpalaConfig, *, updates_per_chunk: int, learner: Learner | None = None
-) -> JaxTrainer:
+) -> ScannedTrainer:
     """Build the jitted IMPALA loop for a pure-JAX ``env``.
 
     Args:
@@ -184,16 +159,10 @@ def make_jax_trainer(
       learner: the learner's ``init``/``update`` (default: ``make_learner(config, ...)``; a PBT member's
         learner carries its hyper-parameters in its state, ``rlrepro.agents.impala.population``).
     """
-    if updates_per_chunk < 1:
-        raise ValueError(f"updates_per_chunk must be >= 1, got {updates_per_chunk}")
+    check_updates_per_chunk(updates_per_chunk)
     learner = learner or make_learner(config, env.observation_shape, env.num_actions)
     init_fn = functools.partial(init_train_state, env=env, config=config, learner=learner)
     chunk_fn = functools.partial(
         run_chunk, env=env, config=config, learner=learner, updates_per_chunk=updates_per_chunk
     )
-    return JaxTrainer(
-        init=jax.jit(init_fn),
-        run_chunk=jax.jit(chunk_fn),
-        init_batch=jax.jit(jax.vmap(init_fn)),
-        run_chunk_batch=jax.jit(jax.vmap(chunk_fn)),
-    )
+    return scanned_trainer(init_fn, chunk_fn)

@@ -1,4 +1,4 @@
-"""rlrepro.training.progress: periodic lines for logs, a redrawn bar for terminals, with frames/s, ETA and return."""
+"""rlrepro.jobs.progress: periodic lines for logs, a redrawn bar for terminals, with frames/s, ETA and return."""
 
 from __future__ import annotations
 
@@ -6,12 +6,12 @@ import io
 
 import pytest
 
-from rlrepro.training import progress as progress_module
-from rlrepro.training.progress import Progress
+from rlrepro.jobs import progress as progress_module
+from rlrepro.jobs.progress import Progress
 
 
 class FakeClock:
-    """Replaces the ``time`` module inside rlrepro.training.progress; tests move ``now`` by hand."""
+    """Replaces the ``time`` module inside rlrepro.jobs.progress; tests move ``now`` by hand."""
 
     def __init__(self) -> None:
         self.now = 100.0
