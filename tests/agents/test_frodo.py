@@ -200,6 +200,7 @@ print("ok")
 """
 
 
+@pytest.mark.slow  # a fresh process initialising 10 seeds (about 25 s): issue 4's deadlock stays fixed
 def test_init_of_many_seeds_does_not_deadlock():
     # Vmapped over 10 seeds, the LSTM's four orthogonal initialisers (batched QRs) deadlocked XLA:CPU's
     # intra-op pool (issue 4). Run in a subprocess so that a regression fails instead of hanging the suite.

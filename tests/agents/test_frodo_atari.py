@@ -73,6 +73,7 @@ def test_the_impala_baseline_variant_leaves_eta_alone():
     assert float(metrics.meta_grad_norm[0]) == 0.0
 
 
+@pytest.mark.slow  # a second host program to compile; the meta-update on Pong is checked above
 def test_the_loss_parameterisation_meta_learns_on_pong():
     meta = {**AGENT["meta_network"], "parameterises": "loss"}
     before, after, metrics = _one_meta_update(meta_network=meta, consistency={"weight": 0.0})

@@ -183,10 +183,10 @@ def test_a_member_with_the_configs_values_updates_exactly_like_the_plain_learner
 def test_vmapped_members_use_their_own_hyperparameters():
     config = _config()
     member = make_member_learner(config, (6, 11), 3)
-    states = jax.vmap(member.init)(jnp.stack([jax.random.PRNGKey(0)] * 2))
+    states = jax.jit(jax.vmap(member.init))(jnp.stack([jax.random.PRNGKey(0)] * 2))
     states = with_hyper(states, {"learning_rate": [6e-4, 0.0], "entropy_cost": [0.01, 0.5]})
     batches = jax.tree.map(lambda x: jnp.stack([x, x]), _batch(0))
-    new, metrics = jax.vmap(member.update)(states, batches)
+    new, metrics = jax.jit(jax.vmap(member.update))(states, batches)
     same = jax.tree.map(lambda x, y: bool(jnp.allclose(x[1], y[1])), new.params, states.params)
     assert all(jax.tree.leaves(same))  # learning rate 0: member 1 did not move
     assert not all(jax.tree.leaves(jax.tree.map(lambda x, y: bool(jnp.allclose(x[0], y[0])), new.params, states.params)))

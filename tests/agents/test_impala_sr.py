@@ -274,6 +274,7 @@ def test_the_catch_discounts_are_the_papers(experiment: str, baseline_discount: 
     assert discounts == {"sr": pytest.approx(0.90), "baseline": pytest.approx(baseline_discount)}
 
 
+@pytest.mark.slow  # compiles an unroll and a whole training chunk on Key-to-Door
 def test_key_to_door_tallies_are_summed_per_episode_and_reach_the_chunk_metrics() -> None:
     """Fig. 5b plots apples (left) and the door (right) apart: every ended episode's apple and phase-3 sums add up to
     its return, the door opened at most once, and phase 3 pays +5 exactly when it did (standard task)."""

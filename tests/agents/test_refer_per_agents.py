@@ -53,8 +53,15 @@ def test_ddpg_weights_each_samples_critic_and_policy_gradient_by_its_importance_
     obs = jnp.array([[1.0, 0.5, -0.5], [0.2, -1.0, 0.3]])
     mean = PolicyNetwork(config.hidden_sizes, ACT).apply(state.policy, obs)
     batch = _batch(obs, mean + 0.05, mean, WEIGHT)
-    critic = lambda b: jax.grad(dlearner.critic_loss, has_aux=True)(state.critic, state, config, ACT, b, jnp.ones(len(b.obs)))
-    policy = lambda b: jax.grad(dlearner.policy_loss, has_aux=True)(state.policy, state, config, ACT, b, 1.0, 2.0)[0]
+
+    @jax.jit  # one compile per batch size, not op by op
+    def critic(b):
+        return jax.grad(dlearner.critic_loss, has_aux=True)(state.critic, state, config, ACT, b, jnp.ones(len(b.obs)))
+
+    @jax.jit
+    def policy(b):
+        return jax.grad(dlearner.policy_loss, has_aux=True)(state.policy, state, config, ACT, b, 1.0, 2.0)[0]
+
     (g_critic, td), g0, g1 = critic(batch), critic(_one(batch, 0))[0], critic(_one(batch, 1))[0]
     _assert_trees_close(g_critic, _weighted_mean(g0, g1))
     _assert_trees_close(policy(batch), _weighted_mean(policy(_one(batch, 0)), policy(_one(batch, 1))))
@@ -84,6 +91,7 @@ def test_naf_weights_each_samples_gradient_by_its_importance_weight():
     obs = jnp.array([[1.0, 0.5, -0.5], [0.2, -1.0, 0.3]])
     batch = _batch(obs, jnp.full((2, ACT), 0.1), jnp.zeros((2, ACT)), WEIGHT)
 
+    @jax.jit  # one compile per batch size, not op by op
     def grads(b):
         return jax.grad(nlearner.loss_fn, has_aux=True)(state.params, state.target, config, ACT, b, 1.0, 2.0)
 

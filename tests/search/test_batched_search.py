@@ -50,6 +50,8 @@ def test_batched_search_equals_the_one_by_one_search():
     assert one.trials == batched.trials == 8 and one.duplicates == batched.duplicates
 
 
+@pytest.mark.slow  # compiles the hurdle at K = 1 and 2; the default suite trains a search on the JAX hurdle
+# (tests/agents/test_chunk_plan.py, loss_search)
 def test_a_program_scores_the_same_alone_and_in_a_batch():
     """DQN and DQNReg trained side by side (K = 2) score as each alone (K = 1); a partial batch is filled up."""
     from rlrepro.search.program import dqn_program, dqnreg_program
