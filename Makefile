@@ -20,8 +20,8 @@ LATEST_LOCK := envs/requirements-cpu-jax-latest.lock.txt
 JAX_LATEST_TESTS ?= tests/losses tests/agents/test_impala.py tests/agents/test_impala_host.py tests/agents/test_frodo.py \
 	tests/agents/test_impala_sr.py tests/agents/test_vracer.py tests/agents/test_dqn.py tests/agents/test_ddpg.py \
 	tests/agents/test_naf.py tests/agents/test_ppo.py tests/agents/test_acer.py tests/search/test_interpreter.py \
-	tests/environments/test_jax_envs.py tests/training/test_actor_learner.py tests/training/test_checkpoint.py \
-	tests/training/test_jax_loop.py tests/training/test_placement.py tests/bench/test_device_check.py
+	tests/environments/test_jax_envs.py tests/training/test_actor_learner.py tests/jobs/test_checkpoint.py \
+	tests/agents/test_impala_loop.py tests/training/test_placement.py tests/bench/test_device_check.py
 DEVICE_WHEELS := .device-wheels
 # pip download for the device: CPython 3.12, manylinux x86-64 (pip matches each manylinux_2_N exactly)
 DEVICE_PLATFORMS := $(foreach n,17 24 27 28 31 34 35,--platform manylinux_2_$(n)_x86_64) --platform manylinux2014_x86_64 \
