@@ -271,7 +271,9 @@ def build_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     if config.network == "frodo_conv":
         raise UnsupportedSetupError("the frodo_conv torso needs image observations (Atari); use mlp or tabular here")
     trainer = make_frodo_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
-    return _program(trainer.init_batch, trainer.run_chunk_batch, agent, env_spec, frames=frames, run=run)
+    chunks = frodo_chunks(agent, env_spec, frames=frames, run=run)  # what resolve_frodo set the schedules for
+    return TrainerProgram(trainer.init_batch, trainer.run_chunk_batch, chunks.num_chunks, chunks.updates_per_chunk,
+                          chunks.frames_per_chunk)
 
 
 def build_frodo_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
@@ -284,10 +286,3 @@ def build_frodo_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> An
     config, total_updates, actor = resolve_frodo(agent, env_spec, frames=frames, run=run)
     trainer = HostFrodoTrainer(config, env_spec, actor, updates_per_chunk=run.updates_per_chunk, total_updates=total_updates)
     return one_seed_program(trainer, frodo_chunks(agent, env_spec, frames=frames, run=run))
-
-
-def _program(init_batch: Any, run_chunk_batch: Any, agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
-    """The runner's program, sized by ``frodo_chunks`` (what ``resolve_frodo`` set the schedules for)."""
-
-    chunks = frodo_chunks(agent, env_spec, frames=frames, run=run)
-    return TrainerProgram(init_batch, run_chunk_batch, chunks.num_chunks, chunks.updates_per_chunk, chunks.frames_per_chunk)
