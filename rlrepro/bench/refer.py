@@ -31,8 +31,8 @@ import time
 import jax
 import numpy as np
 
-from rlrepro.agents.refer.replay import EpisodeReplay
-from rlrepro.agents.refer.rules import ReferConfig
+from rlrepro.replay.episodes import EpisodeReplay
+from rlrepro.losses.refer import ReferConfig
 from rlrepro.agents.vracer import learner as vlearner
 from rlrepro.agents.vracer.config import VRacerConfig
 from rlrepro.agents.vracer.trainer import HostVRacer

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 
-from rlrepro.environments.errors import BackendMissingError
+from rlrepro.environments.errors import BackendMissingError, UnsupportedSetupError
 
 DMLAB_MESSAGE = (
     "DeepMind Lab is not installed (python module 'deepmind_lab'). It cannot be installed from the package "
@@ -54,3 +54,10 @@ def require_backend(env_spec: object) -> None:
     """Raise :class:`BackendMissingError` at once when the backend is missing."""
     if reason := missing_backend(env_spec):
         raise BackendMissingError(f"environment '{getattr(env_spec, 'id', '?')}': {reason}")
+
+
+def require_mujoco(env_spec: object, agent_name: str) -> None:
+    """The ReF-ER paper's agents train on MuJoCo tasks only: the backend must be there and the kind must be mujoco."""
+    require_backend(env_spec)
+    if env_spec.kind != "mujoco":
+        raise UnsupportedSetupError(f"{agent_name} on '{env_spec.kind}' environments is not implemented (use kind: mujoco)")

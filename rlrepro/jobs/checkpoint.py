@@ -8,12 +8,14 @@ dtypes, the key types and a check that the checkpoint belongs to this program.
 File layout: ``MAGIC`` (8 bytes), the sha256 of the payload (32 bytes), the pickled payload. A file whose
 checksum does not match (a truncated write, a flipped byte on disk) is never restored: it is reported and
 the previous checkpoint (``<name>.prev``, the one saved before it) is used instead, so at most one chunk of
-progress is lost and training never resumes from a corrupted state.
+progress is lost and training never resumes from a corrupted state. A pickled object whose class has since moved
+to another module (``MOVED``) is read from the module it lives in now, so a run stopped before a move resumes.
 """
 
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import pickle
 import sys
@@ -26,6 +28,20 @@ import numpy as np
 _FORMAT = 2
 _MAGIC = b"RLRCKPT2"
 _DIGEST = 32
+
+# Modules whose pickled classes (host states, replay memories) moved: old module -> the module that holds them now.
+MOVED = {
+    "rlrepro.agents.refer.host": "rlrepro.training.refer_host",
+    "rlrepro.agents.refer.replay": "rlrepro.replay.episodes",
+    "rlrepro.agents.refer.priority": "rlrepro.replay.priority",
+}
+
+
+class _Unpickler(pickle.Unpickler):
+    """Reads classes that moved (``MOVED``) from their new module."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        return super().find_class(MOVED.get(module, module), name)
 
 
 class CorruptCheckpointError(ValueError):
@@ -84,7 +100,7 @@ def _load(path: Path) -> dict[str, Any]:
     else:
         raise CorruptCheckpointError(f"checkpoint {path}: not an rlrepro checkpoint ({len(data)} bytes)")
     try:
-        loaded = pickle.loads(payload)
+        loaded = _Unpickler(io.BytesIO(payload)).load()
     except Exception as error:  # a truncated legacy pickle
         raise CorruptCheckpointError(f"checkpoint {path}: unreadable ({type(error).__name__}: {error})") from None
     if not isinstance(loaded, dict) or loaded.get("format") != expected_format:

@@ -6,15 +6,17 @@ rule treats as a constant (beta, the near mask, c_max, the TBC target and the ad
 
 Variants (notes §1.2): ``refer`` = rule 1 + rule 2; ``refer1`` = rule 1 only (beta = 1, no KL);
 ``refer2`` = rule 2 only (no skipping); ``er`` and ``per`` = plain replay (every sample, no KL; ``per`` samples by
-rank of |TD error| and weights each sample's loss by its importance weight, ``rlrepro.agents.refer.priority``).
+rank of |TD error| and weights each sample's loss by its importance weight, ``rlrepro.replay.priority``).
 """
 
 from __future__ import annotations
 
-from typing import Literal, NamedTuple
+import dataclasses
+from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.typing import ArrayLike
 
 Variant = Literal["er", "per", "refer", "refer1", "refer2"]
@@ -168,3 +170,64 @@ def retrace_q_ret(
 
     q_ret, _ = jax.lax.associative_scan(combine, (jnp.asarray(a), jnp.asarray(c)), reverse=True)
     return q_ret
+
+
+class TransitionBatch(NamedTuple):
+    """B stored steps (DDPG, NAF): standardised s, a (network units), scaled r, discount (0 after a terminal), s',
+    mu's mean, and the importance weights of prioritised replay (1: uniform sampling)."""
+
+    obs: jax.Array
+    action: jax.Array
+    reward: jax.Array
+    discount: jax.Array
+    next_obs: jax.Array
+    mu_mean: jax.Array
+    weight: jax.Array | float = 1.0
+
+
+def weighted_mean(config: Any, batch: TransitionBatch, per_sample: jax.Array) -> jax.Array:
+    """Mean over the minibatch, each sample weighted by its importance weight under PER (the other variants'
+    programs stay the ones they always were, bit for bit)."""
+    if uses_priorities(config.rules.variant):
+        return jnp.mean(batch.weight * per_sample)
+    return jnp.mean(per_sample)
+
+
+# The rules' state on the host, per seed: beta (eq. 12) and the schedules of eq. 13, from the spec's rules.
+
+
+@dataclasses.dataclass(frozen=True)
+class ReferConfig:
+    """The rules of §3 (see ``rlrepro.specs.agents.refer.ReferRulesSpec`` for each field's source)."""
+
+    variant: str = "refer"
+    c: float = 4.0
+    d: float = 0.1
+    a: float = 5e-7
+    beta0: float = 1.0
+    beta_rate: str = "eta_t"
+    beta_rate_fixed: float = 1e-4
+    kl_direction: str = "mu_pi"
+    rho_cap: float | None = None
+
+    @classmethod
+    def from_spec(cls, rules) -> "ReferConfig":
+        return cls(**rules.model_dump())
+
+
+def initial_beta(config: ReferConfig, num_seeds: int) -> np.ndarray:
+    """beta0 under rule 2; 1 otherwise (rule 1 alone and plain ER never scale the gradient)."""
+    return np.full(num_seeds, config.beta0 if uses_rule2(config.variant) else 1.0, np.float32)
+
+
+def step_schedules(config: ReferConfig, t: int, learning_rate: float) -> tuple[float, float]:
+    """(c_max(t), eta(t)) at environment step t (eq. 13)."""
+    return float(c_max_schedule(t, config.c, config.a)), float(learning_rate_schedule(t, learning_rate, config.a))
+
+
+def next_beta(config: ReferConfig, beta: np.ndarray, far_fraction: np.ndarray, eta_t: float) -> np.ndarray:
+    """Eq. 12 under rule 2 (rate eta(t) or the fixed rate); beta stays 1 otherwise."""
+    if not uses_rule2(config.variant):
+        return beta
+    rate = eta_t if config.beta_rate == "eta_t" else config.beta_rate_fixed
+    return np.asarray(beta_update(beta, far_fraction, config.d, rate), np.float32)

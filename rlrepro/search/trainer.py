@@ -17,7 +17,8 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from rlrepro.agents.dqn.build import dqn_config, seeds_of
+from rlrepro.agents.dqn.build import dqn_config
+from rlrepro.training.program import seeds_of
 from rlrepro.environments.errors import UnsupportedSetupError
 from rlrepro.search import evolution
 from rlrepro.search.evaluate import EvalResult, EvalTask, evaluate_program, evaluate_rest, hurdle_scores, jax_hurdle_env

@@ -4,8 +4,10 @@ that sizes it. Standard library only: planning, ``rlrepro plan`` and the tables 
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, NamedTuple
 
 from rlrepro.environments.errors import UnsupportedSetupError
@@ -84,3 +86,35 @@ def one_seed_program(trainer: Any, chunks: ChunkPlan, refusal: str = ONE_SEED) -
 
     return TrainerProgram(init_batch, trainer.run_chunk, chunks.num_chunks, chunks.updates_per_chunk,
                           chunks.frames_per_chunk)
+
+
+def seeds_of(keys: Any) -> list[int]:
+    """The run seeds back from the runner's seed keys (raw data of ``jax.random.key(seed)``: [0, seed])."""
+    import numpy as np
+
+    return [int(np.asarray(k).ravel()[-1]) for k in np.asarray(keys)]
+
+
+def lockstep_program(host: Any, env_spec: Any, frames: int, run: Any) -> TrainerProgram:
+    """The program of a lockstep host loop on MuJoCo (V-RACER, DDPG, NAF, PPO, ACER: ``host.init(seeds)``,
+    ``host.run(state, steps)``): every seed in lockstep, a chunk of ``run.updates_per_chunk`` environment steps,
+    R_random written beside every run."""
+    chunks = step_chunks(frames, env_spec, run)
+    return TrainerProgram(
+        lambda keys: host.init(seeds_of(keys)), lambda state: host.run(state, chunks.updates_per_chunk),
+        chunks.num_chunks, chunks.updates_per_chunk, chunks.frames_per_chunk,
+        write_artifacts=lambda state, run_dirs: write_random_score(env_spec, run_dirs),
+    )
+
+
+def write_random_score(env_spec: Any, run_dirs: list[Path]) -> None:
+    """R_random of the task (measured once per results folder, cached with provenance) beside every run.
+
+    A run folder is ``<results>/<scale>/runs/<paper>/<experiment>/<variant>/<env>/seed<k>``: the cache is
+    ``<results>/random_scores/`` (shared by the scales: the measurement does not depend on them).
+    """
+    from rlrepro.environments.mujoco import random_score
+
+    record = random_score(env_spec, run_dirs[0].parents[6] / "random_scores")
+    for run_dir in run_dirs:
+        (run_dir / "random_score.json").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")

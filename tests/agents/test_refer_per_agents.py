@@ -18,7 +18,8 @@ from rlrepro.agents.ddpg.config import DDPGConfig
 from rlrepro.agents.ddpg.networks import CriticNetwork, PolicyNetwork
 from rlrepro.agents.naf import learner as nlearner
 from rlrepro.agents.naf.config import NAFConfig
-from rlrepro.agents.refer.rules import PriorityConfig, ReferConfig
+from rlrepro.losses.refer import ReferConfig
+from rlrepro.replay.priority import PriorityConfig
 from rlrepro.specs import load_spec
 from rlrepro.specs.agents.refer import DDPGAgentSpec, NAFAgentSpec, VRacerAgentSpec
 from rlrepro.specs.loading import resolve_agent, resolve_env
@@ -247,8 +248,8 @@ def test_memory_kl_is_the_average_over_every_committed_step():
     #   KL_k = (0.1 - m_mu,k)^2 / (2 * 0.04) = 0.01 / 0.08, 0.01 / 0.08, 0.09 / 0.08 = 0.125, 0.125, 1.125; mean 0.4583
     # the running episode's step (m_mu = 5) is not in the memory yet and is left out
     from rlrepro.agents.ddpg.trainer import HostDDPG
-    from rlrepro.agents.refer.host import HostState
-    from rlrepro.agents.refer.replay import EpisodeReplay
+    from rlrepro.training.refer_host import HostState
+    from rlrepro.replay.episodes import EpisodeReplay
 
     replay = EpisodeReplay(8, 4, 1, 1, 0.9, seed=0)
     for mu in (0.0, 0.2, 0.4):

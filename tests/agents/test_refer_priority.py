@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlrepro.agents.refer.priority import importance_exponent
-from rlrepro.agents.refer.replay import EpisodeReplay
+from rlrepro.replay.priority import importance_exponent
+from rlrepro.replay.episodes import EpisodeReplay
 
 ALPHA = 0.7
 

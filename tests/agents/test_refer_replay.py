@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rlrepro.agents.refer.replay import EPSILON, EpisodeReplay, Sample, episode_q_ret, state_statistics
+from rlrepro.replay.episodes import EPSILON, EpisodeReplay, Sample, episode_q_ret, state_statistics
 from rlrepro.losses.refer import retrace_q_ret
 
 
@@ -148,7 +148,7 @@ def test_transitions_give_the_next_state_and_no_bootstrap_only_after_a_terminal_
 def test_the_loops_fast_unique_is_numpys_unique():
     """``set_log_rho`` counts n_far over the distinct sampled steps with ``_unique`` (sort and compare neighbours)
     instead of ``np.unique``: the same sorted values, whatever the repeats (a minibatch repeats steps)."""
-    from rlrepro.agents.refer.replay import _unique
+    from rlrepro.replay.episodes import _unique
 
     rng = np.random.default_rng(0)
     for size, high in ((0, 5), (1, 5), (2, 1), (256, 40), (256, 100_000), (1000, 3)):
@@ -178,7 +178,7 @@ def test_a_minibatch_holds_the_rows_of_its_ring_indices_across_the_wrap():
 
 def test_every_seeds_minibatch_is_standardised_with_its_own_statistics_bit_for_bit():
     """Eqs. 14-15 for all seeds at once equal seed by seed (the loop's old per-seed arithmetic), bit for bit."""
-    from rlrepro.agents.refer.host import standardise_seeds
+    from rlrepro.training.refer_host import standardise_seeds
 
     rng = np.random.default_rng(4)
     obs = rng.normal(3.0, 5.0, size=(3, 256, 11)).astype(np.float32)
@@ -212,7 +212,7 @@ def test_a_bank_of_seeds_gives_each_seed_exactly_what_its_own_memory_gives(prior
     ring's wrap and with a reward scale per seed."""
     import pickle
 
-    from rlrepro.agents.refer.replay import ReplayBank
+    from rlrepro.replay.episodes import ReplayBank
 
     banked = _memories(5, priority)
     alone = [pickle.loads(pickle.dumps(r)) for r in banked]  # the same memories, each its own
@@ -253,7 +253,7 @@ def test_a_pickled_bank_member_comes_back_as_its_own_memory_with_only_its_rows()
     """Checkpoints pickle the memories, not the bank: each carries its own rows, and a host rebuilds the bank."""
     import pickle
 
-    from rlrepro.agents.refer.replay import ReplayBank
+    from rlrepro.replay.episodes import ReplayBank
 
     replays = _memories(7)
     alone = pickle.dumps(replays[1])

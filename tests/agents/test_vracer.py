@@ -9,7 +9,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlrepro.agents.refer.rules import ReferConfig, initial_beta, next_beta
+from rlrepro.losses.refer import ReferConfig, initial_beta, next_beta
 from rlrepro.agents.vracer import learner as vlearner
 from rlrepro.agents.vracer.config import VRacerConfig
 from rlrepro.agents.vracer.networks import VRacerNetwork
@@ -114,7 +114,7 @@ def test_a_host_resumed_from_its_checkpoint_continues_exactly_as_if_never_stoppe
     come back as rows of one bank again, and the next steps' metrics, parameters and memories are bit for bit those
     of the run that did not stop (FIFO evictions, refreshes and write-backs on both sides of the checkpoint)."""
     pytest.importorskip("mujoco")
-    from rlrepro.agents.refer.replay import ReplayBank
+    from rlrepro.replay.episodes import ReplayBank
     from rlrepro.agents.vracer.trainer import HostVRacer
     from rlrepro.specs import load_spec
     from rlrepro.specs.loading import resolve_env

@@ -176,3 +176,35 @@ def test_both_checkpoints_damaged_means_a_fresh_start_with_both_reported(tmp_pat
     assert checkpoint.load_latest(path) is None
     err = capsys.readouterr().err
     assert str(path) in err and str(checkpoint.previous_path(path)) in err and "from the start" in err
+
+
+def test_a_checkpoint_written_before_its_classes_moved_resumes_with_them_where_they_are_now(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    """A ReF-ER run stopped before ``agents/refer`` moved (its host state, memories and priorities pickled under
+    the old module paths) resumes after the move: every class is read from the module in ``checkpoint.MOVED``."""
+    import sys
+    import types
+
+    from rlrepro.replay.episodes import EpisodeReplay
+    from rlrepro.replay.priority import RankPriorities
+    from rlrepro.training.refer_host import HostState
+
+    replay = EpisodeReplay(8, 4, 3, 2, 0.99, seed=1, priority=(0.7, 10))
+    host = HostState(["an environment"], [replay], np.zeros((1, 3), np.float32), np.ones(1, np.float32))
+    old = {cls: module for module, new in checkpoint.MOVED.items()
+           for cls in (HostState, EpisodeReplay, RankPriorities) if cls.__module__ == new}
+    assert len(old) == 3 and set(old.values()) == set(checkpoint.MOVED)
+    for cls, module in old.items():
+        monkeypatch.setitem(sys.modules, module, types.SimpleNamespace(**{cls.__qualname__: cls}))
+        monkeypatch.setattr(cls, "__module__", module)
+    path = tmp_path / "ckpt"
+    checkpoint.save(path, {"host": host}, {"chunk": 1})
+    assert all(module.encode() in path.read_bytes() for module in checkpoint.MOVED)
+    monkeypatch.undo()  # the old modules are gone, as after the move
+
+    restored = checkpoint.restore(path, {"host": "a host state"})["host"]
+
+    assert type(restored) is HostState and type(restored.replays[0]) is EpisodeReplay
+    assert any(type(v) is RankPriorities for v in vars(restored.replays[0]).values())
+    assert restored.bank is not None and restored.envs == ["an environment"]

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from rlrepro.agents.acer.config import ACERConfig
-from rlrepro.agents.vracer.build import host_program, require_mujoco
+from rlrepro.environments.availability import require_mujoco
+from rlrepro.training.program import lockstep_program
 
 
 def resolve_acer(agent: Any, env_spec: Any, *, frames: int, run: Any) -> ACERConfig:
@@ -19,4 +20,4 @@ def build_acer(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     from rlrepro.agents.acer.trainer import HostACER
 
     require_mujoco(env_spec, "ACER")
-    return host_program(HostACER(resolve_acer(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)
+    return lockstep_program(HostACER(resolve_acer(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)

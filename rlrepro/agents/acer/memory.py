@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from rlrepro.agents.refer.replay import EpisodeReplay
+from rlrepro.replay.episodes import EpisodeReplay
 
 
 def sample_windows(replay: EpisodeReplay, episodes: int, window: int) -> dict[str, np.ndarray]:

@@ -15,36 +15,30 @@ import functools
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from rlrepro.agents.acer import learner as alearner
 from rlrepro.agents.acer.actor import Action, act
 from rlrepro.agents.acer.config import ACERConfig
 from rlrepro.agents.acer.memory import sample_windows
-from rlrepro.agents.refer.replay import EpisodeReplay, state_statistics
+from rlrepro.replay.episodes import EpisodeReplay, state_statistics
 from rlrepro.environments.mujoco import MujocoHostEnv, task_shape
 from rlrepro.losses.refer import learning_rate_schedule
+from rlrepro.training.lockstep import LockstepHost, LockstepState, SeedEnvs, episode_fields, split_seed_keys
 
 
-class HostState:
+class HostState(SeedEnvs):
     """Environments, memories, raw current observations, the state statistics and the episode returns."""
 
     def __init__(self, envs: list[MujocoHostEnv], replays: list[EpisodeReplay], obs: np.ndarray):
-        self.envs, self.replays, self.obs = envs, replays, obs
+        super().__init__(envs, obs)
+        self.replays = replays
         self.obs_mean = np.zeros((len(envs), obs.shape[1]), np.float32)
         self.obs_inv_std = np.ones((len(envs), obs.shape[1]), np.float32)
-        self.running_return = np.zeros(len(envs), np.float64)
-        self.episode_returns: list[list[float]] = [[] for _ in envs]
-        self.steps = 0
         self.updates = 0
 
 
-class ACERState(NamedTuple):
-    learner: alearner.LearnerState
-    keys: jax.Array
-    pending: Action  # the actions chosen for the current observations (with their mu)
-    host: HostState
+ACERState = LockstepState  # (learner, keys, the actions chosen for the current observations with their mu, host)
 
 
 class ChunkMetrics(NamedTuple):
@@ -74,7 +68,7 @@ def _update_and_act(config: ACERConfig, action_dim: int, learner, batch, obs, ke
     return learner, metrics, act(config, action_dim, learner.policy_params, obs, act_key), key
 
 
-class HostACER:
+class HostACER(LockstepHost):
     """A compiled ACER for one task: ``init`` a batch of seeds, ``run`` steps, read metrics."""
 
     def __init__(self, config: ACERConfig, env_spec: Any):
@@ -87,8 +81,7 @@ class HostACER:
 
     def init(self, seeds: list[int]) -> ACERState:
         c = self.config
-        keys = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in seeds])
-        net_keys, act_keys = jax.vmap(lambda k: jax.random.split(k))(keys).transpose(1, 0, 2)
+        net_keys, act_keys = split_seed_keys(seeds)
         envs = [MujocoHostEnv(self.env_spec, seed=s) for s in seeds]
         obs = np.stack([env.reset() for env in envs])
         replays = [
@@ -103,30 +96,20 @@ class HostACER:
     def _standardise(self, host: HostState, obs: np.ndarray) -> np.ndarray:
         return ((obs - host.obs_mean) * host.obs_inv_std).astype(np.float32)
 
-    def run(self, state: ACERState, steps: int) -> tuple[ACERState, ChunkMetrics]:
-        """``steps`` environment steps (and, from N_start on, one gradient step each) for every seed."""
-        host, learner, keys, pending = state.host, state.learner, state.keys, state.pending
-        first = [len(r) for r in host.episode_returns]
-        outs = []
-        for _ in range(steps):
-            self._store_and_step(host, pending)
-            learner, keys, pending, out = self._learn_and_act(host, learner, keys)
-            if out is not None:
-                outs.append(out)
-        return ACERState(learner, keys, pending, host), self._metrics(host, first, outs)
+    def _advance(self, state: ACERState) -> tuple[ACERState, tuple | None]:
+        """One environment step of every seed, then (from N_start on) its gradient step and next action."""
+        self._store_and_step(state.host, state.pending)
+        learner, keys, pending, out = self._learn_and_act(state.host, state.learner, state.keys)
+        return ACERState(learner, keys, pending, state.host), out
 
     def _store_and_step(self, host: HostState, pending: Action) -> None:
         action, mean, std = (np.asarray(x) for x in pending)
-        for i, env in enumerate(host.envs):
-            obs, reward, terminated, truncated = env.step(action[i] * self.action_scale)
+        for i in range(len(host.envs)):
+            obs, reward, terminated, truncated, next_obs = host.step_env(i, action[i] * self.action_scale)
             host.replays[i].add(host.obs[i], action[i], reward, mean[i], std[i], 0.0)
-            host.running_return[i] += reward
             if terminated or truncated:
                 host.replays[i].end_episode(obs, terminated, 0.0)  # ACER bootstraps from V(s_T) when it learns
-                host.episode_returns[i].append(float(host.running_return[i]))
-                host.running_return[i] = 0.0
-                obs = env.reset()
-            host.obs[i] = obs
+            host.obs[i] = next_obs
         host.steps += 1
 
     def _learn_and_act(self, host: HostState, learner: Any, keys: jax.Array):
@@ -158,17 +141,12 @@ class HostACER:
         return alearner.Batch(**{name: np.stack([w[name] for w in windows]).astype(np.float32)
                                  for name in alearner.Batch._fields})
 
-    def _metrics(self, host: HostState, first: list[int], outs: list) -> ChunkMetrics:
-        n = len(host.envs)
-        new = [host.episode_returns[i][first[i]:] for i in range(n)]
+    def _metrics(self, state: ACERState, mark: list[int], outs: list) -> ChunkMetrics:
+        host, n = state.host, len(state.host.envs)
         if outs:
             values = [np.mean(np.stack([np.asarray(o[j], np.float64) for o in outs]), axis=0) for j in range(5)]
             lr = np.full(n, outs[-1][5])
         else:
             values, lr = [np.full(n, np.nan) for _ in range(5)], np.full(n, np.nan)
-        return ChunkMetrics(
-            np.full(n, host.steps * self.env_spec.frames_per_step, np.int64),
-            np.array([len(r) for r in new]),
-            np.array([np.mean(r) if r else np.nan for r in new]),
-            *values, lr,
-        )
+        return ChunkMetrics(**episode_fields(host, mark, self.env_spec.frames_per_step),
+                            **dict(zip(ChunkMetrics._fields[3:], [*values, lr])))

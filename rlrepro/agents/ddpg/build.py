@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from rlrepro.agents.ddpg.config import DDPGConfig
-from rlrepro.agents.vracer.build import host_program, require_mujoco
+from rlrepro.environments.availability import require_mujoco
+from rlrepro.training.program import lockstep_program
 
 
 def resolve_ddpg(agent: Any, env_spec: Any, *, frames: int, run: Any) -> DDPGConfig:
@@ -18,4 +19,4 @@ def build_ddpg(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     from rlrepro.agents.ddpg.trainer import HostDDPG
 
     require_mujoco(env_spec, "DDPG")
-    return host_program(HostDDPG(resolve_ddpg(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)
+    return lockstep_program(HostDDPG(resolve_ddpg(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)

@@ -20,7 +20,8 @@ import optax
 
 from rlrepro.agents.ddpg.config import DDPGConfig
 from rlrepro.agents.ddpg.networks import CriticNetwork, PolicyNetwork
-from rlrepro.losses.refer import behaviour_kl, log_importance_ratio, near_policy, rule_weights, uses_priorities, uses_rule1
+from rlrepro.losses.refer import TransitionBatch as Batch
+from rlrepro.losses.refer import behaviour_kl, log_importance_ratio, near_policy, rule_weights, uses_rule1, weighted_mean
 
 
 class LearnerState(NamedTuple):
@@ -30,19 +31,6 @@ class LearnerState(NamedTuple):
     target_critic: Any
     policy_opt: Any
     critic_opt: Any
-
-
-class Batch(NamedTuple):
-    """B stored steps: standardised s, a (network units), scaled r, discount (0 after a terminal), s', mu's mean,
-    and the importance weights of prioritised replay (1: uniform sampling)."""
-
-    obs: jax.Array
-    action: jax.Array
-    reward: jax.Array
-    discount: jax.Array
-    next_obs: jax.Array
-    mu_mean: jax.Array
-    weight: jax.Array | float = 1.0
 
 
 class UpdateOutput(NamedTuple):
@@ -72,14 +60,6 @@ def init(config: DDPGConfig, key: jax.Array, obs_dim: int, action_dim: int) -> L
     critic = critic_net.init(k2, jnp.zeros((obs_dim,)), jnp.zeros((action_dim,)))
     policy_opt, critic_opt = _optimizers(config)
     return LearnerState(policy, critic, policy, critic, policy_opt.init(policy), critic_opt.init(critic))
-
-
-def weighted_mean(config: Any, batch: Batch, per_sample: jax.Array) -> jax.Array:
-    """Mean over the minibatch, each sample weighted by its importance weight under PER (the other variants'
-    programs stay the ones they always were, bit for bit)."""
-    if uses_priorities(config.rules.variant):
-        return jnp.mean(batch.weight * per_sample)
-    return jnp.mean(per_sample)
 
 
 def _pi_terms(config: DDPGConfig, mean: jax.Array, batch: Batch, c_max: jax.Array):

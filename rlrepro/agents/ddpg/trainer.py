@@ -15,7 +15,7 @@ import jax
 from rlrepro.agents.ddpg import learner as dlearner
 from rlrepro.agents.ddpg.config import DDPGConfig
 from rlrepro.agents.ddpg.networks import PolicyNetwork
-from rlrepro.agents.refer.host import TransitionHost
+from rlrepro.training.refer_host import TransitionHost
 
 
 def _update_and_mean(config: DDPGConfig, action_dim: int, state, batch, beta, c_max, lr_scale, obs):

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from rlrepro.agents.dqn.config import DQNConfig
 from rlrepro.networks.config import ConvNetworkConfig
 from rlrepro.agents.dqn.trainer import DQNState, HostDQN, num_steps
 from rlrepro.environments.errors import UnsupportedSetupError
-from rlrepro.training.program import TrainerProgram, host_step_chunks, one_seed_program
+from rlrepro.training.program import TrainerProgram, host_step_chunks, one_seed_program, seeds_of
 
 
 def dqn_config(agent: Any, env_id: str | None = None) -> DQNConfig:
@@ -44,11 +42,6 @@ def resolve_dqn(agent: Any, env_spec: Any, *, frames: int, run: Any) -> DQNConfi
     """The one place a DQN spec becomes its run's configuration on ``env_spec`` (used by ``build_dqn``)."""
     del frames, run  # DQN's schedules count environment steps, not the run's budget
     return dqn_config(agent, env_spec.id)
-
-
-def seeds_of(keys: Any) -> list[int]:
-    """The run seeds back from the runner's seed keys (raw data of ``jax.random.key(seed)``: [0, seed])."""
-    return [int(np.asarray(k).ravel()[-1]) for k in np.asarray(keys)]
 
 
 def build_dqn(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:

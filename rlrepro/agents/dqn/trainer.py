@@ -22,26 +22,18 @@ from rlrepro.agents.dqn.config import DQNConfig
 from rlrepro.agents.dqn.learner import Batch, Learner, LearnerState, make_learner
 from rlrepro.agents.dqn.replay import UniformReplay
 from rlrepro.environments.gym_envs import HostEnv
+from rlrepro.training.lockstep import LockstepHost, LockstepState, SeedEnvs, episode_fields, split_seed_keys
 
 
-class HostState:
+class HostState(SeedEnvs):
     """The host side of a run: environments, replay, current observations and episode bookkeeping."""
 
     def __init__(self, envs: list[HostEnv], replay: UniformReplay, obs: np.ndarray):
-        self.envs = envs
+        super().__init__(envs, obs)
         self.replay = replay
-        self.obs = obs
-        self.running_return = np.zeros(len(envs), np.float64)
-        self.episode_returns: list[list[float]] = [[] for _ in envs]
-        self.steps = 0
 
 
-class DQNState(NamedTuple):
-    """A job's state: the learners (leaves [num_seeds, ...]), action keys [num_seeds, 2] and the host part."""
-
-    learner: LearnerState
-    keys: jax.Array
-    host: HostState
+DQNState = LockstepState  # (learner, action keys [num_seeds, 2], pending None, host)
 
 
 class ChunkMetrics(NamedTuple):
@@ -78,8 +70,9 @@ def _act_update(learner: Learner, config: DQNConfig, state: LearnerState, batch:
     return state, action, key, q, metrics
 
 
-class HostDQN:
-    """A compiled DQN for one environment shape: ``init`` a batch of seeds, ``run`` steps, read metrics."""
+class HostDQN(LockstepHost):
+    """A compiled DQN for one environment shape: ``init`` a batch of seeds, ``run`` steps (``run(state, steps,
+    program)``: the loss program of the search, None for the spec's loss), read metrics."""
 
     def __init__(self, config: DQNConfig, env_spec: Any, *, loss_factory: Any = None):
         probe = HostEnv(env_spec, 0)
@@ -95,67 +88,52 @@ class HostDQN:
 
     def init(self, seeds: list[int], total_steps: int) -> DQNState:
         """Fresh learners (network keys from the seeds), environments and replay."""
-        keys = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in seeds])
-        net_keys, act_keys = jax.vmap(lambda k: jax.random.split(k))(keys).transpose(1, 0, 2)
+        net_keys, act_keys = split_seed_keys(seeds)
         learner = self._init(net_keys)
         envs = [HostEnv(self.env_spec, seed=s) for s in seeds]
         obs = np.stack([env.reset() for env in envs])
         capacity = max(1, min(self.config.replay_capacity, total_steps))
         replay = UniformReplay(len(seeds), capacity, self.obs_dim, [s + 1_000_003 for s in seeds])
-        return DQNState(learner, act_keys, HostState(envs, replay, obs))
+        return DQNState(learner, act_keys, None, HostState(envs, replay, obs))
 
-    def run(self, state: DQNState, steps: int, program: Any = None) -> tuple[DQNState, ChunkMetrics]:
-        """``steps`` environment steps (and their updates) for every seed."""
-        config, host = self.config, state.host
-        learner, keys = state.learner, state.keys
-        num_seeds = len(host.envs)
-        first_episode = [len(r) for r in host.episode_returns]
-        losses, qs, cases = [], [], []
-        for _ in range(steps):
-            t = host.steps
-            if host.replay.size >= config.min_replay and t % config.update_period == 0:
-                batch = Batch(*host.replay.sample(config.batch_size))
-                learner, actions, keys, q, update = self._act_update(learner, batch, program, host.obs, keys, t)
-                losses.append(update.loss)
-                cases.append(update.cases)
-            else:
-                actions, keys, q = self._act(learner.params, host.obs, keys, t)
-            qs.append(q)
-            self._step_envs(host, np.asarray(actions))
-        metrics = self._metrics(host, first_episode, losses, qs, cases, num_seeds)
-        return DQNState(learner, keys, host), metrics
+    def _advance(self, state: DQNState, program: Any = None) -> tuple[DQNState, tuple]:
+        """One environment step of every seed, after an update when one is due: (max_a Q, loss, cases)."""
+        config, host, learner, keys = self.config, state.host, state.learner, state.keys
+        t = host.steps
+        if host.replay.size >= config.min_replay and t % config.update_period == 0:
+            batch = Batch(*host.replay.sample(config.batch_size))
+            learner, actions, keys, q, update = self._act_update(learner, batch, program, host.obs, keys, t)
+            out = (q, update.loss, update.cases)
+        else:
+            actions, keys, q = self._act(learner.params, host.obs, keys, t)
+            out = (q, None, None)
+        self._step_envs(host, np.asarray(actions))
+        return DQNState(learner, keys, None, host), out
 
     def _step_envs(self, host: HostState, actions: np.ndarray) -> None:
         n = len(host.envs)
         next_obs = np.empty_like(host.obs)
         rewards, discounts = np.zeros(n, np.float32), np.zeros(n, np.float32)
         reset_obs = host.obs.copy()
-        for i, env in enumerate(host.envs):
-            obs, reward, terminated, truncated = env.step(int(actions[i]))
-            next_obs[i], rewards[i] = obs, reward
+        for i in range(n):
+            next_obs[i], rewards[i], terminated, _, reset_obs[i] = host.step_env(i, int(actions[i]))
             discounts[i] = 0.0 if terminated else self.config.discount
-            host.running_return[i] += reward
-            if terminated or truncated:
-                host.episode_returns[i].append(float(host.running_return[i]))
-                host.running_return[i] = 0.0
-                reset_obs[i] = env.reset()
-            else:
-                reset_obs[i] = obs
         host.replay.add(host.obs, actions, rewards, discounts, next_obs)
         host.obs = reset_obs
         host.steps += 1
 
-    def _metrics(self, host: HostState, first: list[int], losses: list, qs: list, cases: list, n: int) -> ChunkMetrics:
-        fps = self.env_spec.frames_per_step
-        new = [host.episode_returns[i][first[i]:] for i in range(n)]
+    def _metrics(self, state: DQNState, mark: list[int], outs: list[tuple]) -> ChunkMetrics:
+        host, n = state.host, len(state.host.envs)
+        qs = [q for q, _, _ in outs]
+        losses = [loss for _, loss, _ in outs if loss is not None]
+        cases = [case for _, _, case in outs if case is not None]
         bounds = getattr(self.env_spec, "return_range", None)
         loss = np.mean(np.stack(jax.device_get(losses)), axis=0) if losses else np.full(n, np.nan)
         case = np.mean(np.stack(jax.device_get(cases)), axis=0) if cases else np.full((n, 4), np.nan)  # [n, 4]
         return ChunkMetrics(
-            frames=np.full(n, host.steps * fps, np.int64),
-            episodes=np.array([len(r) for r in new]),
-            mean_return=np.array([np.mean(r) if r else np.nan for r in new]),
-            normalized_return=np.array([np.mean(normalize(r, bounds)) if r and bounds else np.nan for r in new]),
+            **episode_fields(host, mark, self.env_spec.frames_per_step),
+            normalized_return=np.array([np.mean(normalize(r, bounds)) if r and bounds else np.nan
+                                        for r in host.returns_since(mark)]),
             loss=loss,
             mean_q=np.mean(np.stack(jax.device_get(qs)), axis=0) if qs else np.full(n, np.nan),
             epsilon=np.full(n, float(epsilon(host.steps, self.config))),

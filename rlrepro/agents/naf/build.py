@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from rlrepro.agents.naf.config import NAFConfig
-from rlrepro.agents.vracer.build import host_program, require_mujoco
+from rlrepro.environments.availability import require_mujoco
+from rlrepro.training.program import lockstep_program
 
 
 def resolve_naf(agent: Any, env_spec: Any, *, frames: int, run: Any) -> NAFConfig:
@@ -18,4 +19,4 @@ def build_naf(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     from rlrepro.agents.naf.trainer import HostNAF
 
     require_mujoco(env_spec, "NAF")
-    return host_program(HostNAF(resolve_naf(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)
+    return lockstep_program(HostNAF(resolve_naf(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)

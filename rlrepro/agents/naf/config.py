@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from rlrepro.agents.refer.rules import ReplayAgentConfig
+from rlrepro.training.refer_host import ReplayAgentConfig
 
 
 @dataclasses.dataclass(frozen=True)

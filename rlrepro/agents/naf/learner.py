@@ -17,10 +17,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from rlrepro.agents.ddpg.learner import Batch, weighted_mean
 from rlrepro.agents.naf.config import NAFConfig
 from rlrepro.agents.naf.networks import NAFNetwork, naf_q
-from rlrepro.losses.refer import behaviour_kl, log_importance_ratio, near_policy, rule_weights, uses_rule1, uses_rule2
+from rlrepro.losses.refer import TransitionBatch as Batch
+from rlrepro.losses.refer import behaviour_kl, log_importance_ratio, near_policy, rule_weights, uses_rule1, uses_rule2, weighted_mean
 
 
 class LearnerState(NamedTuple):

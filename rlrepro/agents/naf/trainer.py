@@ -11,7 +11,7 @@ import jax
 from rlrepro.agents.naf import learner as nlearner
 from rlrepro.agents.naf.config import NAFConfig
 from rlrepro.agents.naf.networks import NAFNetwork
-from rlrepro.agents.refer.host import TransitionHost
+from rlrepro.training.refer_host import TransitionHost
 
 
 def _update_and_mean(config: NAFConfig, action_dim: int, state, batch, beta, c_max, lr_scale, obs):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from rlrepro.agents.ppo.config import PPOConfig
-from rlrepro.agents.vracer.build import host_program, require_mujoco
+from rlrepro.environments.availability import require_mujoco
+from rlrepro.training.program import lockstep_program
 
 
 def resolve_ppo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> PPOConfig:
@@ -19,4 +20,4 @@ def build_ppo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     from rlrepro.agents.ppo.trainer import HostPPO
 
     require_mujoco(env_spec, "PPO")
-    return host_program(HostPPO(resolve_ppo(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)
+    return lockstep_program(HostPPO(resolve_ppo(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)

@@ -14,7 +14,6 @@ import functools
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from rlrepro.agents.ppo import learner as plearner
@@ -22,6 +21,7 @@ from rlrepro.agents.ppo.actor import act
 from rlrepro.agents.ppo.config import PPOConfig
 from rlrepro.environments.mujoco import MujocoHostEnv, task_shape
 from rlrepro.losses.refer import learning_rate_schedule
+from rlrepro.training.lockstep import LockstepHost, LockstepState, SeedEnvs, episode_fields, split_seed_keys
 
 
 class RunningStats:
@@ -51,24 +51,19 @@ class Buffer:
         self.pos = 0
 
 
-class HostState:
+class HostState(SeedEnvs):
     """Environments, raw current observations, observation statistics, the rollout and the episode returns."""
 
     def __init__(self, envs: list[MujocoHostEnv], obs: np.ndarray, buffer: Buffer):
-        self.envs, self.obs, self.buffer = envs, obs, buffer
+        super().__init__(envs, obs)
+        self.buffer = buffer
         self.stats = [RunningStats(obs.shape[1]) for _ in envs]
         for stats, o in zip(self.stats, obs):
             stats.add(o)
-        self.running_return = np.zeros(len(envs), np.float64)
-        self.episode_returns: list[list[float]] = [[] for _ in envs]
-        self.steps = 0
         self.last_update: tuple[np.ndarray, ...] | None = None  # the last update's metrics, per seed
 
 
-class PPOState(NamedTuple):
-    learner: plearner.LearnerState
-    keys: jax.Array
-    host: HostState
+PPOState = LockstepState  # (learner, keys, pending None, host)
 
 
 class ChunkMetrics(NamedTuple):
@@ -98,7 +93,7 @@ def _update(config: PPOConfig, action_dim: int, learner, traj, key, policy_lr, v
     return learner, metrics, key
 
 
-class HostPPO:
+class HostPPO(LockstepHost):
     """A compiled PPO for one task: ``init`` a batch of seeds, ``run`` steps, read metrics."""
 
     def __init__(self, config: PPOConfig, env_spec: Any):
@@ -112,12 +107,11 @@ class HostPPO:
         self._values = jax.jit(jax.vmap(lambda learner, obs: value.apply(learner.value_params, obs)))
 
     def init(self, seeds: list[int]) -> PPOState:
-        keys = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in seeds])
-        net_keys, run_keys = jax.vmap(lambda k: jax.random.split(k))(keys).transpose(1, 0, 2)
+        net_keys, run_keys = split_seed_keys(seeds)
         envs = [MujocoHostEnv(self.env_spec, seed=s) for s in seeds]
         obs = np.stack([env.reset() for env in envs])
         buffer = Buffer(len(seeds), self.config.rollout_steps, self.obs_dim, self.action_dim)
-        return PPOState(self._init(net_keys), run_keys, HostState(envs, obs, buffer))
+        return PPOState(self._init(net_keys), run_keys, None, HostState(envs, obs, buffer))
 
     def standardise(self, host: HostState, obs: np.ndarray) -> np.ndarray:
         """Observations as the networks see them: standardised with each seed's running statistics and clipped."""
@@ -127,39 +121,31 @@ class HostPPO:
         std = np.sqrt(np.stack([s.var for s in host.stats]) + 1e-8)
         return np.clip((obs - mean) / std, -self.config.obs_clip, self.config.obs_clip).astype(np.float32)
 
-    def run(self, state: PPOState, steps: int) -> tuple[PPOState, ChunkMetrics]:
-        """``steps`` environment steps of every seed, with an update whenever a rollout is full."""
+    def _advance(self, state: PPOState) -> tuple[PPOState, tuple[np.ndarray, ...] | None]:
+        """One environment step of every seed, and an update when the rollout is full (its metrics, else None)."""
         host, learner, keys = state.host, state.learner, state.keys
-        first = [len(r) for r in host.episode_returns]
-        updates = []
-        for _ in range(steps):
-            obs = self.standardise(host, host.obs)
-            action, keys = self._act(learner, obs, keys)
-            self._step(host, obs, action, learner)
-            if host.buffer.pos == self.config.rollout_steps:
-                learner, keys = self._learn(host, learner, keys)
-                updates.append(host.last_update)
-        return PPOState(learner, keys, host), self._metrics(host, first, updates)
+        obs = self.standardise(host, host.obs)
+        action, keys = self._act(learner, obs, keys)
+        self._record(host, obs, action, learner)
+        if host.buffer.pos != self.config.rollout_steps:
+            return PPOState(learner, keys, None, host), None
+        learner, keys = self._learn(host, learner, keys)
+        return PPOState(learner, keys, None, host), host.last_update
 
-    def _step(self, host: HostState, obs: np.ndarray, pending: Any, learner: Any) -> None:
+    def _record(self, host: HostState, obs: np.ndarray, pending: Any, learner: Any) -> None:
         """Step every seed's environment and record the transition; truncations get V(final observation)."""
         action, log_prob, mean, std, v = (np.asarray(x) for x in pending)
         b, k, gamma = host.buffer, host.buffer.pos, self.config.discount
         truncated_obs: dict[int, np.ndarray] = {}
-        for i, env in enumerate(host.envs):
-            next_obs, reward, terminated, truncated = env.step(action[i] * self.action_scale)
+        for i in range(len(host.envs)):
+            final_obs, reward, terminated, truncated, next_obs = host.step_env(i, action[i] * self.action_scale)
             b.obs[i, k], b.action[i, k], b.log_prob[i, k], b.mean[i, k], b.std[i, k] = obs[i], action[i], log_prob[i], mean[i], std[i]
             b.v_tm1[i, k], b.r_t[i, k] = v[i], reward
             b.discount_t[i, k] = 0.0 if terminated else gamma
             b.continue_t[i, k] = 0.0 if (terminated or truncated) else 1.0
             b.v_t[i, k] = 0.0
-            host.running_return[i] += reward
-            if terminated or truncated:
-                host.episode_returns[i].append(float(host.running_return[i]))
-                host.running_return[i] = 0.0
-                if truncated and not terminated:
-                    truncated_obs[i] = next_obs
-                next_obs = env.reset()
+            if truncated and not terminated:
+                truncated_obs[i] = final_obs
             host.obs[i] = next_obs
             if self.config.obs_normalization:
                 host.stats[i].add(next_obs)
@@ -191,18 +177,12 @@ class HostPPO:
         b.pos = 0
         return learner, keys
 
-    def _metrics(self, host: HostState, first: list[int], updates: list[tuple[np.ndarray, ...]]) -> ChunkMetrics:
-        n = len(host.envs)
-        new = [host.episode_returns[i][first[i]:] for i in range(n)]
+    def _metrics(self, state: PPOState, mark: list[int], updates: list[tuple[np.ndarray, ...]]) -> ChunkMetrics:
+        host, n = state.host, len(state.host.envs)
         if updates:
             values = [np.mean(np.stack([u[j] for u in updates]), axis=0) for j in range(6)]
         elif host.last_update is not None:
             values = list(host.last_update)
         else:
             values = [np.full(n, np.nan) for _ in range(6)]
-        return ChunkMetrics(
-            np.full(n, host.steps * self.env_spec.frames_per_step, np.int64),
-            np.array([len(r) for r in new]),
-            np.array([np.mean(r) if r else np.nan for r in new]),
-            *values,
-        )
+        return ChunkMetrics(**episode_fields(host, mark, self.env_spec.frames_per_step), **dict(zip(ChunkMetrics._fields[3:], values)))

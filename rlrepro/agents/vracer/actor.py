@@ -2,21 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import Any
 
 import jax
 
 from rlrepro.agents.vracer.config import VRacerConfig
 from rlrepro.agents.vracer.networks import VRacerNetwork
-
-
-class Action(NamedTuple):
-    """The action in network units and the behaviour statistics mu stored with it, and V(s)."""
-
-    action: jax.Array
-    mean: jax.Array
-    std: jax.Array
-    v: jax.Array
+from rlrepro.training.refer_host import Action
 
 
 def act(config: VRacerConfig, action_dim: int, params: Any, obs: jax.Array, key: jax.Array) -> Action:

@@ -14,15 +14,14 @@ import functools
 from typing import Any
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from rlrepro.agents.refer.host import ChunkMetrics, HostState, LoopState, ReferHost, standardise_seeds, to_host
-from rlrepro.agents.refer.rules import next_beta, step_schedules
+from rlrepro.training.lockstep import split_seed_keys, to_host
+from rlrepro.training.refer_host import ChunkMetrics, HostState, LoopState, ReferHost, standardise_seeds
 from rlrepro.agents.vracer import learner as vlearner
 from rlrepro.agents.vracer.actor import Action, act
 from rlrepro.agents.vracer.config import VRacerConfig
-from rlrepro.losses.refer import retrace_q_ret
+from rlrepro.losses.refer import next_beta, retrace_q_ret, step_schedules
 
 __all__ = ["ChunkMetrics", "HostState", "HostVRacer", "LoopState"]
 
@@ -51,8 +50,7 @@ class HostVRacer(ReferHost):
         self._values = jax.jit(jax.vmap(lambda params, obs: network.apply(params, obs)[0]))
 
     def _start(self, seeds: list[int], host: HostState) -> tuple[Any, jax.Array, Action]:
-        keys = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in seeds])
-        net_keys, act_keys = jax.vmap(lambda k: jax.random.split(k))(keys).transpose(1, 0, 2)
+        net_keys, act_keys = split_seed_keys(seeds)
         learner = self._init(net_keys)
         pending, act_keys = self._act(learner.params, self._standardise(host, host.obs), act_keys)
         return learner, act_keys, pending

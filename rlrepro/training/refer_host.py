@@ -1,4 +1,6 @@
-"""The host loop of the ReF-ER agents (Alg. 1), shared by V-RACER, DDPG and NAF: seeds stepped in lockstep.
+"""The host loop of the ReF-ER agents (Alg. 1), shared by V-RACER, DDPG and NAF: seeds stepped in lockstep, with
+their shared configuration (``ReplayAgentConfig``), the behaviour record of an action (``Action``) and the transition
+batch of DDPG and NAF (``losses.refer.TransitionBatch``).
 
 Per environment step t (F = 1): every seed's environment takes its pending action, the step enters the seed's
 episode memory (``EpisodeReplay``), ended episodes are committed; then the agent's ``_learn_and_act`` makes, once
@@ -10,32 +12,70 @@ around the deterministic m(s)); each agent's host supplies its compiled function
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
-from rlrepro.agents.ddpg.learner import Batch
-from rlrepro.agents.refer.priority import importance_exponent
-from rlrepro.agents.refer.replay import EpisodeReplay, ReplayBank, Sample, state_statistics
-from rlrepro.agents.refer.rules import initial_beta, next_beta, step_schedules
-from rlrepro.agents.vracer.actor import Action
 from rlrepro.environments.mujoco import MujocoHostEnv, task_shape
+from rlrepro.losses.refer import ReferConfig, TransitionBatch, initial_beta, next_beta, step_schedules
+from rlrepro.replay.episodes import EpisodeReplay, ReplayBank, Sample, state_statistics
+from rlrepro.replay.priority import PriorityConfig, importance_exponent
+from rlrepro.training.lockstep import LockstepHost, LockstepState, SeedEnvs, episode_fields, seed_keys, to_host
 
 
-class HostState:
+@dataclasses.dataclass(frozen=True)
+class ReplayAgentConfig:
+    """What V-RACER, DDPG and NAF share: the rules, the memory (App. A: N = 2^18, refreshed every 1000 steps), the
+    MLP widths, Adam's epsilon and gamma. Each agent's config adds its own fields; frozen (a jit static argument)."""
+
+    rules: ReferConfig = ReferConfig()
+    capacity: int = 262_144
+    n_start: int = 262_144
+    refresh_period: int = 1000
+    hidden_sizes: tuple[int, ...] = (128, 128)
+    adam_eps: float = 1e-8
+    discount: float = 0.995
+    per: PriorityConfig | None = None  # rank-based PER (DDPG and NAF with rules.variant per); None: uniform
+
+    @classmethod
+    def from_spec(cls, agent, total_steps: int = 1):
+        """The one place a V-RACER, DDPG or NAF agent spec becomes its config: every other spec field maps to the
+        config field of the same name (a spec field the config lacks is a TypeError, never dropped).
+        ``total_steps``: the run's environment steps (PER anneals its importance exponent over them)."""
+        data = agent.model_dump(exclude={"kind", "rules", "replay", "hidden_sizes", "per"})
+        per = getattr(agent, "per", None)
+        return cls(
+            rules=ReferConfig.from_spec(agent.rules),
+            capacity=agent.replay.capacity,
+            n_start=agent.replay.n_start,
+            refresh_period=agent.replay.refresh_period,
+            hidden_sizes=tuple(agent.hidden_sizes),
+            per=None if per is None else PriorityConfig(**per.model_dump(), anneal_steps=max(int(total_steps), 1)),
+            **data,
+        )
+
+
+class Action(NamedTuple):
+    """The action in network units and the behaviour statistics mu stored with it, and V(s) (0 where unused)."""
+
+    action: jax.Array
+    mean: jax.Array
+    std: jax.Array
+    v: jax.Array
+
+
+class HostState(SeedEnvs):
     """Environments, replay memories (in one ``ReplayBank``), current observations, beta and the state statistics of
     every seed. Pickled (checkpoints) without the bank, which is rebuilt from the memories when unpickled."""
 
     def __init__(self, envs: list[MujocoHostEnv], replays: list[EpisodeReplay], obs: np.ndarray, beta: np.ndarray):
-        self.envs, self.replays, self.obs, self.beta = envs, replays, obs, beta
+        super().__init__(envs, obs)
+        self.replays, self.beta = replays, beta
         self.bank = ReplayBank(replays)
         self.obs_mean = np.zeros((len(envs), obs.shape[1]), np.float32)
         self.obs_inv_std = np.ones((len(envs), obs.shape[1]), np.float32)
-        self.running_return = np.zeros(len(envs), np.float64)
-        self.episode_returns: list[list[float]] = [[] for _ in envs]
-        self.steps = 0
 
     def __getstate__(self) -> dict:
         return {k: v for k, v in self.__dict__.items() if k != "bank"}
@@ -45,11 +85,7 @@ class HostState:
         self.bank = ReplayBank(self.replays)
 
 
-class LoopState(NamedTuple):
-    learner: Any
-    keys: jax.Array
-    pending: Action  # the actions chosen for the current observations (with their mu and V)
-    host: HostState
+LoopState = LockstepState  # (learner, keys, the actions chosen for the current observations with mu and V, host)
 
 
 class ChunkMetrics(NamedTuple):
@@ -73,13 +109,6 @@ class ChunkMetrics(NamedTuple):
     memory_kl: np.ndarray
 
 
-def to_host(tree: Any) -> Any:
-    """Every array the host reads from a jitted call, as numpy, as soon as the call is done (the serial loop waits for
-    it anyway). ``np.asarray`` per leaf: on the CPU a fraction of ``jax.device_get``'s cost (about 60 vs 150 us for
-    one step's nine outputs), which the loop pays every step."""
-    return jax.tree.map(np.asarray, tree)
-
-
 def standardise_seeds(obs: np.ndarray, mean: np.ndarray, inv_std: np.ndarray) -> np.ndarray:
     """Eqs. 14-15 on every seed's minibatch at once: ``obs`` [seed, B, obs_dim], ``mean`` and ``inv_std``
     [seed, obs_dim] (each seed its own statistics). The same float32 arithmetic as seed by seed, in two array
@@ -87,7 +116,7 @@ def standardise_seeds(obs: np.ndarray, mean: np.ndarray, inv_std: np.ndarray) ->
     return (obs - mean[:, None]) * inv_std[:, None]
 
 
-class ReferHost:
+class ReferHost(LockstepHost):
     """A compiled ReF-ER agent for one task: ``init`` a batch of seeds, ``run`` steps, read metrics.
 
     Subclasses compile their functions in ``_compile`` and give ``_start`` (learner, keys and first actions),
@@ -132,20 +161,11 @@ class ReferHost:
         for i, replay in enumerate(host.replays):
             host.obs_mean[i], host.obs_inv_std[i] = state_statistics(replay.observations())
 
-    def run(self, state: LoopState, steps: int) -> tuple[LoopState, ChunkMetrics]:
-        """``steps`` environment steps (and, after N_start, one update each) for every seed."""
-        host, learner, keys, pending = state.host, state.learner, state.keys, state.pending
-        first = [len(r) for r in host.episode_returns]
-        outs = []
-        for _ in range(steps):
-            self._store_and_step(host, pending, learner)
-            learner, keys, pending, out = self._learn_and_act(host, learner, keys)
-            if out is not None:
-                outs.append(out)
-        metrics = self._metrics(host, first, outs)
-        if outs:
-            metrics = metrics._replace(memory_kl=self._memory_kl(host, learner))
-        return LoopState(learner, keys, pending, host), metrics
+    def _advance(self, state: LoopState) -> tuple[LoopState, tuple | None]:
+        """One environment step of every seed, then (once N_start steps are stored) its update and next action."""
+        self._store_and_step(state.host, state.pending, state.learner)
+        learner, keys, pending, out = self._learn_and_act(state.host, state.learner, state.keys)
+        return LoopState(learner, keys, pending, state.host), out
 
     def _memory_kl(self, host: HostState, learner: Any) -> np.ndarray:
         """The memory's average D_KL(mu || pi_w) per seed (NaN: not computed by this agent)."""
@@ -154,23 +174,19 @@ class ReferHost:
     def _store_and_step(self, host: HostState, pending: Action, learner: Any) -> None:
         action, mean, std, v = (np.asarray(x) for x in pending)
         ended: list[tuple[int, np.ndarray, bool]] = []
-        for i, env in enumerate(host.envs):
-            obs, reward, terminated, truncated = env.step(action[i] * self.action_scale)
+        for i in range(len(host.envs)):
+            obs, reward, terminated, truncated, next_obs = host.step_env(i, action[i] * self.action_scale)
             host.replays[i].add(host.obs[i], action[i], reward, mean[i], std[i], v[i])
-            host.running_return[i] += reward
             if terminated or truncated:
                 ended.append((i, obs, terminated))
-                host.episode_returns[i].append(float(host.running_return[i]))
-                host.running_return[i] = 0.0
-                obs = env.reset()
-            host.obs[i] = obs
+            host.obs[i] = next_obs
         if ended:
             self._end_episodes(host, ended, learner)
         host.steps += 1
 
-    def _metrics(self, host: HostState, first: list[int], outs: list) -> ChunkMetrics:
-        n = len(host.envs)
-        new = [host.episode_returns[i][first[i]:] for i in range(n)]
+    def _metrics(self, state: LoopState, mark: list[int], outs: list) -> ChunkMetrics:
+        """The chunk's metrics; with updates in it, the memory's KL with the current policy (``_memory_kl``)."""
+        host, n = state.host, len(state.host.envs)
         nan = np.full(n, np.nan)
         if outs:
             loss, kl, near = (np.mean(np.stack([np.asarray(o[j]) for o in outs]), axis=0) for j in range(3))
@@ -179,13 +195,11 @@ class ReferHost:
             loss = kl = near = far = c_max = eta = nan
             beta = host.beta
         return ChunkMetrics(
-            frames=np.full(n, host.steps * self.env_spec.frames_per_step, np.int64),
-            episodes=np.array([len(r) for r in new]),
-            mean_return=np.array([np.mean(r) if r else np.nan for r in new]),
+            **episode_fields(host, mark, self.env_spec.frames_per_step),
             loss=loss, kl=kl, near_fraction=near, far_fraction=far, beta=np.asarray(beta, np.float64),
             c_max=c_max, learning_rate=eta,
             reward_scale=np.array([r.reward_scale for r in host.replays]),
-            memory_kl=np.full(n, np.nan),
+            memory_kl=self._memory_kl(host, state.learner) if outs else nan,
         )
 
 
@@ -205,7 +219,7 @@ class TransitionHost(ReferHost):
         raise NotImplementedError
 
     def _start(self, seeds: list[int], host: HostState) -> tuple[Any, jax.Array, Action]:
-        keys = jnp.stack([jax.random.key_data(jax.random.key(s)) for s in seeds])
+        keys = seed_keys(seeds)
         learner = self._init(keys)
         host.noise_rngs = [np.random.default_rng(s + 2_000_003) for s in seeds]
         host.ou = np.zeros((len(seeds), self.action_dim), np.float32)
@@ -280,7 +294,7 @@ class TransitionHost(ReferHost):
     def _batch(self, host: HostState, sample: Sample) -> Any:
         """The vmapped learner's batch: every seed's transitions, states standardised with the seed's statistics."""
         reward, discount, next_obs = host.bank.transitions(sample.index)
-        return Batch(
+        return TransitionBatch(
             obs=standardise_seeds(sample.obs, host.obs_mean, host.obs_inv_std),
             action=sample.action,
             reward=reward,

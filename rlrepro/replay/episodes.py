@@ -8,7 +8,7 @@ as ratios are refreshed and episodes enter and leave (O(B) per step, not O(N): a
 cost more than the update), each step classified with the c_max of its last refresh; ``recount_far`` reclassifies
 the whole memory with the current c_max (the trainers call it with every full Q^ret refresh). Rewards are stored raw; the learner sees them
 divided by sqrt(mean r^2) + eps (eq. 16), so stored Q^ret are recomputed whenever the scale changes. With
-``priorities`` (rank-based PER, ``rlrepro.agents.refer.priority``) steps are drawn by rank of |TD error| instead of
+``priorities`` (rank-based PER, ``rlrepro.replay.priority``) steps are drawn by rank of |TD error| instead of
 uniformly, the priority structure following every commit and eviction.
 
 Storage: the arrays of every seed's memory are rows of one block (``ReplayBank``), so that a lockstep step's
@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 import numpy as np
 
-from rlrepro.agents.refer.priority import RankPriorities
+from rlrepro.replay.priority import RankPriorities
 
 EPSILON = 1e-7  # App. B, eqs. 14-16
 

@@ -18,7 +18,20 @@ marginal probability of rank r is P(r) exactly (Schaul's piecewise-linear approx
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class PriorityConfig:
+    """Rank-based PER (``rlrepro.specs.agents.refer.PrioritisedReplaySpec``); ``anneal_steps``: the environment steps
+    of the run, over which the importance exponent goes from beta0 to 1 (Schaul et al. 2016, §3.4)."""
+
+    alpha: float = 0.7
+    beta0: float = 0.5
+    sort_period: int = 10
+    anneal_steps: int = 1
 
 
 def importance_exponent(beta0: float, t: int, anneal_steps: int) -> float:
