@@ -17,7 +17,7 @@ import json
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.impala.actor import init_actor, unroll
+from rlrepro.training.unroll import init_actor, unroll
 from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala.learner import make_learner
 from rlrepro.agents.impala.networks import make_network

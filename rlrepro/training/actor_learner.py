@@ -38,6 +38,7 @@ import numpy as np
 
 from rlrepro.environments.atari import AtariEnv
 from rlrepro.training.placement import ACTOR_DEVICE_ENV, actor_device_setting
+from rlrepro.training.unroll import Batch
 
 
 class HostEnv(Protocol):
@@ -79,6 +80,31 @@ class Unroll(NamedTuple):
 #: returns the key to carry to the next step, so that an acting step is one dispatch and one ``jax.device_get`` of
 #: ``(action, logits)`` (``play_unroll``); the actions equal those of splitting the key on the host first.
 PolicyStep = Callable[[Any, np.ndarray, np.ndarray, np.ndarray, Any, jax.Array], tuple[Any, Any, Any, jax.Array]]
+
+
+class HostState(NamedTuple):
+    """What one seed's run carries between chunks (checkpointable)."""
+
+    learner: Any
+    rng: jax.Array  # raw uint32 key data
+    version: jax.Array  # number of learner updates so far (int32)
+
+
+
+def batch_from_unrolls(unrolls: list[Unroll]) -> Batch:
+    """Concatenate unrolls along the environment axis into one learner batch."""
+    cat = lambda name, axis=1: np.concatenate([getattr(u, name) for u in unrolls], axis=axis)  # noqa: E731
+    core = jax.tree.map(lambda *xs: np.concatenate(xs, axis=0), *[u.initial_core_state for u in unrolls])
+    return Batch(
+        observations=jnp.asarray(cat("observations")),
+        actions=jnp.asarray(cat("actions")),
+        rewards=jnp.asarray(cat("rewards")),
+        dones=jnp.asarray(cat("dones")),
+        behaviour_logits=jnp.asarray(cat("behaviour_logits")),
+        initial_core_state=core,
+        prev_action=jnp.asarray(cat("prev_actions")[0]),
+        prev_reward=jnp.asarray(cat("prev_rewards")[0]),
+    )
 
 
 def sample_action(key: jax.Array, logits: jax.Array) -> tuple[jax.Array, jax.Array]:

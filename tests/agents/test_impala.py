@@ -19,15 +19,14 @@ from rlrepro.agents.impala import (
     Batch,
     ImpalaConfig,
     init,
-    init_actor,
     make_learner,
     make_network,
-    unroll,
     update,
 )
 from rlrepro.agents.impala.learner import corrected_targets, loss_fn, make_lr_schedule, make_optimizer
 from rlrepro.agents.impala.networks import apply_time_major
 from rlrepro.environments.jax_envs import make_jax_env
+from rlrepro.training.unroll import init_actor, unroll
 
 T, B = 5, 4
 

@@ -9,7 +9,8 @@ import pytest
 
 pytest.importorskip("ale_py", reason="ale-py is pinned in envs/ and installed by `make install`")
 
-from rlrepro.agents.impala.host_trainer import HostImpalaTrainer, batch_from_unrolls  # noqa: E402
+from rlrepro.agents.impala.host_trainer import HostImpalaTrainer  # noqa: E402
+from rlrepro.training.actor_learner import batch_from_unrolls  # noqa: E402
 from rlrepro.agents.impala.learner import corrected_targets  # noqa: E402
 from rlrepro.agents.impala.trainer import impala_config  # noqa: E402
 from rlrepro.environments.atari import AtariEnv  # noqa: E402

@@ -11,6 +11,6 @@ __getattr__, __dir__, __all__ = lazy_exports(
             "FrodoState", "MetaMetrics", "Networks", "Trajectory", "init", "inner_step", "make_networks",
             "meta_objective", "meta_update", "outer_loss",
         ),
-        "networks": ("ActorCriticWithTorso", "MetaNetwork", "TabularValue", "TwoConvTorso"),
+        "networks": ("ActorCriticWithTorso", "MetaNetwork", "TwoConvTorso"),
     },
 )

@@ -7,63 +7,12 @@ field whose default is marked "ours" in the spec (notes §5 item 8).
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
+from rlrepro.training.optim import OptimizerConfig
 from rlrepro.training.program import ChunkPlan, update_chunks
 
-if TYPE_CHECKING:
-    import optax  # imported where an optimiser is made: planning reads this module's chunk plan without JAX
-
 META_INPUTS: tuple[str, ...] = ("reward", "discount", "v_next", "observation", "pi_a", "mu_a", "torso")
-
-
-@dataclasses.dataclass(frozen=True)
-class OptimizerConfig:
-    """RMSProp (optax, eps inside the square root: finite second derivatives) after an optional global-norm clip.
-
-    Attributes:
-      learning_rate: step size.
-      decay: second-moment decay.
-      epsilon: added to the second moment inside the square root.
-      initial_scale: initial second-moment accumulator (TF1: 1, optax default: 0).
-      eps_in_sqrt: epsilon inside the square root (required when differentiated through, as FRODO does: the
-        spec rejects false there; TD(lambda) may use either).
-      momentum: momentum (0: none).
-      max_grad_norm: global gradient-norm clip (Table 1: 1e4 for both optimisers); None: no clip.
-      lr_schedule: "constant", or "linear_to_zero" over ``total_steps``.
-      total_steps: optimiser steps of the whole run (sets the schedule only).
-    """
-
-    learning_rate: float
-    decay: float = 0.9
-    epsilon: float = 1e-8
-    initial_scale: float = 0.0
-    eps_in_sqrt: bool = True
-    momentum: float = 0.0
-    max_grad_norm: float | None = None
-    lr_schedule: Literal["constant", "linear_to_zero"] = "constant"
-    total_steps: int = 1
-
-    def make(self) -> optax.GradientTransformation:
-        """The optax transformation (differentiable: FRODO backpropagates through its state)."""
-        import optax
-
-        schedule = (
-            optax.constant_schedule(self.learning_rate)
-            if self.lr_schedule == "constant"
-            else optax.linear_schedule(self.learning_rate, 0.0, max(1, self.total_steps))
-        )
-        rmsprop = optax.rmsprop(
-            schedule,
-            decay=self.decay,
-            eps=self.epsilon,
-            initial_scale=self.initial_scale,
-            eps_in_sqrt=self.eps_in_sqrt,
-            momentum=self.momentum or None,
-        )
-        if self.max_grad_norm is None:
-            return rmsprop
-        return optax.chain(optax.clip_by_global_norm(self.max_grad_norm), rmsprop)
 
 
 @dataclasses.dataclass(frozen=True)

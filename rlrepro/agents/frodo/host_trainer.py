@@ -25,10 +25,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlrepro.agents.frodo.actor import to_trajectory
 from rlrepro.agents.frodo.config import FrodoConfig
 from rlrepro.agents.frodo.learner import FrodoState, MetaMetrics, Params, Trajectory, init, make_networks, meta_update
-from rlrepro.agents.impala.host_trainer import batch_from_unrolls
+from rlrepro.training.unroll import to_trajectory
+from rlrepro.training.actor_learner import batch_from_unrolls
 from rlrepro.environments.atari import AtariEnv
 from rlrepro.training.actor_learner import HostActorLearner, sample_action
 

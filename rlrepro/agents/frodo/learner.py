@@ -29,15 +29,10 @@ import jax.numpy as jnp
 import optax
 
 from rlrepro.agents.frodo.config import FrodoConfig
-from rlrepro.agents.frodo.networks import (
-    ActorCriticWithTorso,
-    MetaNetwork,
-    MLPValue,
-    TabularValue,
-    TwoConvTorso,
-    fold_time,
-)
+from rlrepro.agents.frodo.networks import ActorCriticWithTorso, MetaNetwork, TwoConvTorso
 from rlrepro.networks.torsos import MLPTorso
+from rlrepro.networks.value import MLPValue, TabularValue, fold_time
+from rlrepro.training.unroll import Collect, Trajectory
 from rlrepro.losses import (
     consistency_errors,
     discounted_returns,
@@ -49,24 +44,6 @@ from rlrepro.losses import (
 )
 
 Params = Any
-
-
-class Trajectory(NamedTuple):
-    """A time-major batch of B trajectories of T steps (notes §1.1).
-
-    Attributes:
-      observations: [T + 1, B, *obs]; observations[t] is S_t, the last one only feeds v(S_T).
-      actions: [T, B] int32 (zeros for prediction).
-      rewards: [T, B], R_{t+1}.
-      discounts: [T, B], gamma_{t+1} = gamma * (1 - done) (0 at an episode end).
-      behaviour_logits: [T, B, A], mu(.|S_t) of the actor (prediction: [T, B, 1] zeros).
-    """
-
-    observations: jax.Array
-    actions: jax.Array
-    rewards: jax.Array
-    discounts: jax.Array
-    behaviour_logits: jax.Array
 
 
 class FrodoState(NamedTuple):
@@ -103,8 +80,6 @@ class Networks(NamedTuple):
     meta: MetaNetwork
 
 
-# collect(key, acting_params, carry) -> (carry, Trajectory, stats); probe(params, stats) -> pytree of scalars.
-Collect = Callable[[jax.Array, Params, Any], tuple[Any, Trajectory, Any]]
 Probe = Callable[[Params, Any], Any]
 
 

@@ -2,7 +2,7 @@
 
 The meta-network g_eta (§3.2, App. A) reads a trajectory's per-step inputs in reverse time and outputs one
 scalar per step (the target G_t, or a per-step loss in the loss-parameterised ablation). The agent is a
-value network (prediction) or an actor-critic whose torso embedding can be fed to g_eta (listing C.4).
+value network (prediction: ``rlrepro.networks.value``) or an actor-critic whose torso embedding can be fed to g_eta (listing C.4).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import flax.linen as nn
 import jax
 import jax.numpy as jnp
 
-from rlrepro.networks.torsos import MLPTorso
 
 
 class MetaNetwork(nn.Module):
@@ -36,28 +35,6 @@ class MetaNetwork(nn.Module):
         rnn = nn.RNN(cell, time_major=True, reverse=True, keep_order=True, unroll=unroll)
         hidden = rnn(inputs.astype(self.param_dtype))
         return nn.Dense(1, param_dtype=self.param_dtype, name="head")(hidden)[..., 0]
-
-
-class TabularValue(nn.Module):
-    """v(s) = w . one_hot(s), w initialised to 0: a table of values for one-hot observations."""
-
-    param_dtype: Any = jnp.float32
-
-    @nn.compact
-    def __call__(self, observations: jax.Array) -> jax.Array:
-        x = observations.reshape(observations.shape[0], -1).astype(self.param_dtype)
-        dense = nn.Dense(1, use_bias=False, kernel_init=nn.initializers.zeros, param_dtype=self.param_dtype, name="value")
-        return dense(x)[:, 0]
-
-
-class MLPValue(nn.Module):
-    """ReLU MLP then a linear value head."""
-
-    hidden_sizes: Sequence[int]
-
-    @nn.compact
-    def __call__(self, observations: jax.Array) -> jax.Array:
-        return nn.Dense(1, name="value")(MLPTorso(tuple(self.hidden_sizes))(observations))[:, 0]
 
 
 class TwoConvTorso(nn.Module):
@@ -106,10 +83,3 @@ class ActorCriticWithTorso(nn.Module):
     def embed(self, observations: jax.Array) -> tuple[jax.Array, jax.Array, jax.Array]:
         features = self.torso(observations)
         return self.policy(features), self.value(features)[:, 0], features
-
-
-def fold_time(fn, observations: jax.Array):  # noqa: ANN001, ANN201 - a tiny helper over any pytree output
-    """Apply ``fn`` (on [N, ...]) to [T, B, ...] observations by folding time into batch."""
-    leading = observations.shape[:2]
-    out = fn(observations.reshape((-1, *observations.shape[2:])))
-    return jax.tree.map(lambda x: x.reshape((*leading, *x.shape[1:])), out)

@@ -22,14 +22,10 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.frodo.actor import (
-    make_control_collect,
-    make_fresh_episodes_collect,
-    make_prediction_collect,
-)
+from rlrepro.agents.frodo.actor import make_control_collect, make_fresh_episodes_collect
 from rlrepro.agents.frodo.config import FrodoConfig, OptimizerConfig, frodo_chunks, monte_carlo_episode_length
 from rlrepro.agents.frodo.learner import FrodoState, MetaMetrics, Networks, init, make_networks, meta_update
-from rlrepro.agents.impala.actor import ActorState, init_actor
+from rlrepro.training.unroll import ActorState, changepoint_error, init_actor, make_prediction_collect
 from rlrepro.environments.base import JaxEnv
 from rlrepro.training.program import TrainerProgram, one_seed_program
 from rlrepro.training.scan import ScannedTrainer, check_updates_per_chunk, raw_key, scanned_trainer
@@ -94,14 +90,6 @@ def init_train_state(key: jax.Array, env: JaxEnv, config: FrodoConfig) -> FrodoT
     return FrodoTrainState(learner, init_actor(actor_key, env, config.batch_size), rng, jnp.zeros((), jnp.int32))
 
 
-def changepoint_error(errors: jax.Array, phases: jax.Array) -> jax.Array:
-    """Mean over the switching periods present of the peak error in each period (errors, phases: [K])."""
-    segments = phases - jnp.min(phases)
-    peaks = jax.ops.segment_max(errors, segments, num_segments=errors.shape[0])
-    present = jax.ops.segment_sum(jnp.ones_like(errors), segments, num_segments=errors.shape[0]) > 0
-    return jnp.sum(jnp.where(present, peaks, 0.0)) / jnp.maximum(jnp.sum(present), 1)
-
-
 def _episode_means(stats: Any) -> tuple[jax.Array, jax.Array]:
     """(episodes, mean return) of ``EpisodeStats``-like leaves ``ended`` / ``returns`` (NaN if none ended)."""
     episodes = jnp.sum(stats.ended.astype(jnp.int32))
@@ -160,21 +148,6 @@ def make_frodo_trainer(env: JaxEnv, config: FrodoConfig, *, updates_per_chunk: i
     return scanned_trainer(init_fn, chunk_fn, init_seeds_one_by_one=True)
 
 
-def optimizer_config(spec: Any, total_steps: int) -> OptimizerConfig:
-    """``OptimizerConfig`` from an ``RMSPropSpec``."""
-    return OptimizerConfig(
-        learning_rate=spec.learning_rate,
-        decay=spec.decay,
-        epsilon=spec.epsilon,
-        initial_scale=spec.initial_scale,
-        eps_in_sqrt=spec.eps_in_sqrt,
-        momentum=spec.momentum,
-        max_grad_norm=spec.max_grad_norm,
-        lr_schedule=spec.lr_schedule,
-        total_steps=total_steps,
-    )
-
-
 def frodo_config(
     agent: Any, total_updates: int, meta_unroll: int | None = None, *, episode_length: int | None = None
 ) -> FrodoConfig:
@@ -198,8 +171,8 @@ def frodo_config(
         network=net.kind,
         hidden_sizes=tuple(net.hidden_sizes) if net.kind == "mlp" else (),
         **conv,
-        optimizer=optimizer_config(agent.optimizer, total_updates * agent_steps),
-        meta_optimizer=optimizer_config(agent.meta_optimizer, total_updates),
+        optimizer=OptimizerConfig.from_spec(agent.optimizer, total_updates * agent_steps),
+        meta_optimizer=OptimizerConfig.from_spec(agent.meta_optimizer, total_updates),
         meta_hidden_size=agent.meta_network.hidden_size,
         meta_inputs=tuple(agent.meta_network.inputs),
         parameterises=agent.meta_network.parameterises,

@@ -6,7 +6,6 @@ from rlrepro.agents.exports import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
-        "actor": ("ActorState", "EpisodeStats", "init_actor", "unroll"),
         "config": ("CORRECTIONS", "ConvNetworkConfig", "ImpalaConfig"),
         "learner": (
             "Batch", "Learner", "LearnerMetrics", "LearnerState", "apply_to_batch", "init", "make_learner", "update",

@@ -26,15 +26,7 @@ from rlrepro.agents.impala.networks import initial_core_state, make_network, mak
 from rlrepro.networks.lstm import reset_core_state
 from rlrepro.agents.impala.sharding import make_sharded_update
 from rlrepro.environments.atari import AtariEnv
-from rlrepro.training.actor_learner import HostActorLearner, SharedLearner, Unroll
-
-
-class HostState(NamedTuple):
-    """What one seed's run carries between chunks (checkpointable)."""
-
-    learner: LearnerState
-    rng: jax.Array  # raw uint32 key data
-    version: jax.Array  # number of learner updates so far (int32)
+from rlrepro.training.actor_learner import HostActorLearner, HostState, SharedLearner, Unroll, batch_from_unrolls
 
 
 class HostMetrics(NamedTuple):
@@ -53,22 +45,6 @@ class HostMetrics(NamedTuple):
     mean_rho: np.ndarray
     learning_rate: np.ndarray
     eval_return: np.ndarray
-
-
-def batch_from_unrolls(unrolls: list[Unroll]) -> Batch:
-    """Concatenate unrolls along the environment axis into one learner batch."""
-    cat = lambda name, axis=1: np.concatenate([getattr(u, name) for u in unrolls], axis=axis)  # noqa: E731
-    core = jax.tree.map(lambda *xs: np.concatenate(xs, axis=0), *[u.initial_core_state for u in unrolls])
-    return Batch(
-        observations=jnp.asarray(cat("observations")),
-        actions=jnp.asarray(cat("actions")),
-        rewards=jnp.asarray(cat("rewards")),
-        dones=jnp.asarray(cat("dones")),
-        behaviour_logits=jnp.asarray(cat("behaviour_logits")),
-        initial_core_state=core,
-        prev_action=jnp.asarray(cat("prev_actions")[0]),
-        prev_reward=jnp.asarray(cat("prev_rewards")[0]),
-    )
 
 
 class HostImpalaTrainer(HostActorLearner):

@@ -19,43 +19,8 @@ import optax
 from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala.networks import ActorCritic, init_params, make_network
 from rlrepro.losses import entropy, log_prob, policy_gradient_loss, vtrace
-
-Params = Any
-
-
-class Batch(NamedTuple):
-    """A time-major batch of B unrolls of length T (notes §1.4).
-
-    Attributes:
-      observations: [T + 1, B, *obs]; the first is the last observation of the previous unroll, the
-        last is only used for the bootstrap value V(x_T). Atari: uint8 [T + 1, B, 4, 84, 84]
-        (channels first, as the environment gives them).
-      actions: [T, B] int32, a_t taken at observations[t].
-      rewards: [T, B] float32, raw (unclipped) r_t of the transition t -> t + 1.
-      dones: [T, B] bool, terminated | truncated of the transition t -> t + 1. Both cut the traces
-        (discount_t = gamma * (1 - done_t)): time limits are treated as terminal, as in the released
-        code, because with same-step auto-reset observations[t + 1] already belongs to the next episode.
-        They also reset the core state before observations[t + 1].
-      behaviour_logits: [T, B, A], the actor's logits mu(.|x_t).
-      initial_core_state: the actor's core state before observations[0] (already zeroed if
-        observations[0] starts an episode): ``()`` for feed-forward networks (default), ``(c, h)``
-        of [B, lstm_size] for an LSTM core.
-      prev_action: [B] int32, the action that led to observations[0] (a_{-1}, the last action of the
-        previous unroll); None: zeros. Only read by networks with last action/reward inputs.
-      prev_reward: [B] float32, the raw reward that led to observations[0]; None: zeros.
-      mask: [T, B], 0 where the step t is not a real transition (gymnasium's next-step autoreset
-        dummy step); its loss terms are dropped. None: all steps count.
-    """
-
-    observations: jax.Array
-    actions: jax.Array
-    rewards: jax.Array
-    dones: jax.Array
-    behaviour_logits: jax.Array
-    initial_core_state: Any = ()
-    prev_action: jax.Array | None = None
-    prev_reward: jax.Array | None = None
-    mask: jax.Array | None = None
+from rlrepro.training.optim import clipped, learning_rate_schedule, rmsprop
+from rlrepro.training.unroll import Batch, Params
 
 
 class LearnerState(NamedTuple):
@@ -88,25 +53,16 @@ class Learner(NamedTuple):
 
 def make_lr_schedule(config: ImpalaConfig) -> optax.Schedule:
     """Learning rate per update count: linear to 0 at ``total_updates`` (Table G.1) or constant."""
-    if config.lr_schedule == "constant":
-        return optax.constant_schedule(config.learning_rate)
-    return optax.linear_schedule(config.learning_rate, 0.0, config.total_updates)
+    return learning_rate_schedule(config.learning_rate, config.lr_schedule, config.total_updates)
 
 
 def make_optimizer(config: ImpalaConfig) -> optax.GradientTransformation:
     """RMSProp after optional clipping; TF1 semantics by default (eps inside the square root, accumulator
     initialised to 1; notes §1.5), as ``rmsprop_eps_in_sqrt`` and ``rmsprop_initial_scale`` say."""
-    rmsprop = optax.rmsprop(
-        make_lr_schedule(config),
-        decay=config.rmsprop_decay,
-        eps=config.rmsprop_epsilon,
-        initial_scale=config.rmsprop_initial_scale,
-        eps_in_sqrt=config.rmsprop_eps_in_sqrt,
-        momentum=config.rmsprop_momentum or None,
-    )
-    if config.max_grad_norm is None:
-        return rmsprop
-    return optax.chain(optax.clip_by_global_norm(config.max_grad_norm), rmsprop)
+    optimizer = rmsprop(make_lr_schedule(config), decay=config.rmsprop_decay, epsilon=config.rmsprop_epsilon,
+                        initial_scale=config.rmsprop_initial_scale, eps_in_sqrt=config.rmsprop_eps_in_sqrt,
+                        momentum=config.rmsprop_momentum)
+    return clipped(optimizer, config.max_grad_norm)
 
 
 def init(key: jax.Array, config: ImpalaConfig, observation_shape: tuple[int, ...], num_actions: int) -> LearnerState:

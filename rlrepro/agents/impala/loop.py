@@ -16,7 +16,7 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.impala.actor import ActorState, EpisodeStats, init_actor, unroll
+from rlrepro.training.unroll import ActorState, EpisodeStats, init_actor, unroll
 from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala.learner import Batch, Learner, LearnerMetrics, LearnerState, Params, make_learner
 from rlrepro.agents.impala.networks import init_params, make_network

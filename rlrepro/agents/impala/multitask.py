@@ -37,7 +37,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from rlrepro.agents.impala.config import ImpalaConfig
-from rlrepro.agents.impala.host_trainer import batch_from_unrolls
+from rlrepro.training.actor_learner import batch_from_unrolls
 from rlrepro.agents.impala.learner import LearnerState
 from rlrepro.agents.impala.networks import initial_core_state, make_network, make_policy_step
 from rlrepro.networks.lstm import reset_core_state

@@ -25,6 +25,7 @@ from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala.learner import Batch, Learner, LearnerMetrics, LearnerState, loss_fn
 from rlrepro.agents.impala.networks import init_params, make_network
 from rlrepro.agents.impala.pbt import Step, copy_members
+from rlrepro.training.optim import rmsprop
 
 
 class Hyper(NamedTuple):
@@ -63,14 +64,8 @@ def schedule_fraction(config: ImpalaConfig, step: jax.Array) -> jax.Array:
 
 
 def _rmsprop(config: ImpalaConfig, learning_rate: jax.Array, epsilon: jax.Array) -> optax.GradientTransformation:
-    return optax.rmsprop(
-        learning_rate,
-        decay=config.rmsprop_decay,
-        eps=epsilon,
-        initial_scale=config.rmsprop_initial_scale,
-        eps_in_sqrt=config.rmsprop_eps_in_sqrt,
-        momentum=config.rmsprop_momentum or None,
-    )
+    return rmsprop(learning_rate, decay=config.rmsprop_decay, epsilon=epsilon, initial_scale=config.rmsprop_initial_scale,
+                   eps_in_sqrt=config.rmsprop_eps_in_sqrt, momentum=config.rmsprop_momentum)
 
 
 def init(key: jax.Array, config: ImpalaConfig, observation_shape: tuple[int, ...], num_actions: int) -> LearnerState:

@@ -20,7 +20,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from rlrepro.agents.impala.host_trainer import HostState
+from rlrepro.training.actor_learner import HostState
 from rlrepro.agents.impala_sr.config import ImpalaSRConfig
 from rlrepro.agents.impala_sr.learner import SRBatch, make_learner
 from rlrepro.agents.impala_sr.networks import SRActorCritic, make_sr_network, representation_dim

@@ -15,10 +15,10 @@ import jax
 import jax.numpy as jnp
 import optax
 
-from rlrepro.agents.frodo.config import OptimizerConfig
-from rlrepro.agents.frodo.learner import Trajectory
-from rlrepro.agents.frodo.networks import MLPValue, TabularValue, fold_time
 from rlrepro.losses import lambda_returns
+from rlrepro.networks.value import MLPValue, TabularValue, fold_time
+from rlrepro.training.optim import OptimizerConfig
+from rlrepro.training.unroll import Trajectory
 
 
 @dataclasses.dataclass(frozen=True)

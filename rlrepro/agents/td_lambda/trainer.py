@@ -14,10 +14,9 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from rlrepro.agents.frodo.actor import make_prediction_collect
-from rlrepro.agents.frodo.trainer import changepoint_error, optimizer_config
 from rlrepro.agents.td_lambda.config import td_lambda_chunks
-from rlrepro.agents.impala.actor import ActorState, init_actor
+from rlrepro.training.optim import OptimizerConfig
+from rlrepro.training.unroll import ActorState, changepoint_error, init_actor, make_prediction_collect
 from rlrepro.agents.td_lambda.learner import TdLambdaConfig, TdLambdaState, init, update
 from rlrepro.training.program import TrainerProgram
 from rlrepro.training.scan import ScannedTrainer, scanned_trainer
@@ -85,7 +84,7 @@ def resolve_td_lambda(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Td
     total_steps = chunks.num_chunks * chunks.updates_per_chunk * agent.trajectories_per_update
     return TdLambdaConfig(
         trace_lambda=agent.trace_lambda,
-        optimizer=optimizer_config(agent.optimizer, total_steps),
+        optimizer=OptimizerConfig.from_spec(agent.optimizer, total_steps),
         unroll_length=agent.unroll_length,
         discount=agent.discount,
         network=agent.network.kind,
