@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 from rlrepro.specs import Scale
+from rlrepro.specs.agents import CPU_ONLY_KINDS
 from rlrepro.workflow import ExperimentPlan, Job, plan_experiment
 
 #: Headroom over the estimated minutes: a cluster node slower than the reference machine, a busy shared
@@ -39,9 +40,6 @@ MEM_OVERHEAD_MB = 512
 #: Added for jobs given GPUs: the CUDA libraries' host memory (cuDNN, cuBLAS, the driver's context), which a
 #: CPU-only measurement cannot show. An allowance, not measured here (no GPU on the reference machine).
 GPU_HOST_MB = 2048
-#: Agents whose jobs never use an accelerator: the loss search trains many small DQNs, each on CPU (Co-Reyes et
-#: al. 2021: 300 CPUs for ~72 h per search, no accelerator).
-CPU_ONLY_KINDS = frozenset({"loss_search"})
 
 
 def frames_of(experiment) -> int:

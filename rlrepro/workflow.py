@@ -21,6 +21,7 @@ from pathlib import Path
 
 from rlrepro.jobs.run_folder import SUMMARY
 from rlrepro.specs import SCALES, ExperimentSpec, Scale, load_specs, resolve_agent, resolve_env
+from rlrepro.specs.agents import NULL_ADDITIONS  # blocks added after runs had finished: out of the hash while null
 
 
 class SelectionError(ValueError):
@@ -333,14 +334,6 @@ def _without_placement(agent: dict) -> dict:
     return {**agent, "executor": {**executor, "kind": "local", "address": None}}
 
 
-#: Blocks added to an agent kind after runs had finished, left out of the hash while null (off): every run made before
-#: the field existed did exactly that, so adding the field retrains nothing that finished.
-NULL_ADDITIONS: dict[str, frozenset[str]] = {
-    "impala": frozenset({"multitask"}),  # the multi-task agent with PBT
-    "impala_sr": frozenset({"actor"}),  # Atari's host actors; null on every pure-JAX task
-    "ddpg": frozenset({"per"}),  # rank-based prioritised replay
-    "naf": frozenset({"per"}),
-}
 
 
 def _without_absent_additions(agent: dict) -> dict:

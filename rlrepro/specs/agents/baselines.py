@@ -12,10 +12,11 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
+from rlrepro.specs.agents.common import AgentSpecModel
 from rlrepro.specs.common import PositiveCount, SpecModel
 
 
-class PPOAgentSpec(SpecModel):
+class PPOAgentSpec(AgentSpecModel):
     """PPO with the clipped surrogate (eq. 7), GAE(lambda) and separate policy and value MLPs (App. A)."""
 
     kind: Literal["ppo"] = Field(description="Agent kind.")
@@ -62,7 +63,7 @@ class PPOAgentSpec(SpecModel):
         return self
 
 
-class ACERAgentSpec(SpecModel):
+class ACERAgentSpec(AgentSpecModel):
     """Continuous-action ACER (Wang et al. 2017, §5 and Alg. 3) as the ReF-ER paper configures it (App. A): value,
     advantage and policy MLPs, the stochastic dueling network, Retrace with c = min(1, rho^(1/d)), truncation with
     bias correction and the efficient trust region around an average policy network.

@@ -2,11 +2,33 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, ClassVar, Literal, Union, get_args
 
 from pydantic import Field
 
 from rlrepro.specs.common import PositiveCount, SpecModel
+
+
+class AgentSpecModel(SpecModel):
+    """The base of every agent kind's spec model, which says here, beside its fields, what the layers above need to
+    know of the kind (``rlrepro.specs.agents.AGENT_SPECS`` lists the models; the trainer is registered in
+    ``rlrepro.agents.registry``):
+
+    - ``fixed_fields``: fields the kind cannot honour at any value but one (dotted path -> the value and why); the
+      model's validators reject other values, and ``tests/agents/test_spec_fields_reach_configs.py`` skips them.
+    - ``null_additions``: blocks added after runs had finished; when null they are left out of the config hash,
+      so the runs made before them keep their hashes (``rlrepro.workflow.config_hash``).
+    - ``cpu_only``: its jobs never use an accelerator (``rlrepro.cluster``).
+    """
+
+    fixed_fields: ClassVar[dict[str, str]] = {}
+    null_additions: ClassVar[frozenset[str]] = frozenset()
+    cpu_only: ClassVar[bool] = False
+
+    @classmethod
+    def kind_name(cls) -> str:
+        """The ``kind`` this model is selected by."""
+        return get_args(cls.model_fields["kind"].annotation)[0]
 
 
 class RMSPropSpec(SpecModel):

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from rlrepro.specs.agents.common import MLPNetworkSpec, NetworkSpec
+from rlrepro.specs.agents.common import AgentSpecModel, MLPNetworkSpec, NetworkSpec
 from rlrepro.specs.common import PositiveCount, SpecModel
 
 # The one default scale of the (Q - Y)^2 term, used by the spec model, DQNConfig and every loss in
@@ -61,10 +61,14 @@ class EpsilonGreedySpec(SpecModel):
         return self.decay_steps_by_env.get(env_id, self.decay_steps)
 
 
-class DQNAgentSpec(SpecModel):
+class DQNAgentSpec(AgentSpecModel):
     """DQN with uniform replay and a target network; the loss is one of the DQN family (Evolving RL)."""
 
     kind: Literal["dqn"] = Field(description="Agent kind.")
+    fixed_fields: ClassVar[dict[str, str]] = {
+        "network.lstm_size": "null on the conv Q-network: DQN is feed-forward",
+        "network.last_action_reward_inputs": "false on the conv Q-network: DQN is feed-forward",
+    }
     network: NetworkSpec = Field(
         default_factory=lambda: MLPNetworkSpec(hidden_sizes=[256, 256]),
         description="Q-network: MLP (App. B: 256-256 ReLU) or, on Atari, the DQN conv net (impala_shallow with a3c_2conv = Mnih et al. 2013).",
@@ -115,13 +119,19 @@ class ExecutorSpec(SpecModel):
     address: str | None = Field(None, description="Dask scheduler address (tcp://host:8786); null starts a local cluster.")
 
 
-class LossSearchAgentSpec(SpecModel):
+class LossSearchAgentSpec(AgentSpecModel):
     """Regularized evolution over DQN loss programs (§3). Its budget ('frames') counts proposed programs (trials).
 
     The experiment's environment is a ``gym_suite`` whose first member is the CartPole hurdle.
     """
 
     kind: Literal["loss_search"] = Field(description="Agent kind.")
+    # the search trains many small DQNs, each on CPU (Co-Reyes et al. 2021: 300 CPUs for ~72 h, no accelerator)
+    cpu_only: ClassVar[bool] = True
+    fixed_fields: ClassVar[dict[str, str]] = {
+        "inner.network.lstm_size": "null on the conv Q-network: DQN is feed-forward",
+        "inner.network.last_action_reward_inputs": "false on the conv Q-network: DQN is feed-forward",
+    }
     inner: DQNAgentSpec = Field(description="The inner-loop DQN (its loss is replaced by each candidate program).")
     population_size: PositiveCount = Field(300, description="Population (§4.1: 300).")
     tournament_size: PositiveCount = Field(25, description="Tournament size (§4.1: 25).")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import Field, model_validator
 
-from rlrepro.specs.agents.common import MLPNetworkSpec, RMSPropSpec
+from rlrepro.specs.agents.common import AgentSpecModel, MLPNetworkSpec, RMSPropSpec
 from rlrepro.specs.agents.impala import ActorSpec
 from rlrepro.specs.common import PositiveCount, SpecModel
 
@@ -88,10 +88,14 @@ class OuterLossSpec(SpecModel):
     temperature: float = Field(1.0, gt=0, description="Softmax temperature of the outer policy (C.5; not given; ours: 1).")
 
 
-class FrodoAgentSpec(SpecModel):
+class FrodoAgentSpec(AgentSpecModel):
     """FRODO: M inner updates towards G_eta, then a meta-gradient step on eta from the outer loss (Xu et al. 2020)."""
 
     kind: Literal["frodo"] = Field(description="Agent kind.")
+    fixed_fields: ClassVar[dict[str, str]] = {
+        "optimizer.eps_in_sqrt": "true: FRODO differentiates through RMSProp",
+        "meta_optimizer.eps_in_sqrt": "true: FRODO differentiates through RMSProp",
+    }
     task: Literal["prediction", "actor_critic"] = Field(
         description="prediction: learn v towards G (eq. 8; random walk); actor_critic: eq. 10 (Catch, Atari)."
     )

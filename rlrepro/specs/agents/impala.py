@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
-from rlrepro.specs.agents.common import NetworkSpec, MLPNetworkSpec, RMSPropSpec
+from rlrepro.specs.agents.common import AgentSpecModel, MLPNetworkSpec, NetworkSpec, RMSPropSpec
 from rlrepro.specs.common import PositiveCount, SpecModel
 
 
@@ -146,10 +146,11 @@ class MultiTaskSpec(SpecModel):
     )
 
 
-class ImpalaAgentSpec(SpecModel):
+class ImpalaAgentSpec(AgentSpecModel):
     """IMPALA: V-trace actor-critic (Espeholt et al. 2018)."""
 
     kind: Literal["impala"] = Field(description="Agent kind.")
+    null_additions: ClassVar[frozenset[str]] = frozenset({"multitask"})  # the multi-task agent with PBT
     network: NetworkSpec = Field(default_factory=MLPNetworkSpec, description="Actor-critic network.")
     optimizer: RMSPropSpec = Field(description="Optimiser.")
     loss: ImpalaLossSpec = Field(description="Loss and off-policy correction.")

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Literal, Union
+from typing import Annotated, ClassVar, Literal, Union
 
 from pydantic import Field, model_validator
 
-from rlrepro.specs.agents.common import RMSPropSpec
+from rlrepro.specs.agents.common import AgentSpecModel, RMSPropSpec
 from rlrepro.specs.agents.impala import ActorSpec, ImpalaLossSpec
 from rlrepro.specs.common import PositiveCount, SpecModel
 
@@ -108,10 +108,11 @@ class SyntheticReturnsSpec(SpecModel):
         return self
 
 
-class ImpalaSRAgentSpec(SpecModel):
+class ImpalaSRAgentSpec(AgentSpecModel):
     """IMPALA (V-trace actor-critic) with synthetic returns replacing the reward in both V-trace losses."""
 
     kind: Literal["impala_sr"] = Field(description="Agent kind.")
+    null_additions: ClassVar[frozenset[str]] = frozenset({"actor"})  # Atari's host actors; null on pure-JAX tasks
     network: SRNetwork = Field(
         default_factory=SRNetworkSpec, description="Actor-critic network: mlp (toy tasks) or sr_conv (Atari)."
     )

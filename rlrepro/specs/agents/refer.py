@@ -6,10 +6,11 @@ Values are the paper's (App. A; notes §2.2); where the paper is silent the fiel
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import ClassVar, Literal
 
 from pydantic import Field, model_validator
 
+from rlrepro.specs.agents.common import AgentSpecModel
 from rlrepro.specs.common import PositiveCount, SpecModel
 
 
@@ -82,7 +83,7 @@ def _priority_matches_variant(agent: "DDPGAgentSpec | NAFAgentSpec") -> None:
         raise ValueError(f"per: set only with rules.variant per (it is {agent.rules.variant!r}: uniform sampling)")
 
 
-class VRacerAgentSpec(SpecModel):
+class VRacerAgentSpec(AgentSpecModel):
     """V-RACER (§2, App. A, Alg. 3): one MLP -> (V, mean), state-independent diagonal std, Retrace/TBC targets."""
 
     kind: Literal["vracer"] = Field(description="Agent kind.")
@@ -104,7 +105,7 @@ class VRacerAgentSpec(SpecModel):
         return self
 
 
-class DDPGAgentSpec(SpecModel):
+class DDPGAgentSpec(AgentSpecModel):
     """DDPG with ReF-ER (§2, App. A, Alg. 4): tanh policy and critic MLPs with soft-updated targets.
 
     With ReF-ER the critic is masked on far samples but not beta-scaled (Alg. 4); pi_w = m_w + N(0, sigma^2 I)
@@ -112,6 +113,7 @@ class DDPGAgentSpec(SpecModel):
     """
 
     kind: Literal["ddpg"] = Field(description="Agent kind.")
+    null_additions: ClassVar[frozenset[str]] = frozenset({"per"})  # rank-based prioritised replay
     rules: ReferRulesSpec = Field(description="ReF-ER rules and variant (er: plain replay).")
     replay: EpisodeReplaySpec = Field(default_factory=EpisodeReplaySpec, description="Replay memory.")
     hidden_sizes: list[PositiveCount] = Field(default_factory=lambda: [128, 128], min_length=1, description="Softsign MLP widths of both nets (App. A: 128, 128).")
@@ -148,7 +150,7 @@ class DDPGAgentSpec(SpecModel):
         return self
 
 
-class NAFAgentSpec(SpecModel):
+class NAFAgentSpec(AgentSpecModel):
     """NAF with ReF-ER (§2, eq. 4, App. A): one MLP -> V(s), m(s), lower-triangular L(s); Q = V - (a-m)^T L L^T (a-m).
 
     Far samples give no TD gradient (rule 1); rule 2 adds the KL ||m - m_mu||^2 / (2 sigma^2) and mixes beta into the
@@ -157,6 +159,7 @@ class NAFAgentSpec(SpecModel):
     """
 
     kind: Literal["naf"] = Field(description="Agent kind.")
+    null_additions: ClassVar[frozenset[str]] = frozenset({"per"})  # rank-based prioritised replay
     rules: ReferRulesSpec = Field(description="ReF-ER rules and variant (er: plain replay).")
     replay: EpisodeReplaySpec = Field(default_factory=EpisodeReplaySpec, description="Replay memory.")
     hidden_sizes: list[PositiveCount] = Field(default_factory=lambda: [128, 128], min_length=1, description="Softsign MLP widths (App. A: 128, 128).")

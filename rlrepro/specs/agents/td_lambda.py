@@ -6,14 +6,14 @@ from typing import Annotated, Literal, Union
 
 from pydantic import Field
 
-from rlrepro.specs.agents.common import MLPNetworkSpec, RMSPropSpec
+from rlrepro.specs.agents.common import AgentSpecModel, MLPNetworkSpec, RMSPropSpec
 from rlrepro.specs.agents.frodo import TabularNetworkSpec
 from rlrepro.specs.common import PositiveCount, SpecModel
 
 TdLambdaNetworkSpec = Annotated[Union[TabularNetworkSpec, MLPNetworkSpec], Field(discriminator="kind")]
 
 
-class TdLambdaAgentSpec(SpecModel):
+class TdLambdaAgentSpec(AgentSpecModel):
     """Forward-view TD(lambda): one update per trajectory towards its lambda-returns (Sutton & Barto §12.1)."""
 
     kind: Literal["td_lambda"] = Field(description="Agent kind.")
