@@ -22,7 +22,7 @@ import jax
 import numpy as np
 
 from rlrepro.agents.acer.config import ACERConfig
-from rlrepro.agents.acer.trainer import HostACER
+from rlrepro.agents.acer.loop import HostACER
 from rlrepro.bench.refer import _env_spec, _time_env
 from rlrepro.environments.mujoco import MujocoHostEnv
 from rlrepro.plan_text import wrap

@@ -136,7 +136,7 @@ def bench_env_steps(steps: int, k: int) -> dict[str, float]:
     import jax.numpy as jnp
 
     from rlrepro.agents.dqn.config import DQNConfig
-    from rlrepro.agents.dqn.jax_trainer import compiled_run, seed_key
+    from rlrepro.agents.dqn.jax_loop import compiled_run, seed_key
     from rlrepro.bench.timing import compare_calls
     from rlrepro.environments.jax_envs.cartpole import CartPole
 

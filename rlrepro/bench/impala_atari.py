@@ -25,7 +25,7 @@ import numpy as np
 
 from rlrepro.agents.impala.host_trainer import HostImpalaTrainer
 from rlrepro.training.actor_learner import batch_from_unrolls
-from rlrepro.agents.impala.trainer import impala_config
+from rlrepro.agents.impala.build import impala_config
 from rlrepro.environments.atari import AtariEnv
 from rlrepro.plan_text import wrap
 from rlrepro.specs import load_spec

@@ -35,7 +35,7 @@ from rlrepro.replay.episodes import EpisodeReplay
 from rlrepro.losses.refer import ReferConfig
 from rlrepro.agents.vracer import learner as vlearner
 from rlrepro.agents.vracer.config import VRacerConfig
-from rlrepro.agents.vracer.trainer import HostVRacer
+from rlrepro.agents.vracer.loop import HostVRacer
 from rlrepro.bench.timing import compare_calls
 from rlrepro.environments.mujoco import MujocoHostEnv
 from rlrepro.plan_text import wrap

@@ -99,7 +99,7 @@ def _summary(rows: list[dict], ended: bool) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from rlrepro.agents.impala_sr.host import HostImpalaSRTrainer  # noqa: PLC0415 (needs ale-py)
+    from rlrepro.agents.impala_sr.host_trainer import HostImpalaSRTrainer  # noqa: PLC0415 (needs ale-py)
     from rlrepro.agents.registry import resolve_config  # noqa: PLC0415
     from rlrepro.specs import load_spec  # noqa: PLC0415
     from rlrepro.specs.loading import resolve_agent, resolve_env  # noqa: PLC0415

@@ -34,6 +34,9 @@ MOVED = {
     "rlrepro.agents.refer.host": "rlrepro.training.refer_host",
     "rlrepro.agents.refer.replay": "rlrepro.replay.episodes",
     "rlrepro.agents.refer.priority": "rlrepro.replay.priority",
+    "rlrepro.agents.dqn.trainer": "rlrepro.agents.dqn.loop",
+    "rlrepro.agents.ppo.trainer": "rlrepro.agents.ppo.loop",
+    "rlrepro.agents.acer.trainer": "rlrepro.agents.acer.loop",
 }
 
 

@@ -3,7 +3,7 @@
 Two ways to train on the hurdle (the first environment, CartPole): ``gym`` runs every environment through the
 host loop (``HostDQN``: gymnasium stepped in Python, one jitted call per step) in executor workers, each
 process keeping its compiled ``HostDQN`` per (environment, slots, network calls); ``jax`` trains K programs
-side by side in one compiled loop on the pure-JAX CartPole (``jax_trainer``: no host round trip per step),
+side by side in one compiled loop on the pure-JAX CartPole (``agents/dqn/jax_loop.py``: no host round trip per step),
 ``hurdle_scores``, and only the programs that pass go on to the other environments through the host loop
 (``evaluate_rest``). Fitness per environment (§3.1): the normalized training return, returns clipped to
 [R_min, R_max], averaged over all episodes (``mean_all``, the paper) or the last 50 (``mean_last50``, the
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from rlrepro.agents.dqn.config import DQNConfig
-from rlrepro.agents.dqn.trainer import HostDQN, normalize
+from rlrepro.agents.dqn.loop import HostDQN, normalize
 from rlrepro.search.program import Program, bucket, encode
 
 _COMPILED: dict[Any, HostDQN] = {}
@@ -145,7 +145,7 @@ def _persistent_compilation_cache() -> None:
 
 
 def _jax_run(task: EvalTask, constants: tuple[float, ...], k: int, slots: int, calls: tuple[bool, ...]) -> Any:
-    from rlrepro.agents.dqn.jax_trainer import compiled_run
+    from rlrepro.agents.dqn.jax_loop import compiled_run
     from rlrepro.search.interpreter import make_program_loss
 
     env, steps, inner = task.environments[0], task.steps[0], task.inner[0]
@@ -165,13 +165,13 @@ def hurdle_scores(programs: list[Program], task: EvalTask) -> list[tuple[float, 
     """(score, seconds) of each program on the hurdle, ``task.hurdle_batch`` programs at a time in lockstep.
 
     A batch shares the slot count (the largest bucket in it) and the network calls (their union, plus
-    ``ALWAYS_CALLED``); a program's score does not depend on its batch (see ``jax_trainer``). The last batch is
+    ``ALWAYS_CALLED``); a program's score does not depend on its batch (see ``agents/dqn/jax_loop.py``). The last batch is
     filled up with copies of its last program, whose scores are dropped, so every batch has the same shape.
     """
     import jax
     import jax.numpy as jnp
 
-    from rlrepro.agents.dqn.jax_trainer import seed_key
+    from rlrepro.agents.dqn.jax_loop import seed_key
 
     out: list[tuple[float, float]] = []
     k = task.hurdle_batch

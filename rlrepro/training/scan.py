@@ -2,7 +2,7 @@
 updates scanned inside one call), jitted, and the same two over a leading seed axis.
 
 An agent writes its loop for ONE seed, deterministic given the key (IMPALA ``agents/impala/loop.py``, FRODO
-``agents/frodo/trainer.py``, IMPALA+SR ``agents/impala_sr/loop.py``, TD(lambda) ``agents/td_lambda/trainer.py``);
+``agents/frodo/loop.py``, IMPALA+SR ``agents/impala_sr/loop.py``, TD(lambda) ``agents/td_lambda/loop.py``);
 ``scanned_trainer`` gives it the four compiled entry points the runner's ``TrainerProgram`` calls. A train state
 carries its PRNG key as raw ``uint32`` data (``raw_key``), so that it stays a pytree of plain arrays that a
 checkpoint stores with numpy.

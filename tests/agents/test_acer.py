@@ -14,7 +14,7 @@ from rlrepro.agents.acer.actor import act
 from rlrepro.agents.acer.build import resolve_acer
 from rlrepro.agents.acer.config import ACERConfig
 from rlrepro.agents.acer.memory import sample_windows
-from rlrepro.agents.acer.trainer import HostACER
+from rlrepro.agents.acer.loop import HostACER
 from rlrepro.replay.episodes import EpisodeReplay
 from rlrepro.specs import load_spec, resolve_agent
 from rlrepro.specs.agents.baselines import ACERAgentSpec

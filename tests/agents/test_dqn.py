@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from rlrepro.agents.dqn.config import DQNConfig
-from rlrepro.agents.dqn.trainer import HostDQN
+from rlrepro.agents.dqn.loop import HostDQN
 from rlrepro.specs.environments import GymEnvSpec
 
 REPO = Path(__file__).resolve().parents[2]

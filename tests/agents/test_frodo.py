@@ -12,7 +12,8 @@ import pytest
 
 from rlrepro.agents.frodo import FrodoConfig, OptimizerConfig, Trajectory, init, inner_step, make_networks, meta_objective
 from rlrepro.agents.frodo.learner import Networks
-from rlrepro.agents.frodo.trainer import changepoint_error, make_frodo_trainer
+from rlrepro.agents.frodo.loop import make_frodo_trainer
+from rlrepro.training.unroll import changepoint_error
 from rlrepro.agents.td_lambda import TdLambdaConfig
 from rlrepro.agents.td_lambda import init as td_init
 from rlrepro.agents.td_lambda import update as td_update
@@ -185,7 +186,7 @@ def test_random_walk_spec_variant_switches_agent_kind():
 _INIT_MANY_SEEDS = """
 import jax, jax.numpy as jnp
 from rlrepro.agents.frodo import FrodoConfig, OptimizerConfig
-from rlrepro.agents.frodo.trainer import make_frodo_trainer
+from rlrepro.agents.frodo.loop import make_frodo_trainer
 from rlrepro.environments.jax_envs import Catch
 config = FrodoConfig(task="actor_critic", network="mlp", hidden_sizes=(8,), optimizer=OptimizerConfig(1e-3),
                      meta_optimizer=OptimizerConfig(1e-4), meta_hidden_size=256, meta_inputs=("reward", "discount", "v_next"),
@@ -212,7 +213,7 @@ def test_init_of_many_seeds_does_not_deadlock():
 
 
 def _catch_program(rows: int, outer_unroll_length: int | None):
-    from rlrepro.agents.frodo.trainer import build_frodo
+    from rlrepro.agents.frodo.build import build_frodo
     from rlrepro.specs import load_spec
     from rlrepro.specs.environments import JaxEnvSpec
     from rlrepro.specs.experiment import RunSpec

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("ale_py", reason="ale-py is pinned in envs/ and installed by `make install`")
 
 from rlrepro.agents.frodo.host_trainer import HostFrodoTrainer  # noqa: E402
-from rlrepro.agents.frodo.trainer import frodo_config  # noqa: E402
+from rlrepro.agents.frodo.build import frodo_config  # noqa: E402
 from rlrepro.specs.agents.frodo import FrodoAgentSpec  # noqa: E402
 from rlrepro.specs.agents.impala import ActorSpec  # noqa: E402
 from rlrepro.specs.environments import AtariEnvSpec  # noqa: E402

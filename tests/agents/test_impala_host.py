@@ -12,7 +12,7 @@ pytest.importorskip("ale_py", reason="ale-py is pinned in envs/ and installed by
 from rlrepro.agents.impala.host_trainer import HostImpalaTrainer  # noqa: E402
 from rlrepro.training.actor_learner import batch_from_unrolls  # noqa: E402
 from rlrepro.agents.impala.learner import corrected_targets  # noqa: E402
-from rlrepro.agents.impala.trainer import impala_config  # noqa: E402
+from rlrepro.agents.impala.build import impala_config  # noqa: E402
 from rlrepro.environments.atari import AtariEnv  # noqa: E402
 from rlrepro.specs import ImpalaAgentSpec  # noqa: E402
 from rlrepro.specs.agents.impala import ActorSpec  # noqa: E402
@@ -290,7 +290,7 @@ def test_a3c_workers_train_the_shared_parameters():
 
 
 def test_a3c_and_sync_traj_need_one_round_of_unrolls_per_batch():
-    from rlrepro.agents.impala.trainer import resolve_impala
+    from rlrepro.agents.impala.build import resolve_impala
     from rlrepro.specs.experiment import RunSpec
 
     env_spec = AtariEnvSpec(kind="atari", id="pong", game="pong", num_envs=8)
@@ -310,7 +310,7 @@ def test_a3c_and_sync_traj_give_every_worker_one_environment():
     # Table 1's A3C (32 workers, one environment each) and Fig. 2(b)'s actors: several environments per thread would
     # be stepped in lockstep with a batched forward pass (batched A2C, sync step, inside every thread): rejected,
     # by the spec's resolution and by the trainer.
-    from rlrepro.agents.impala.trainer import resolve_impala
+    from rlrepro.agents.impala.build import resolve_impala
     from rlrepro.specs.experiment import RunSpec
 
     env_spec = AtariEnvSpec(kind="atari", id="pong", game="pong", num_envs=4)

@@ -104,7 +104,7 @@ def test_without_pbt_one_member_keeps_the_configs_values():
 
 
 def test_multitask_needs_the_full_action_set():
-    from rlrepro.agents.impala.trainer import resolve_impala
+    from rlrepro.agents.impala.build import resolve_impala
     from rlrepro.environments.errors import UnsupportedSetupError
     from rlrepro.specs import load_spec
     from rlrepro.specs.loading import resolve_agent, resolve_env

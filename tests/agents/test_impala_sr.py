@@ -228,7 +228,7 @@ def test_an_lstm_with_several_seeds_in_one_cpu_job_is_refused_naming_the_fix() -
     """It would hang (XLA CPU runtime, jax 0.10.2); one seed per job runs."""
     from pathlib import Path
 
-    from rlrepro.agents.impala_sr.trainer import build_impala_sr
+    from rlrepro.agents.impala_sr.build import build_impala_sr
     from rlrepro.environments.errors import UnsupportedSetupError
     from rlrepro.specs import load_spec
 

@@ -10,7 +10,7 @@ import pytest
 
 pytest.importorskip("ale_py", reason="ale-py is pinned in envs/ and installed by `make install`")
 
-from rlrepro.agents.impala_sr.host import (  # noqa: E402
+from rlrepro.agents.impala_sr.host_trainer import (  # noqa: E402
     HostImpalaSRTrainer,
     SRHostCore,
     reset_host_memory,
@@ -19,7 +19,7 @@ from rlrepro.agents.impala_sr.host import (  # noqa: E402
 )
 from rlrepro.agents.impala_sr.learner import sr_terms  # noqa: E402
 from rlrepro.agents.impala_sr.networks import SRActorCritic, init_sr_params, make_sr_network  # noqa: E402
-from rlrepro.agents.impala_sr.trainer import impala_sr_config  # noqa: E402
+from rlrepro.agents.impala_sr.build import impala_sr_config  # noqa: E402
 from rlrepro.agents.registry import resolve_config  # noqa: E402
 from rlrepro.losses.synthetic_returns import EpisodicMemory  # noqa: E402
 from rlrepro.specs import load_spec  # noqa: E402

@@ -12,7 +12,7 @@ from rlrepro.agents.ppo import learner as plearner
 from rlrepro.agents.ppo.actor import act
 from rlrepro.agents.ppo.build import resolve_ppo
 from rlrepro.agents.ppo.config import PPOConfig
-from rlrepro.agents.ppo.trainer import HostPPO, RunningStats
+from rlrepro.agents.ppo.loop import HostPPO, RunningStats
 from rlrepro.specs import load_spec, resolve_agent
 from rlrepro.specs.agents.baselines import PPOAgentSpec
 from rlrepro.specs.environments import MujocoEnvSpec

@@ -115,13 +115,13 @@ def test_host_writes_the_learners_td_errors_back_as_priorities(kind):
     per = PriorityConfig(alpha=0.7, beta0=0.5, sort_period=10, anneal_steps=100)
     common = dict(rules=ReferConfig(variant="per"), capacity=500, n_start=40, batch_size=8, hidden_sizes=(8,), per=per)
     if kind == "ddpg":
-        from rlrepro.agents.ddpg.trainer import HostDDPG
+        from rlrepro.agents.ddpg.loop import HostDDPG
 
         config = DDPGConfig(**common, exploration="ornstein_uhlenbeck", anneal_learning_rate=False)
         host = HostDDPG(config, env)
         td_of = lambda s, b: dlearner.critic_loss(s.critic, s, config, host.action_dim, b, jnp.ones(8))[1]
     else:
-        from rlrepro.agents.naf.trainer import HostNAF
+        from rlrepro.agents.naf.loop import HostNAF
 
         config = NAFConfig(**common)
         host = HostNAF(config, env)
@@ -143,7 +143,7 @@ def test_host_writes_the_learners_td_errors_back_as_priorities(kind):
 
 def test_ddpg_explores_with_the_ou_process_with_er_and_per():
     # x_1 = sigma n_1 = 0.2 n_1; x_2 = (1 - theta) x_1 + sigma n_2 = 0.85 * 0.2 n_1 + 0.2 n_2 = 0.17 n_1 + 0.2 n_2
-    from rlrepro.agents.ddpg.trainer import HostDDPG
+    from rlrepro.agents.ddpg.loop import HostDDPG
 
     host = HostDDPG.__new__(HostDDPG)
     host.config, host.action_dim = DDPGConfig(exploration="ornstein_uhlenbeck", sigma=0.2, ou_theta=0.15), 1
@@ -183,7 +183,7 @@ def test_rho_of_an_ou_explored_action_is_against_the_ou_steps_density():
     # after an update the policy's mean is m_w(s) = 0.6, pi_w = N(0.6, 0.04):
     #   log rho = [(a - 0.84)^2 - (a - 0.6)^2] / (2 * 0.04) = [0.01 - 0.1156] / 0.08 = -1.32
     # against N(m, sigma^2) = N(0.5, 0.04) (the old stored mu) it would read [(0.44)^2 - 0.1156] / 0.08 = 0.975
-    from rlrepro.agents.ddpg.trainer import HostDDPG
+    from rlrepro.agents.ddpg.loop import HostDDPG
 
     host = HostDDPG.__new__(HostDDPG)
     host.config, host.action_dim = DDPGConfig(exploration="ornstein_uhlenbeck", sigma=0.2, ou_theta=0.15), 1
@@ -247,7 +247,7 @@ def test_memory_kl_is_the_average_over_every_committed_step():
     # sigma 0.2, policy mean 0.1 everywhere, committed behaviours m_mu = 0, 0.2, 0.4:
     #   KL_k = (0.1 - m_mu,k)^2 / (2 * 0.04) = 0.01 / 0.08, 0.01 / 0.08, 0.09 / 0.08 = 0.125, 0.125, 1.125; mean 0.4583
     # the running episode's step (m_mu = 5) is not in the memory yet and is left out
-    from rlrepro.agents.ddpg.trainer import HostDDPG
+    from rlrepro.agents.ddpg.loop import HostDDPG
     from rlrepro.training.refer_host import HostState
     from rlrepro.replay.episodes import EpisodeReplay
 

@@ -225,7 +225,7 @@ def test_the_walk_catches_a_dropped_field(monkeypatch):
     """The walk itself: a derivation that ignores ``optimizer.initial_scale`` (as IMPALA's did) is reported."""
     import dataclasses
 
-    import rlrepro.agents.impala.trainer as impala_trainer
+    import rlrepro.agents.impala.build as impala_trainer
 
     original = impala_trainer.impala_config
     monkeypatch.setattr(

@@ -115,7 +115,7 @@ def test_a_host_resumed_from_its_checkpoint_continues_exactly_as_if_never_stoppe
     of the run that did not stop (FIFO evictions, refreshes and write-backs on both sides of the checkpoint)."""
     pytest.importorskip("mujoco")
     from rlrepro.replay.episodes import ReplayBank
-    from rlrepro.agents.vracer.trainer import HostVRacer
+    from rlrepro.agents.vracer.loop import HostVRacer
     from rlrepro.specs import load_spec
     from rlrepro.specs.loading import resolve_env
     from rlrepro.jobs import checkpoint

@@ -17,7 +17,7 @@ def resolve_acer(agent: Any, env_spec: Any, *, frames: int, run: Any) -> ACERCon
 def build_acer(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """ACER on one MuJoCo task, every seed of the job in lockstep; chunk = ``run.updates_per_chunk`` env steps,
     R_random written beside every run as for the ReF-ER agents."""
-    from rlrepro.agents.acer.trainer import HostACER
+    from rlrepro.agents.acer.loop import HostACER
 
     require_mujoco(env_spec, "ACER")
     return lockstep_program(HostACER(resolve_acer(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)

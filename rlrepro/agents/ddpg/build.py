@@ -16,7 +16,7 @@ def resolve_ddpg(agent: Any, env_spec: Any, *, frames: int, run: Any) -> DDPGCon
 
 def build_ddpg(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """DDPG on one MuJoCo task, every seed of the job in lockstep; chunk = ``run.updates_per_chunk`` env steps."""
-    from rlrepro.agents.ddpg.trainer import HostDDPG
+    from rlrepro.agents.ddpg.loop import HostDDPG
 
     require_mujoco(env_spec, "DDPG")
     return lockstep_program(HostDDPG(resolve_ddpg(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)

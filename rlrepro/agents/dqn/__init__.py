@@ -1,6 +1,6 @@
 """DQN with the losses of Evolving RL Algorithms (Co-Reyes et al. 2021): DQN, DDQN, DQNReg, DQNClipped.
 
-Trains on gymnasium environments (classic control, MiniGrid; seeds in lockstep, ``trainer.py``) and on Atari
+Trains on gymnasium environments (classic control, MiniGrid; seeds in lockstep, ``loop.py``) and on Atari
 (the DQN conv net, uint8 frame replay, one seed per job, ``atari.py``); ``build.py`` is the registry's builder.
 """
 

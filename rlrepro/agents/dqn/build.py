@@ -6,7 +6,7 @@ from typing import Any
 
 from rlrepro.agents.dqn.config import DQNConfig
 from rlrepro.networks.config import ConvNetworkConfig
-from rlrepro.agents.dqn.trainer import DQNState, HostDQN, num_steps
+from rlrepro.agents.dqn.loop import DQNState, HostDQN, num_steps
 from rlrepro.environments.errors import UnsupportedSetupError
 from rlrepro.training.program import TrainerProgram, host_step_chunks, one_seed_program, seeds_of
 

@@ -16,7 +16,7 @@ def resolve_naf(agent: Any, env_spec: Any, *, frames: int, run: Any) -> NAFConfi
 
 def build_naf(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """NAF on one MuJoCo task, every seed of the job in lockstep; chunk = ``run.updates_per_chunk`` env steps."""
-    from rlrepro.agents.naf.trainer import HostNAF
+    from rlrepro.agents.naf.loop import HostNAF
 
     require_mujoco(env_spec, "NAF")
     return lockstep_program(HostNAF(resolve_naf(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)

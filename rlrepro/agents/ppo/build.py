@@ -17,7 +17,7 @@ def resolve_ppo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> PPOConfi
 def build_ppo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """PPO on one MuJoCo task, every seed of the job in lockstep; chunk = ``run.updates_per_chunk`` env steps (a
     rollout may span chunks), R_random written beside every run as for the ReF-ER agents."""
-    from rlrepro.agents.ppo.trainer import HostPPO
+    from rlrepro.agents.ppo.loop import HostPPO
 
     require_mujoco(env_spec, "PPO")
     return lockstep_program(HostPPO(resolve_ppo(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)

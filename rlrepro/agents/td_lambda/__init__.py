@@ -7,6 +7,7 @@ __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
         "learner": ("TdLambdaConfig", "TdLambdaState", "init", "loss_fn", "update"),
-        "trainer": ("build_td_lambda", "make_td_lambda_trainer"),
+        "build": ("build_td_lambda",),
+        "loop": ("make_td_lambda_trainer",),
     },
 )

@@ -16,7 +16,7 @@ def resolve_vracer(agent: Any, env_spec: Any, *, frames: int, run: Any) -> VRace
 
 def build_vracer(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
     """V-RACER on one MuJoCo task, every seed of the job in lockstep; chunk = ``run.updates_per_chunk`` env steps."""
-    from rlrepro.agents.vracer.trainer import HostVRacer
+    from rlrepro.agents.vracer.loop import HostVRacer
 
     require_mujoco(env_spec, "V-RACER")
     return lockstep_program(HostVRacer(resolve_vracer(agent, env_spec, frames=frames, run=run), env_spec), env_spec, frames, run)

@@ -1,4 +1,4 @@
-"""FRODO's jitted training loop on pure-JAX environments and its builder for the pipeline (``build_frodo``).
+"""FRODO's jitted training loop on pure-JAX environments (the builder is in ``build.py``).
 
 One counted "update" is one meta-iteration: M inner updates of the agent plus one meta-update of eta,
 consuming (M * T + T_validation) * B environment steps (all counted as frames, notes §5 item 9).
@@ -23,11 +23,10 @@ import jax
 import jax.numpy as jnp
 
 from rlrepro.agents.frodo.actor import make_control_collect, make_fresh_episodes_collect
-from rlrepro.agents.frodo.config import FrodoConfig, OptimizerConfig, frodo_chunks, monte_carlo_episode_length
+from rlrepro.agents.frodo.config import FrodoConfig
 from rlrepro.agents.frodo.learner import FrodoState, MetaMetrics, Networks, init, make_networks, meta_update
 from rlrepro.training.unroll import ActorState, changepoint_error, init_actor, make_prediction_collect
 from rlrepro.environments.base import JaxEnv
-from rlrepro.training.program import TrainerProgram, one_seed_program
 from rlrepro.training.scan import ScannedTrainer, check_updates_per_chunk, raw_key, scanned_trainer
 
 
@@ -146,116 +145,3 @@ def make_frodo_trainer(env: JaxEnv, config: FrodoConfig, *, updates_per_chunk: i
     init_fn = functools.partial(init_train_state, env=env, config=config)
     chunk_fn = functools.partial(run_chunk, env=env, config=config, updates_per_chunk=updates_per_chunk)
     return scanned_trainer(init_fn, chunk_fn, init_seeds_one_by_one=True)
-
-
-def frodo_config(
-    agent: Any, total_updates: int, meta_unroll: int | None = None, *, episode_length: int | None = None
-) -> FrodoConfig:
-    """The learner config of a ``FrodoAgentSpec``; ``total_updates`` meta-iterations set the lr schedules.
-
-    ``meta_unroll`` only trades compile time for run time (see ``FrodoConfig``). ``episode_length``: the
-    validation length of a Monte Carlo outer loss (``monte_carlo_episode_length``), required for it.
-    """
-    if agent.outer.kind == "monte_carlo" and episode_length is None:
-        raise ValueError("a Monte Carlo outer loss needs the environment's episode length (monte_carlo_episode_length)")
-    if not agent.optimizer.eps_in_sqrt or not agent.meta_optimizer.eps_in_sqrt:
-        raise ValueError("FRODO differentiates through RMSProp: eps_in_sqrt must be true (NaN otherwise)")
-    net = agent.network
-    agent_steps = agent.inner_steps + (1 if agent.target == "vtrace" else 0)  # the baseline also learns from batch M + 1
-    conv = dict(
-        conv_channels=tuple(net.channels), conv_kernels=tuple(net.kernel_sizes), conv_strides=tuple(net.strides),
-        conv_fc_size=net.fc_size,
-    ) if net.kind == "frodo_conv" else {}
-    return FrodoConfig(
-        task=agent.task,
-        network=net.kind,
-        hidden_sizes=tuple(net.hidden_sizes) if net.kind == "mlp" else (),
-        **conv,
-        optimizer=OptimizerConfig.from_spec(agent.optimizer, total_updates * agent_steps),
-        meta_optimizer=OptimizerConfig.from_spec(agent.meta_optimizer, total_updates),
-        meta_hidden_size=agent.meta_network.hidden_size,
-        meta_inputs=tuple(agent.meta_network.inputs),
-        parameterises=agent.meta_network.parameterises,
-        target=agent.target,
-        target_grad=agent.target_grad,
-        inner_steps=agent.inner_steps,
-        unroll_length=agent.unroll_length,
-        batch_size=agent.batch_size,
-        discount=agent.discount,
-        baseline_cost=agent.baseline_cost,
-        entropy_cost=agent.entropy_cost,
-        reward_clip=agent.reward_clip,
-        outer=agent.outer.kind,
-        outer_unroll_length=episode_length if agent.outer.kind == "monte_carlo" else agent.outer.unroll_length,
-        vtrace_lambda=agent.outer.trace_lambda,
-        rho_bar=agent.outer.rho_bar,
-        pg_rho_bar=agent.outer.pg_rho_bar,
-        temperature=agent.outer.temperature,
-        consistency_weight=agent.consistency.weight,
-        consistency_form=agent.consistency.form,
-        listing_offbyone=agent.consistency.listing_offbyone,
-        meta_unroll=meta_unroll,
-    )
-
-
-
-class FrodoSetup(NamedTuple):
-    """Everything a FRODO run takes from its agent spec: the learner config, the number of meta-updates (they
-    set the learning-rate schedules) and the actors' organisation (``actor``: Atari only)."""
-
-    config: FrodoConfig
-    total_updates: int
-    actor: Any
-
-
-def resolve_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> FrodoSetup:
-    """The one place a FRODO spec becomes its run's configuration (used by ``build_frodo``)."""
-    from rlrepro.environments.jax_envs import make_jax_env
-    from rlrepro.specs.environments import JaxEnvSpec
-
-    episode_length = None
-    if agent.outer.kind == "monte_carlo" and isinstance(env_spec, JaxEnvSpec):
-        episode_length = monte_carlo_episode_length(agent, make_jax_env(env_spec.name, **env_spec.kwargs), env_spec.id)
-    chunks = frodo_chunks(agent, env_spec, frames=frames, run=run)
-    total_updates = chunks.num_chunks * chunks.updates_per_chunk
-    meta_unroll = None if isinstance(env_spec, JaxEnvSpec) else 1  # g_eta's LSTM as a scan on Atari
-    config = frodo_config(agent, total_updates=total_updates, meta_unroll=meta_unroll, episode_length=episode_length)
-    if config.frames_per_meta_update * env_spec.frames_per_step * chunks.updates_per_chunk != chunks.frames_per_chunk:
-        # The planned frames (frodo_chunks, JAX-free) and what a meta-update consumes must never drift apart.
-        raise AssertionError(f"frodo_chunks plans {chunks.frames_per_chunk} frames per chunk; the config consumes "
-                             f"{config.frames_per_meta_update * env_spec.frames_per_step * chunks.updates_per_chunk}")
-    return FrodoSetup(config, total_updates, agent.actor)
-
-
-def build_frodo(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
-    """FRODO on a pure-JAX environment (each chunk of meta-iterations one jitted, vmapped call) or on Atari."""
-    from rlrepro.environments.availability import require_backend
-    from rlrepro.environments.errors import UnsupportedSetupError
-    from rlrepro.environments.jax_envs import make_jax_env
-    from rlrepro.specs.environments import AtariEnvSpec, JaxEnvSpec
-
-    require_backend(env_spec)
-    if isinstance(env_spec, AtariEnvSpec):
-        return build_frodo_atari(agent, env_spec, frames=frames, run=run)
-    if not isinstance(env_spec, JaxEnvSpec):
-        raise UnsupportedSetupError(f"FRODO on '{env_spec.kind}' environments is not implemented")
-    env = make_jax_env(env_spec.name, **env_spec.kwargs)
-    config, total_updates, _ = resolve_frodo(agent, env_spec, frames=frames, run=run)
-    if config.network == "frodo_conv":
-        raise UnsupportedSetupError("the frodo_conv torso needs image observations (Atari); use mlp or tabular here")
-    trainer = make_frodo_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
-    chunks = frodo_chunks(agent, env_spec, frames=frames, run=run)  # what resolve_frodo set the schedules for
-    return TrainerProgram(trainer.init_batch, trainer.run_chunk_batch, chunks.num_chunks, chunks.updates_per_chunk,
-                          chunks.frames_per_chunk)
-
-
-def build_frodo_atari(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Any:
-    """FRODO on Atari: one seed per job; IMPALA's actor threads (or synchronous actor) and the meta-update."""
-    from rlrepro.agents.frodo.host_trainer import HostFrodoTrainer
-    from rlrepro.environments.errors import UnsupportedSetupError
-
-    if agent.network.kind != "frodo_conv":
-        raise UnsupportedSetupError(f"agent.network.kind '{agent.network.kind}' cannot read Atari frames: use frodo_conv")
-    config, total_updates, actor = resolve_frodo(agent, env_spec, frames=frames, run=run)
-    trainer = HostFrodoTrainer(config, env_spec, actor, updates_per_chunk=run.updates_per_chunk, total_updates=total_updates)
-    return one_seed_program(trainer, frodo_chunks(agent, env_spec, frames=frames, run=run))

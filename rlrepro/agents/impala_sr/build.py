@@ -10,7 +10,7 @@ from typing import Any, NamedTuple
 import jax
 import numpy as np
 
-from rlrepro.agents.impala.trainer import impala_config
+from rlrepro.agents.impala.build import impala_config
 from rlrepro.agents.impala_sr.config import AdamConfig, ImpalaSRConfig, SRConfig, SRConvConfig
 from rlrepro.environments.availability import require_backend
 from rlrepro.environments.errors import UnsupportedSetupError
@@ -128,7 +128,7 @@ def build_impala_sr(agent: ImpalaSRAgentSpec, env_spec: Any, *, frames: int, run
 def build_impala_sr_atari(agent: ImpalaSRAgentSpec, env_spec: AtariEnvSpec, *, frames: int, run: RunSpec) -> TrainerProgram:
     """IMPALA+SR on Atari: actor threads (or the lagged synchronous actor) carrying the episodic memory, and the
     SR learner; one seed per job."""
-    from rlrepro.agents.impala_sr.host import HostImpalaSRTrainer
+    from rlrepro.agents.impala_sr.host_trainer import HostImpalaSRTrainer
 
     chunks = impala_chunks(agent, env_spec, frames=frames, run=run)
     setup = resolve_impala_sr(agent, env_spec, frames=frames, run=run)
