@@ -483,3 +483,23 @@ def test_spec_hash_of_real_spec_is_stable() -> None:
     spec = load_spec(path)
     assert spec_hash(spec) == spec_hash(load_spec(path))
     assert spec_hash(spec) == spec_hash(ExperimentSpec.model_validate_json(json.dumps(spec.model_dump(mode="json"))))
+
+
+def test_an_agent_config_takes_its_defaults_from_the_spec_model_and_may_not_repeat_one():
+    """``defaults_from``: a default lives in the spec model alone (PPO's learning rate and gamma were written twice)."""
+    import dataclasses
+
+    from rlrepro.agents.ppo.config import PPOConfig
+    from rlrepro.specs.agents import PPOAgentSpec
+    from rlrepro.specs.agents.common import defaults_from
+
+    defaults = PPOConfig()
+    assert defaults.policy_learning_rate == PPOAgentSpec.model_fields["policy_learning_rate"].default == 1e-4
+    assert defaults.hidden_sizes == (64, 64)  # the spec's list, as the frozen config's tuple
+
+    with pytest.raises(TypeError, match="Repeated.discount: its default belongs to PPOAgentSpec.discount alone"):
+
+        @dataclasses.dataclass(frozen=True)
+        @defaults_from(PPOAgentSpec)
+        class Repeated:
+            discount: float = 0.99

@@ -5,28 +5,32 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from rlrepro.specs.agents.baselines import ACERAgentSpec
+from rlrepro.specs.agents.common import defaults_from
+
 
 @dataclasses.dataclass(frozen=True)
+@defaults_from(ACERAgentSpec)
 class ACERConfig:
     """Everything the ACER learner, actor and host loop need; frozen (a jit static argument)."""
 
-    hidden_sizes: tuple[int, ...] = (128, 128)
-    init_std: float = 0.447214
-    truncation: float = 3.0
-    policy_learning_rate: float = 1e-5
-    value_learning_rate: float = 1e-4
-    advantage_learning_rate: float = 1e-4
-    anneal_a: float = 5e-7
-    discount: float = 0.995
-    capacity: int = 100_000
-    n_start: int = 100_000
-    batch_episodes: int = 24
-    window: int = 200
-    importance_clip: float = 5.0
-    trust_region_delta: float = 1.0
-    average_rate: float = 0.001
-    advantage_samples: int = 5
-    refresh_period: int = 1000
+    hidden_sizes: tuple[int, ...]
+    init_std: float
+    truncation: float
+    policy_learning_rate: float
+    value_learning_rate: float
+    advantage_learning_rate: float
+    anneal_a: float
+    discount: float
+    capacity: int
+    n_start: int
+    batch_episodes: int
+    window: int
+    importance_clip: float
+    trust_region_delta: float
+    average_rate: float
+    advantage_samples: int
+    refresh_period: int
     adam_eps: float = 1e-8  # not a spec field: optax's default, as every ReF-ER agent here
 
     @classmethod

@@ -6,13 +6,15 @@ import dataclasses
 from typing import Literal
 
 from rlrepro.networks.config import ConvNetworkConfig
-from rlrepro.specs.agents.dqn import DEFAULT_TD_SCALE
+from rlrepro.specs.agents.common import defaults_from
+from rlrepro.specs.agents.dqn import DEFAULT_TD_SCALE, DQNAgentSpec
 
 LossName = Literal["dqn", "ddqn", "dqnreg", "dqnclipped", "program"]
 LOSSES: tuple[str, ...] = ("dqn", "ddqn", "dqnreg", "dqnclipped", "program")
 
 
 @dataclasses.dataclass(frozen=True)
+@defaults_from(DQNAgentSpec)
 class DQNConfig:
     """Everything the DQN learner, actor and host loop need; frozen (a safe jit static argument).
 
@@ -44,21 +46,21 @@ class DQNConfig:
     td_scale: float = DEFAULT_TD_SCALE
     k: float = 0.1
     clip_gamma: Literal["per_transition", "constant"] = "per_transition"
-    discount: float = 0.99
+    discount: float
     learning_rate: float = 1e-4
     adam_eps: float = 1e-8
     hidden_sizes: tuple[int, ...] = (256, 256)
-    batch_size: int = 32
-    replay_capacity: int = 1_000_000
-    min_replay: int = 1000
-    update_period: int = 1
-    target_period: int = 100
+    batch_size: int
+    replay_capacity: int
+    min_replay: int
+    update_period: int
+    target_period: int
     epsilon_start: float = 1.0
     epsilon_end: float = 0.05
     epsilon_decay_steps: int = 1000
     conv_network: ConvNetworkConfig | None = None
-    reward_clip: float | None = None
-    evaluation_period: int | None = None
+    reward_clip: float | None
+    evaluation_period: int | None
 
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:

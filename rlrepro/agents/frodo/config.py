@@ -9,6 +9,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Literal
 
+from rlrepro.specs.agents.common import defaults_from
+from rlrepro.specs.agents.frodo import FrodoAgentSpec
 from rlrepro.training.optim import OptimizerConfig
 from rlrepro.training.program import ChunkPlan, update_chunks
 
@@ -16,6 +18,7 @@ META_INPUTS: tuple[str, ...] = ("reward", "discount", "v_next", "observation", "
 
 
 @dataclasses.dataclass(frozen=True)
+@defaults_from(FrodoAgentSpec)
 class FrodoConfig:
     """Everything FRODO's learner and loop need; frozen (hashable, closed over by jit).
 
@@ -63,12 +66,12 @@ class FrodoConfig:
     conv_strides: tuple[int, ...] = (4, 4)
     conv_fc_size: int | None = None
     parameterises: Literal["target", "loss"] = "target"
-    target: Literal["meta_network", "vtrace"] = "meta_network"
-    target_grad: Literal["semi", "full"] = "semi"
-    inner_steps: int = 5
-    baseline_cost: float = 0.5
-    entropy_cost: float = 0.01
-    reward_clip: float | None = None
+    target: Literal["meta_network", "vtrace"]
+    target_grad: Literal["semi", "full"]
+    inner_steps: int
+    baseline_cost: float
+    entropy_cost: float
+    reward_clip: float | None
     outer_unroll_length: int | None = None
     vtrace_lambda: float = 1.0
     rho_bar: float = 1.0

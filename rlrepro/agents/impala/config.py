@@ -10,6 +10,8 @@ import dataclasses
 from typing import Any, Literal
 
 from rlrepro.networks.config import ConvNetworkConfig
+from rlrepro.specs.agents.common import defaults_from
+from rlrepro.specs.agents.impala import ImpalaAgentSpec
 from rlrepro.training.program import ChunkPlan, update_chunks
 
 Correction = Literal["vtrace", "one_step_is", "epsilon", "none"]
@@ -22,6 +24,7 @@ REWARD_TRANSFORMS: tuple[str, ...] = ("clip", "soft_asymmetric_code", "soft_asym
 
 
 @dataclasses.dataclass(frozen=True)
+@defaults_from(ImpalaAgentSpec)
 class ImpalaConfig:
     """Everything the IMPALA learner, actor and loop need; frozen (hashable, safe as a jit static argument).
 
@@ -94,7 +97,7 @@ class ImpalaConfig:
     pg_rho_bar: float = 1.0
     lambda_: float = 1.0
     epsilon_correction: float = 1e-6
-    policy_lag: int = 0
+    policy_lag: int
     replay_fraction: float = 0.0
     replay_capacity: int = 10_000
     hidden_sizes: tuple[int, ...] = (64, 64)

@@ -4,19 +4,22 @@ from __future__ import annotations
 
 import dataclasses
 
+from rlrepro.specs.agents.common import defaults_from
+from rlrepro.specs.agents.refer import NAFAgentSpec
 from rlrepro.training.refer_host import ReplayAgentConfig
 
 
 @dataclasses.dataclass(frozen=True)
+@defaults_from(NAFAgentSpec)
 class NAFConfig(ReplayAgentConfig):
     """Everything the NAF learner and host loop need (``from_spec``: the shared derivation)."""
 
-    learning_rate: float = 1e-4
-    anneal_learning_rate: bool = True
-    batch_size: int = 256
-    target_rate: float = 0.01
-    sigma: float = 0.2
-    rule2_gradient: str = "whole"
+    learning_rate: float
+    anneal_learning_rate: bool
+    batch_size: int
+    target_rate: float
+    sigma: float
+    rule2_gradient: str
     exploration: str = "gaussian"  # App. A: Gaussian for every NAF variant (not a spec field)
     ou_theta: float = 0.15  # unused: no OU exploration for NAF
     ou_behaviour: str = "step"  # unused: no OU exploration for NAF

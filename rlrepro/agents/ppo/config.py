@@ -5,26 +5,30 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from rlrepro.specs.agents.baselines import PPOAgentSpec
+from rlrepro.specs.agents.common import defaults_from
+
 
 @dataclasses.dataclass(frozen=True)
+@defaults_from(PPOAgentSpec)
 class PPOConfig:
     """Everything the PPO learner, actor and host loop need; frozen (a jit static argument)."""
 
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    init_log_std: float = 0.0
-    policy_learning_rate: float = 1e-4
-    value_learning_rate: float = 3e-4
-    anneal_a: float = 5e-7
-    adam_eps: float = 1e-8
-    discount: float = 0.995
-    gae_lambda: float = 0.97
-    clip_epsilon: float = 0.2
-    rollout_steps: int = 2048
-    epochs: int = 10
-    minibatch_size: int = 64
-    normalize_advantages: bool = True
-    obs_normalization: bool = True
-    obs_clip: float = 5.0
+    hidden_sizes: tuple[int, ...]
+    init_log_std: float
+    policy_learning_rate: float
+    value_learning_rate: float
+    anneal_a: float
+    adam_eps: float
+    discount: float
+    gae_lambda: float
+    clip_epsilon: float
+    rollout_steps: int
+    epochs: int
+    minibatch_size: int
+    normalize_advantages: bool
+    obs_normalization: bool
+    obs_clip: float
 
     @classmethod
     def from_spec(cls, agent: Any) -> "PPOConfig":

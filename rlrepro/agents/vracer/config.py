@@ -4,14 +4,17 @@ from __future__ import annotations
 
 import dataclasses
 
+from rlrepro.specs.agents.common import defaults_from
+from rlrepro.specs.agents.refer import VRacerAgentSpec
 from rlrepro.training.refer_host import ReplayAgentConfig
 
 
 @dataclasses.dataclass(frozen=True)
+@defaults_from(VRacerAgentSpec)
 class VRacerConfig(ReplayAgentConfig):
     """Everything the V-RACER learner, actor and host loop need (``from_spec``: the shared derivation)."""
 
-    init_std: float = 0.447214
-    learning_rate: float = 1e-4
-    batch_size: int = 256
-    truncation: float = 3.0
+    init_std: float
+    learning_rate: float
+    batch_size: int
+    truncation: float

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated, ClassVar, Literal, Union, get_args
+from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
-from pydantic import Field
+from pydantic import BaseModel, Field
+from pydantic_core import PydanticUndefined
 
 from rlrepro.specs.common import PositiveCount, SpecModel
 
@@ -29,6 +30,28 @@ class AgentSpecModel(SpecModel):
     def kind_name(cls) -> str:
         """The ``kind`` this model is selected by."""
         return get_args(cls.model_fields["kind"].annotation)[0]
+
+
+def defaults_from(spec_model: type[BaseModel]) -> Any:
+    """A class decorator (under ``@dataclasses.dataclass``) for an agent's configuration: each of its fields named
+    as a field of ``spec_model`` takes that field's default (a list as a tuple), so that a default lives in one
+    place, the spec model, beside the paper's source in its description. A config that gives such a field a
+    default of its own is an error."""
+
+    def decorate(cls: type) -> type:
+        for name in vars(cls).get("__annotations__", {}):
+            field = spec_model.model_fields.get(name)
+            if field is None:
+                continue
+            default = field.get_default(call_default_factory=True)
+            if default is PydanticUndefined or isinstance(default, BaseModel):
+                continue
+            if name in vars(cls):
+                raise TypeError(f"{cls.__name__}.{name}: its default belongs to {spec_model.__name__}.{name} alone")
+            setattr(cls, name, tuple(default) if isinstance(default, list) else default)
+        return cls
+
+    return decorate
 
 
 class RMSPropSpec(SpecModel):
