@@ -319,7 +319,10 @@ from rlrepro.cli import main
 with contextlib.redirect_stdout(io.StringIO()) as out:
     for scale in ("smoke", "cpu", "paper"):
         main(["plan", "--scale", scale, "--specs", sys.argv[1], "--detail"])
-import rlrepro.agents.impala.config, rlrepro.agents.impala_sr.config, rlrepro.agents.impala_sr.profile  # the tables'
+import rlrepro.agents.impala_sr.profile  # the tables'
+import importlib, pathlib, rlrepro.agents
+for folder in sorted(pathlib.Path(rlrepro.agents.__file__).parent.glob("*/config.py")):  # every kind's config.py
+    importlib.import_module(f"rlrepro.agents.{folder.parent.name}.config")
 heavy = sorted(m for m in ("jax", "jaxlib", "mlflow", "flax", "optax") if m in sys.modules)
 print(json.dumps({"heavy": heavy, "lines": len(out.getvalue().splitlines())}))
 """

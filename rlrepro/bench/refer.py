@@ -32,7 +32,7 @@ import jax
 import numpy as np
 
 from rlrepro.replay.episodes import EpisodeReplay
-from rlrepro.losses.refer import ReferConfig
+from rlrepro.training.refer_config import ReferConfig
 from rlrepro.agents.vracer import learner as vlearner
 from rlrepro.agents.vracer.config import VRacerConfig
 from rlrepro.agents.vracer.loop import HostVRacer

@@ -11,13 +11,15 @@ rank of |TD error| and weights each sample's loss by its importance weight, ``rl
 
 from __future__ import annotations
 
-import dataclasses
-from typing import Any, Literal, NamedTuple
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
+
+if TYPE_CHECKING:
+    from rlrepro.training.refer_config import ReferConfig
 
 Variant = Literal["er", "per", "refer", "refer1", "refer2"]
 VARIANTS: tuple[str, ...] = ("er", "per", "refer", "refer1", "refer2")
@@ -193,26 +195,8 @@ def weighted_mean(config: Any, batch: TransitionBatch, per_sample: jax.Array) ->
     return jnp.mean(per_sample)
 
 
-# The rules' state on the host, per seed: beta (eq. 12) and the schedules of eq. 13, from the spec's rules.
-
-
-@dataclasses.dataclass(frozen=True)
-class ReferConfig:
-    """The rules of §3 (see ``rlrepro.specs.agents.refer.ReferRulesSpec`` for each field's source)."""
-
-    variant: str = "refer"
-    c: float = 4.0
-    d: float = 0.1
-    a: float = 5e-7
-    beta0: float = 1.0
-    beta_rate: str = "eta_t"
-    beta_rate_fixed: float = 1e-4
-    kl_direction: str = "mu_pi"
-    rho_cap: float | None = None
-
-    @classmethod
-    def from_spec(cls, rules) -> "ReferConfig":
-        return cls(**rules.model_dump())
+# The rules' state on the host, per seed: beta (eq. 12) and the schedules of eq. 13, from the spec's rules
+# (``rlrepro.training.refer_config.ReferConfig``).
 
 
 def initial_beta(config: ReferConfig, num_seeds: int) -> np.ndarray:

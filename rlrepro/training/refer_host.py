@@ -1,6 +1,5 @@
 """The host loop of the ReF-ER agents (Alg. 1), shared by V-RACER, DDPG and NAF: seeds stepped in lockstep, with
-their shared configuration (``ReplayAgentConfig``), the behaviour record of an action (``Action``) and the transition
-batch of DDPG and NAF (``losses.refer.TransitionBatch``).
+the behaviour record of an action (``Action``); their shared configuration is ``refer_config.ReplayAgentConfig``.
 
 Per environment step t (F = 1): every seed's environment takes its pending action, the step enters the seed's
 episode memory (``EpisodeReplay``), ended episodes are committed; then the agent's ``_learn_and_act`` makes, once
@@ -12,49 +11,16 @@ around the deterministic m(s)); each agent's host supplies its compiled function
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, NamedTuple
 
 import jax
 import numpy as np
 
 from rlrepro.environments.mujoco import MujocoHostEnv, task_shape
-from rlrepro.losses.refer import ReferConfig, TransitionBatch, initial_beta, next_beta, step_schedules
+from rlrepro.losses.refer import TransitionBatch, initial_beta, next_beta, step_schedules
 from rlrepro.replay.episodes import EpisodeReplay, ReplayBank, Sample, state_statistics
-from rlrepro.replay.priority import PriorityConfig, importance_exponent
+from rlrepro.replay.priority import importance_exponent
 from rlrepro.training.lockstep import LockstepHost, LockstepState, SeedEnvs, episode_fields, seed_keys, to_host
-
-
-@dataclasses.dataclass(frozen=True)
-class ReplayAgentConfig:
-    """What V-RACER, DDPG and NAF share: the rules, the memory (App. A: N = 2^18, refreshed every 1000 steps), the
-    MLP widths, Adam's epsilon and gamma. Each agent's config adds its own fields; frozen (a jit static argument)."""
-
-    rules: ReferConfig = ReferConfig()
-    capacity: int = 262_144
-    n_start: int = 262_144
-    refresh_period: int = 1000
-    hidden_sizes: tuple[int, ...] = (128, 128)
-    adam_eps: float = 1e-8
-    discount: float = 0.995
-    per: PriorityConfig | None = None  # rank-based PER (DDPG and NAF with rules.variant per); None: uniform
-
-    @classmethod
-    def from_spec(cls, agent, total_steps: int = 1):
-        """The one place a V-RACER, DDPG or NAF agent spec becomes its config: every other spec field maps to the
-        config field of the same name (a spec field the config lacks is a TypeError, never dropped).
-        ``total_steps``: the run's environment steps (PER anneals its importance exponent over them)."""
-        data = agent.model_dump(exclude={"kind", "rules", "replay", "hidden_sizes", "per"})
-        per = getattr(agent, "per", None)
-        return cls(
-            rules=ReferConfig.from_spec(agent.rules),
-            capacity=agent.replay.capacity,
-            n_start=agent.replay.n_start,
-            refresh_period=agent.replay.refresh_period,
-            hidden_sizes=tuple(agent.hidden_sizes),
-            per=None if per is None else PriorityConfig(**per.model_dump(), anneal_steps=max(int(total_steps), 1)),
-            **data,
-        )
 
 
 class Action(NamedTuple):

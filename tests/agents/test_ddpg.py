@@ -12,7 +12,7 @@ import pytest
 from rlrepro.agents.ddpg import learner as dlearner
 from rlrepro.agents.ddpg.config import DDPGConfig
 from rlrepro.agents.ddpg.networks import PolicyNetwork
-from rlrepro.losses.refer import ReferConfig
+from rlrepro.training.refer_config import ReferConfig
 from rlrepro.specs.agents.refer import DDPGAgentSpec
 
 OBS, ACT = 3, 2

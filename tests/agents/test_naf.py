@@ -14,7 +14,7 @@ from rlrepro.agents.ddpg.learner import Batch
 from rlrepro.agents.naf import learner as nlearner
 from rlrepro.agents.naf.config import NAFConfig
 from rlrepro.agents.naf.networks import NAFNetwork, naf_q
-from rlrepro.losses.refer import ReferConfig
+from rlrepro.training.refer_config import ReferConfig
 from rlrepro.specs.agents.refer import NAFAgentSpec
 
 OBS, ACT = 3, 2

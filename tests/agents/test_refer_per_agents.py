@@ -18,7 +18,7 @@ from rlrepro.agents.ddpg.config import DDPGConfig
 from rlrepro.agents.ddpg.networks import CriticNetwork, PolicyNetwork
 from rlrepro.agents.naf import learner as nlearner
 from rlrepro.agents.naf.config import NAFConfig
-from rlrepro.losses.refer import ReferConfig
+from rlrepro.training.refer_config import ReferConfig
 from rlrepro.replay.priority import PriorityConfig
 from rlrepro.specs import load_spec
 from rlrepro.specs.agents.refer import DDPGAgentSpec, NAFAgentSpec, VRacerAgentSpec

@@ -9,7 +9,8 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from rlrepro.losses.refer import ReferConfig, initial_beta, next_beta
+from rlrepro.losses.refer import initial_beta, next_beta
+from rlrepro.training.refer_config import ReferConfig
 from rlrepro.agents.vracer import learner as vlearner
 from rlrepro.agents.vracer.config import VRacerConfig
 from rlrepro.agents.vracer.networks import VRacerNetwork

@@ -6,7 +6,7 @@ import dataclasses
 
 from rlrepro.specs.agents.common import defaults_from
 from rlrepro.specs.agents.refer import NAFAgentSpec
-from rlrepro.training.refer_host import ReplayAgentConfig
+from rlrepro.training.refer_config import ReplayAgentConfig
 
 
 @dataclasses.dataclass(frozen=True)

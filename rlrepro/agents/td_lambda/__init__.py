@@ -6,7 +6,8 @@ from rlrepro.agents.exports import lazy_exports
 __getattr__, __dir__, __all__ = lazy_exports(
     __name__,
     {
-        "learner": ("TdLambdaConfig", "TdLambdaState", "init", "loss_fn", "update"),
+        "config": ("TdLambdaConfig",),
+        "learner": ("TdLambdaState", "init", "loss_fn", "update"),
         "build": ("build_td_lambda",),
         "loop": ("make_td_lambda_trainer",),
     },

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rlrepro.agents.td_lambda.config import td_lambda_chunks
-from rlrepro.agents.td_lambda.learner import TdLambdaConfig
+from rlrepro.agents.td_lambda.config import TdLambdaConfig, td_lambda_chunks
 from rlrepro.agents.td_lambda.loop import make_td_lambda_trainer
 from rlrepro.training.optim import OptimizerConfig
 from rlrepro.training.program import TrainerProgram

@@ -7,7 +7,6 @@ as the fixed target. Pure ``init`` / ``update``; vmap over seeds.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 from typing import Any, NamedTuple
 
@@ -16,28 +15,9 @@ import jax.numpy as jnp
 import optax
 
 from rlrepro.losses import lambda_returns
-from rlrepro.networks.value import fold_time, MLPValue, TabularValue
-from rlrepro.specs.agents.common import defaults_from
-from rlrepro.specs.agents.td_lambda import TdLambdaAgentSpec
-from rlrepro.training.optim import OptimizerConfig
+from rlrepro.agents.td_lambda.config import TdLambdaConfig
+from rlrepro.networks.value import fold_time
 from rlrepro.training.unroll import Trajectory
-
-
-@dataclasses.dataclass(frozen=True)
-@defaults_from(TdLambdaAgentSpec)
-class TdLambdaConfig:
-    """TD(lambda): ``trace_lambda``, discount, trajectory length, optimiser and value network ("tabular" or "mlp")."""
-
-    trace_lambda: float
-    optimizer: OptimizerConfig
-    unroll_length: int = 16
-    discount: float
-    network: str = "tabular"
-    hidden_sizes: tuple[int, ...] = (64, 64)
-    trajectories_per_update: int
-
-    def make_network(self) -> Any:
-        return TabularValue() if self.network == "tabular" else MLPValue(self.hidden_sizes)
 
 
 class TdLambdaState(NamedTuple):

@@ -15,7 +15,8 @@ import jax
 import jax.numpy as jnp
 
 from rlrepro.training.unroll import ActorState, changepoint_error, init_actor, make_prediction_collect
-from rlrepro.agents.td_lambda.learner import TdLambdaConfig, TdLambdaState, init, update
+from rlrepro.agents.td_lambda.config import TdLambdaConfig
+from rlrepro.agents.td_lambda.learner import TdLambdaState, init, update
 from rlrepro.training.scan import ScannedTrainer, scanned_trainer
 
 
