@@ -12,67 +12,17 @@ import math
 import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 from rlrepro.specs import Scale
 from rlrepro.specs.agents import CPU_ONLY_KINDS
-from rlrepro.workflow import ExperimentPlan, Job, plan_experiment
-
-#: Headroom over the estimated minutes: a cluster node slower than the reference machine, a busy shared
-#: filesystem, a resume after a preemption. The constant adds XLA compilation and start-up, which the per-frame
-#: rate of a tiny job does not show.
-RUNTIME_FACTOR = 2.0
-RUNTIME_OVERHEAD_MINUTES = 15
-#: When a spec states no measured minutes (experiments that cannot run on the reference machine, e.g. DMLab).
-UNMEASURED_RUNTIME_MINUTES = 24 * 60
-#: Memory of a training job whose spec states no measured memory at its scale (``expected_mem_mb``; none does at
-#: the paper scale): ``--config mem_mb=N``, else this. The paper scale's replay memories need more (eval_atari's 1M
-#: Atari frames are >= 7 GB as uint8 84x84): set mem_mb for those runs.
-MEM_MB = 4000
-#: Headroom over a spec's measured peak (``expected_mem_mb``): x1.5 + 512 MB. The figure was measured on 2 cores;
-#: on a node with more cores XLA's and the BLAS thread pools (and glibc's per-thread malloc arenas) hold more; a
-#: Slurm cgroup limit also counts the page cache of the files the job writes (checkpoints, metrics, an MLflow sqlite
-#: store); and exceeding the request kills the job (OUT_OF_MEMORY), whose retry then fails the same way. The constant
-#: covers small jobs, whose peaks are mostly the Python/JAX runtime (~0.3-0.6 GB here) and vary most between
-#: library builds.
-MEM_FACTOR = 1.5
-MEM_OVERHEAD_MB = 512
-#: Added for jobs given GPUs: the CUDA libraries' host memory (cuDNN, cuBLAS, the driver's context), which a
-#: CPU-only measurement cannot show. An allowance, not measured here (no GPU on the reference machine).
-GPU_HOST_MB = 2048
-
-
-def frames_of(experiment) -> int:
-    """The experiment's frame budget (a multi-task member counts once for all its games: ``Job.frames_emulated``)."""
-    return sum(job.frames_emulated for job in experiment.jobs)
-
-
-def cpu_rate(spec) -> float | None:
-    """Frames per second (all of an experiment's jobs, 2 at a time) on the reference machine: the cpu scale's
-    frames over its measured expected minutes. None when the spec states no minutes."""
-    minutes = spec.scale("cpu").expected_minutes
-    if not minutes:
-        return None
-    return frames_of(plan_experiment(Path("x.yaml"), spec, "cpu")) / (minutes * 60.0)
-
-
-def estimated_minutes(job: Job, experiment: ExperimentPlan, scale: Scale) -> float | None:
-    """Wall minutes of one job on one core of the reference machine (all its cores for a whole-machine job).
-
-    The cost model is ``rlrepro plan``'s (one place: the lead may swap it): the spec's minutes measured at this
-    scale, or else its cpu-scale rate (frames over measured minutes), both for 2 jobs at a time on 2 cores; a job
-    gets its share by frames. None when the spec states no measured minutes.
-    """
-    concurrency = 1 if job.whole_machine else 2
-    frames = sum(unit.frames for unit in job.units)
-    measured = experiment.spec.scale(scale).expected_minutes
-    if measured:
-        return measured * min(concurrency, len(experiment.jobs)) * frames / frames_of(experiment)
-    rate = cpu_rate(experiment.spec)
-    if rate is None:
-        return None
-    return frames / (rate / concurrency) / 60.0
-
+from rlrepro.workflow.cost import (
+    RUNTIME_FACTOR,
+    RUNTIME_OVERHEAD_MINUTES,
+    UNMEASURED_RUNTIME_MINUTES,
+    estimated_minutes,
+    memory_mb,
+)
+from rlrepro.workflow.plan import ExperimentPlan, Job
 
 def job_resources(
     job: Job, experiment: ExperimentPlan, scale: Scale, *, gpus: int, max_runtime: int | None = None,
@@ -88,7 +38,7 @@ def job_resources(
         max_runtime: The partition's time limit in minutes (``--config max_runtime=N``): a longer job is cut
             there and resumes from its checkpoint when Snakemake retries it (``retries`` in the profile).
         mem_mb: Memory per job (``--config mem_mb=N``): overrides every job's; without it a job asks for its spec's
-            measured memory at this scale with headroom (:func:`memory_mb`), or MEM_MB where none is measured.
+            measured memory at this scale with headroom (``workflow.cost.memory_mb``), or MEM_MB where none is measured.
 
     Returns:
         ``runtime`` (minutes), ``mem_mb``, ``gpu`` and, for whole-machine jobs (speed measurements), ``slurm_extra``
@@ -111,19 +61,6 @@ def job_resources(
     if job.whole_machine:
         resources["slurm_extra"] = "--exclusive"
     return resources
-
-
-def memory_mb(experiment: ExperimentPlan, scale: Scale, *, gpus: int = 0) -> tuple[int, bool]:
-    """The memory a training job of ``experiment`` asks for at ``scale`` (MB), and whether it is measured.
-
-    Measured: the spec's ``expected_mem_mb`` x MEM_FACTOR + MEM_OVERHEAD_MB (+ GPU_HOST_MB with GPUs), rounded up to
-    100 MB. Unmeasured (no figure at this scale): MEM_MB, the fallback ``--config mem_mb`` replaces.
-    """
-    measured = experiment.spec.scale(scale).expected_mem_mb
-    if measured is None:
-        return MEM_MB, False
-    wanted = measured * MEM_FACTOR + MEM_OVERHEAD_MB + (GPU_HOST_MB if gpus else 0)
-    return int(math.ceil(wanted / 100.0) * 100), True
 
 
 #: ``scontrol show config``'s key naming the accounting plugin: ``accounting_storage/slurmdbd`` where sacct has a

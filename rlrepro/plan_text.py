@@ -2,7 +2,7 @@
 
 Tables list experiments under their paper (named once, its experiments indented); what a cell's figure rests on is a
 short marker (``[m]``, ``[1]``, ``~``) explained once under its table; prose wraps at :data:`WIDTH` with a hanging
-indent. The figures come from ``rlrepro.workflow``, ``rlrepro.bench.device_hours`` and ``rlrepro.cluster``; the
+indent. The figures come from ``rlrepro.workflow`` (its cost model: ``workflow.cost``); the
 layout drops none of them. Imports no JAX: planning stays light.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rlrepro.cluster import GPU_HOST_MB, MEM_FACTOR, MEM_MB, MEM_OVERHEAD_MB, cpu_rate, frames_of, memory_mb
+from rlrepro.workflow.cost import GPU_HOST_MB, MEM_FACTOR, MEM_MB, MEM_OVERHEAD_MB, cpu_rate, frames_of, memory_mb
 
 #: The terminal width every line of ``rlrepro plan`` fits (tested on every scale of the real specs).
 WIDTH = 80
@@ -171,7 +171,7 @@ class _Cost(NamedTuple):
 
 
 def _costs(plans: list, scale: str, stored: list) -> list[_Cost]:
-    from rlrepro.bench.device_hours import accelerator_hours, cpu_hours
+    from rlrepro.workflow.cost import accelerator_hours, cpu_hours
 
     costs = []
     for experiment in plans:
@@ -233,7 +233,7 @@ def cost_lines(plans: list, scale: str, throughput: Path | None = None, *, detai
     (estimates until measured there), from rlrepro/bench/throughput.csv (issue 12 item 9, issue 15); then the total
     time, what the markers mean, why some cannot run here, the device-hour totals and (``detail``) every figure's
     source. ``throughput``: the stored figures (default: throughput.csv)."""
-    from rlrepro.bench.device_hours import THROUGHPUT_CSV, load_throughput
+    from rlrepro.workflow.cost import THROUGHPUT_CSV, load_throughput
     from rlrepro.workflow import cannot_run
 
     throughput = throughput or THROUGHPUT_CSV

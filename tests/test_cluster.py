@@ -131,7 +131,7 @@ def test_a_smoke_experiment_runs_through_the_shipped_profile_every_training_job_
     cluster: Cluster, tmp_path: Path
 ):
     specs = tmp_path / "specs"
-    # measured 600 MB: each job asks for 600 x 1.5 + 512 = 1,412 -> 1,500 MB (rlrepro.cluster.memory_mb)
+    # measured 600 MB: each job asks for 600 x 1.5 + 512 = 1,412 -> 1,500 MB (rlrepro.workflow.cost.memory_mb)
     _toy_spec(specs, "toy_slurm", frames=400, updates_per_chunk=5, variants=["vtrace", "none"], mem_mb=600)
     workdir = tmp_path / "work"
     workdir.mkdir()

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 from snakemake.profiles import ProfileConfigFileParser
 
-from rlrepro.cluster import MEM_MB, RUNTIME_OVERHEAD_MINUTES, job_resources, status_command_for
+from rlrepro.cluster import job_resources, status_command_for
+from rlrepro.workflow.cost import MEM_MB, RUNTIME_OVERHEAD_MINUTES
 from rlrepro.plan_text import memory_lines
 from rlrepro.specs import SpecError, load_spec
 from rlrepro.workflow import plan, plan_experiment

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlrepro.bench.device_hours import COLUMNS
+from rlrepro.workflow.cost import COLUMNS
 from rlrepro.cli import main
 from rlrepro.plan_text import WIDTH, by_paper, cost_lines, hours_text, table, unit_lines, wrap
 from rlrepro.specs import load_specs

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TextIO
 
-from rlrepro.bench.device_hours import COLUMNS, THROUGHPUT_CSV, load_throughput
+from rlrepro.workflow.cost import COLUMNS, THROUGHPUT_CSV, load_throughput
 
 ROOT = Path(__file__).resolve().parents[2]
 SIZES = ("paper", "small")

@@ -11,15 +11,12 @@ rank of |TD error| and weights each sample's loss by its importance weight, ``rl
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 from jax.typing import ArrayLike
-
-if TYPE_CHECKING:
-    from rlrepro.training.refer_config import ReferConfig
 
 Variant = Literal["er", "per", "refer", "refer1", "refer2"]
 VARIANTS: tuple[str, ...] = ("er", "per", "refer", "refer1", "refer2")
@@ -199,17 +196,17 @@ def weighted_mean(config: Any, batch: TransitionBatch, per_sample: jax.Array) ->
 # (``rlrepro.training.refer_config.ReferConfig``).
 
 
-def initial_beta(config: ReferConfig, num_seeds: int) -> np.ndarray:
+def initial_beta(config: Any, num_seeds: int) -> np.ndarray:
     """beta0 under rule 2; 1 otherwise (rule 1 alone and plain ER never scale the gradient)."""
     return np.full(num_seeds, config.beta0 if uses_rule2(config.variant) else 1.0, np.float32)
 
 
-def step_schedules(config: ReferConfig, t: int, learning_rate: float) -> tuple[float, float]:
+def step_schedules(config: Any, t: int, learning_rate: float) -> tuple[float, float]:
     """(c_max(t), eta(t)) at environment step t (eq. 13)."""
     return float(c_max_schedule(t, config.c, config.a)), float(learning_rate_schedule(t, learning_rate, config.a))
 
 
-def next_beta(config: ReferConfig, beta: np.ndarray, far_fraction: np.ndarray, eta_t: float) -> np.ndarray:
+def next_beta(config: Any, beta: np.ndarray, far_fraction: np.ndarray, eta_t: float) -> np.ndarray:
     """Eq. 12 under rule 2 (rate eta(t) or the fixed rate); beta stays 1 otherwise."""
     if not uses_rule2(config.variant):
         return beta

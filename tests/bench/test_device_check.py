@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from rlrepro.bench import device_check, device_wheels
-from rlrepro.bench.device_hours import COLUMNS, accelerator_hours, load_throughput
+from rlrepro.workflow.cost import COLUMNS, accelerator_hours, load_throughput
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rlrepro.bench.device_hours import COLUMNS, THROUGHPUT_CSV, load_throughput
+from rlrepro.workflow.cost import COLUMNS, THROUGHPUT_CSV, load_throughput
 from rlrepro.cli import main
 from rlrepro.specs import load_specs
 from rlrepro.workflow import plan
