@@ -38,7 +38,7 @@ from rlrepro.jobs.run_lock import FinishedRunError, own_run_dir
 from rlrepro.provenance import git_commit
 from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, resolve_agent, resolve_env, spec_hash
 from rlrepro.training.placement import actor_device_setting
-from rlrepro.training.program import ChunkPlan, TrainerProgram
+from rlrepro.training.program import ChunkPlan, TrainerProgram, seed_keys
 from rlrepro.workflow import MULTITASK_ENV, RunUnit, config_hash, multitask_env_ids, results_root
 
 
@@ -97,7 +97,7 @@ def train_job(
                 run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_of[unit.env].model_dump(mode="json"),
                 chunk_plan(agent, env_of[unit.env], frames=size.frames, run=spec.run), device, seeds,
             )
-        state = program.init_batch(jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds]))
+        state = program.init_batch(seed_keys(seeds))
         state, start_chunk, wall_offset, attempts = _resume(ckpt, state, digest, seeds, run_dirs, program)
         label = f"{spec.paper}/{spec.experiment} {variant} {env} seeds {','.join(map(str, seeds))}"
         trackers = _trackers(run_dirs, results) if track else []

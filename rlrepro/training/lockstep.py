@@ -13,8 +13,9 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 import jax
-import jax.numpy as jnp
 import numpy as np
+
+from rlrepro.training.program import seed_keys
 
 
 class LockstepState(NamedTuple):
@@ -67,11 +68,6 @@ def episode_fields(host: SeedEnvs, mark: list[int], frames_per_step: int) -> dic
         "episodes": np.array([len(r) for r in new]),
         "mean_return": np.array([np.mean(r) if r else np.nan for r in new]),
     }
-
-
-def seed_keys(seeds: list[int]) -> jax.Array:
-    """The raw key data of ``jax.random.key(seed)`` for every seed: [num_seeds, 2]."""
-    return jnp.stack([jax.random.key_data(jax.random.key(s)) for s in seeds])
 
 
 def split_seed_keys(seeds: list[int]) -> tuple[jax.Array, jax.Array]:

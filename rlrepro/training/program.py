@@ -88,6 +88,14 @@ def one_seed_program(trainer: Any, chunks: ChunkPlan, refusal: str = ONE_SEED) -
                           chunks.frames_per_chunk)
 
 
+def seed_keys(seeds: list[int]) -> Any:
+    """The runner's seed keys: the raw key data of ``jax.random.key(seed)`` for every seed, [num_seeds, 2] (JAX is
+    imported here, not by planning); ``seeds_of`` reads the seeds back."""
+    import jax
+
+    return jax.numpy.stack([jax.random.key_data(jax.random.key(s)) for s in seeds])
+
+
 def seeds_of(keys: Any) -> list[int]:
     """The run seeds back from the runner's seed keys (raw data of ``jax.random.key(seed)``: [0, seed])."""
     import numpy as np

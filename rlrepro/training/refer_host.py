@@ -20,7 +20,8 @@ from rlrepro.environments.mujoco import MujocoHostEnv, task_shape
 from rlrepro.losses.refer import TransitionBatch, initial_beta, next_beta, step_schedules
 from rlrepro.replay.episodes import EpisodeReplay, ReplayBank, Sample, state_statistics
 from rlrepro.replay.priority import importance_exponent
-from rlrepro.training.lockstep import LockstepHost, LockstepState, SeedEnvs, episode_fields, seed_keys, to_host
+from rlrepro.training.lockstep import LockstepHost, LockstepState, SeedEnvs, episode_fields, to_host
+from rlrepro.training.program import seed_keys
 
 
 class Action(NamedTuple):
