@@ -2,7 +2,9 @@
 #   snakemake -c2                                    default: scale=cpu, every spec under specs/
 #   snakemake -c2 --config scale=smoke only=impala   a quick look at one paper
 #   snakemake -c2 --config specs=/path/to/my/specs   specs outside the repository
+#   snakemake -c2 --config set=curves                the cpu scale's opt-in runs (curves; no claim decided there)
 # Config keys: scale (smoke|cpu|paper), specs (comma-separated files/dirs), only (PAPER[/EXPERIMENT],...),
+# set (the experiments' sets, comma-separated: default, a scale's opt_in name such as curves, or all),
 # results (base folder; a scale writes to <results>/<scale>/), gpus (per training job, for cluster profiles),
 # project (MLflow run keys' namespace), search_executor/dask_address (where a loss search scores programs).
 # machine_cores (cores of a whole-machine job on a cluster, default 8), max_runtime (the partition's time limit in
@@ -17,7 +19,16 @@ from rlrepro.cluster import job_resources
 from rlrepro.recovery import recover
 from rlrepro.specs import SCALES
 from rlrepro.tracking import default_tracking_uri, warn_shared_sqlite
-from rlrepro.workflow import cannot_run, cluster_environment, job_groups, named_explicitly, plan, results_root
+from rlrepro.workflow import (
+    cannot_run,
+    check_sets,
+    cluster_environment,
+    in_job,
+    job_groups,
+    named_explicitly,
+    plan,
+    results_root,
+)
 
 # After a killed Snakemake: its lock files are removed and the training jobs it left running are stopped when no
 # Snakemake process works here (incomplete jobs then re-run through profiles/default's rerun-incomplete and resume
@@ -61,8 +72,12 @@ ENV = "envs/rlrepro.yaml"  # documents the software; no conda here: rules run in
 
 # Experiments whose backend is missing (DMLab) are left out (also of only=PAPER) and listed in the report;
 # asked for by name (only=PAPER/EXPERIMENT), they run and fail at once with a clear message. An only= item that
-# matches no spec is an error listing the known names.
-PLANS = [p for p in plan(SPECS, SCALE, ONLY) if cannot_run(p) is None or named_explicitly(p, ONLY)]
+# matches no spec is an error listing the known names. Experiments of an opt-in set (a scale's opt_in: runs that
+# decide no claim there) run only with set=NAME (or all), or when only= names them.
+SETS = config.get("set") or None
+_PLANNED = plan(SPECS, SCALE, ONLY)
+check_sets(_PLANNED, SETS)
+PLANS = [p for p in _PLANNED if (cannot_run(p) is None or named_explicitly(p, ONLY)) and in_job(p, SETS, ONLY)]
 PLAN_BY_KEY = {p.key: p for p in PLANS}
 
 onstart: warn_shared_sqlite(workflow.executor_plugin, BASE)  # cluster executor + sqlite on the shared filesystem

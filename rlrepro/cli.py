@@ -53,16 +53,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from rlrepro.plan_text import plan_lines, trained_by_unit
-    from rlrepro.workflow import plan
+    from rlrepro.workflow import check_sets, in_job, plan
 
-    plans = plan(args.specs, args.scale, args.only)
+    planned = plan(args.specs, args.scale, args.only)
+    check_sets(planned, args.set)
+    plans = [e for e in planned if in_job(e, args.set, args.only)]
+    left_out = [e for e in planned if not in_job(e, args.set, args.only)]
     if args.json:  # "frames" is the budget, "frames_trained" whole chunks of it, counted in "counts"
         trained = trained_by_unit(plans, args.scale)
         units = [unit for experiment in plans for job in experiment.jobs for unit in job.units]
         print(json.dumps([{**dataclasses.asdict(u), "frames_trained": trained[u][0], "counts": trained[u][1]} for u in units]))
         return 0
     print("\n".join(plan_lines(plans, args.scale, units=args.units, detail=args.detail,
-                                results_root=_results_root(args))))
+                                results_root=_results_root(args), left_out=left_out)))
     return 0
 
 
@@ -150,7 +153,36 @@ def cmd_aggregate(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from rlrepro.results.report import write_report
 
+    if args.compare is not None:
+        return _compare(args.compare, _results_root(args))
     write_report(args.specs, scale=args.scale, results=args.results, only=args.only)
+    return 0
+
+
+def _compare(before: Path, now: Path) -> int:
+    """Exit 0 when every verdict judged on both sides is the same, 1 when one differs, 2 when nothing compares."""
+    from rlrepro.results.publish import compare_lines
+
+    try:
+        lines, differ = compare_lines(before, now)
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 1 if differ else 0
+
+
+def cmd_publish(args: argparse.Namespace) -> int:
+    from rlrepro.results.publish import publish
+
+    root = _results_root(args)
+    try:
+        written = publish(root, args.to)
+    except FileNotFoundError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    size = sum(path.stat().st_size for path in written)
+    print(f"published {root} to {args.to}: {len(written)} file(s), {size / 2**20:.1f} MB")
     return 0
 
 
@@ -258,6 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
     _add_scale(p)
     p.add_argument("--specs", nargs="+", default=["specs"], help="Spec files or directories.")
     p.add_argument("--only", default=None, help="PAPER or PAPER/EXPERIMENT (comma-separated).")
+    p.add_argument("--set", default=None,
+                   help="The job's sets as Snakemake's --config set= takes them: default (when left out), an opt-in "
+                   "set's name (e.g. curves), or all; comma-separated.")
     p.add_argument("--json", action="store_true", help="Print every run unit as JSON.")
     p.add_argument("--units", action="store_true", help="After the per-experiment summary, list every run unit.")
     p.add_argument("--detail", action="store_true",
@@ -316,8 +351,17 @@ def build_parser() -> argparse.ArgumentParser:
     _add_scale(p)
     p.add_argument("--specs", nargs="+", default=["specs"])
     p.add_argument("--only", default=None)
+    p.add_argument("--compare", type=Path, default=None, metavar="FOLDER",
+                   help="Write nothing: list every claim whose verdict here differs from FOLDER's (a published report "
+                   "such as docs/results/cpu, or another results root); exit 1 when one differs.")
     _add_results(p)
     p.set_defaults(func=cmd_report)
+
+    p = sub.add_parser("publish", help="Copy a finished job's report, tables and figures into the repository.")
+    _add_scale(p)
+    p.add_argument("--to", type=Path, required=True, help="The folder (e.g. docs/results/cpu); replaced.")
+    _add_results(p)
+    p.set_defaults(func=cmd_publish)
 
     p = sub.add_parser("mlflow-sync", help="Re-ingest run folders into MLflow (idempotent).")
     _add_scale(p)

@@ -148,6 +148,19 @@ def test_the_plan_of_every_spec_reads_on_one_screen_and_detail_gives_each_experi
     minutes = sum(spec.scale("cpu").expected_minutes for spec in specs)
     assert papers["synthetic_returns"] == [str(len(specs)), str(runs), *hours_text(minutes / 60).split(), "-"]
     assert "unknown: " in out and "(listed with --detail)" in out  # the unknown powers counted, not listed
+    # Issue 32: what the default job decides, per experiment, and the opt-in set it leaves out. Every experiment of
+    # the default job decides a claim at the cpu scale or is a path check of at most PATH_CHECK_MINUTES.
+    text = " ".join(out.split())
+    every = load_specs([REPO / "specs"])
+    default = [spec for _, spec in every if spec.scales["cpu"].opt_in is None]
+    claims = sum("cpu" in claim.judged_at for spec in default for claim in spec.claims)
+    deciding = sum(any("cpu" in claim.judged_at for claim in spec.claims) for spec in default)
+    assert f"claims decided at scale 'cpu': {claims} by {deciding} experiment(s) of " in text
+    assert "frodo: catch 5, random_walk 3" in text and "path checks (no claim decided here, at most 10 min each):" in text
+    assert "longer than a path check" not in text
+    opt_in = sorted(f"{spec.paper}/{spec.experiment}" for _, spec in every if spec.scales["cpu"].opt_in == "curves")
+    assert len(opt_in) == 6 and f"left out of this job: the opt-in set 'curves' ({len(opt_in)} experiment(s)," in text
+    assert all(key in text.partition("the opt-in set 'curves'")[2] for key in opt_in)
     assert main(["plan", "--scale", "cpu", "--detail"]) == 0
     detail = capsys.readouterr().out.splitlines()
     assert max(map(len, detail)) <= WIDTH
@@ -155,3 +168,8 @@ def test_the_plan_of_every_spec_reads_on_one_screen_and_detail_gives_each_experi
     assert table.split() == ["experiment", "time", "here", "accelerator-hours"]
     assert "cluster memory per training job (profiles/slurm):" in detail
     assert any(line.startswith("sources") for line in detail)
+    assert "  frodo/random_walk (3, 10 min): frodo_below_every_td_lambda," in detail  # --detail: the claims' ids
+    assert main(["plan", "--scale", "cpu", "--set", "curves"]) == 0
+    curves = " ".join(capsys.readouterr().out.split())
+    assert f"claims decided at scale 'cpu': 0 by 0 experiment(s) of {len(opt_in)}" in curves
+    assert f"left out of this job: the default job ({len(default) - 4} experiment(s)," in curves  # 4 cannot run

@@ -431,6 +431,10 @@ def test_the_dag_of_the_repository_specs_builds(tmp_path: Path, subprocess_env):
     assert result.returncode == 0, _output(result)
     jobs = re.findall(r"^(train_\w+)\s+1$", result.stdout, flags=re.M)
     assert jobs and not any("dmlab" in job for job in jobs)  # DMLab left out of the default target
+    # Issue 32: the cpu scale's opt-in set (runs that decide no claim there) is left out of the default job too
+    every_rule = re.findall(r"^(train_\w+)\s+\d+$", result.stdout, flags=re.M)
+    assert any(job.startswith("train_frodo_catch") for job in every_rule)
+    assert not any(job.startswith(("train_frodo_atari", "train_impala_atari57_shallow")) for job in every_rule)
     assert not (tmp_path / "results").exists()  # a dry run writes nothing
     # Issue 31 item 10: a job prints one line of what it does and its log, not its input and output lists (a job of
     # 16 seeds listed 16 summary paths; the aggregate step every summary of its experiment: lines of 1,000+ columns)
@@ -442,6 +446,17 @@ def test_the_dag_of_the_repository_specs_builds(tmp_path: Path, subprocess_env):
                      flags=re.M)
     # the longest: the log path of the IMPALA toy's longest variant name (129 columns); was 1,500+
     assert max(len(line) for line in per_job.splitlines()) <= 130
+
+
+def test_set_curves_runs_the_opt_in_experiments_only_and_an_unknown_set_is_an_error(tmp_path: Path, subprocess_env):
+    specs = f"specs={REPO / 'specs' / 'frodo'}"
+    result = snakemake(tmp_path, "-n", "--config", specs, "set=curves", env=subprocess_env, timeout=60)
+    assert result.returncode == 0, _output(result)
+    jobs = re.findall(r"^(train_\w+)\s+\d+$", result.stdout, flags=re.M)
+    assert {job.split("_s0_")[0] for job in jobs} == {"train_frodo_atari57", "train_frodo_atari8_ablations"}
+    result = snakemake(tmp_path, "-n", "--config", specs, "set=curvez", env=subprocess_env, timeout=60)
+    assert result.returncode != 0
+    assert "set=curvez: 'curvez' is no set of these specs; expected one of all, curves, default" in _output(result)
 
 
 def test_snakemake_lint_passes(tmp_path: Path, subprocess_env):

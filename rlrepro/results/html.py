@@ -125,13 +125,13 @@ def _anchor(key: str) -> str:
     return "exp-" + re.sub(r"[^A-Za-z0-9]+", "-", key)
 
 
-def experiment_section(key: str, root: Path, reason: str | None) -> tuple[str, list[tuple[str, ...]]]:
-    """The HTML of one experiment (from its table files under ``root``) and its verdict rows."""
+def experiment_section(key: str, root: Path, not_run: str | None) -> tuple[str, list[tuple[str, ...]]]:
+    """The HTML of one experiment (from its table files under ``root``) and its verdict rows; ``not_run``: why it
+    has no table (``rlrepro.results.report.not_run_text``), or None."""
     md_path = root / "tables" / f"{key}.md"
     head = f"<section class='experiment' id='{_anchor(key)}'><h2>{html.escape(key)}</h2>"
-    if reason or not md_path.exists():
-        why = f"not run on this machine: {reason}" if reason else "not run at this scale (no table yet)"
-        return head + f"<p class='meta'>{html.escape(why)}</p></section>", []
+    if not_run:
+        return head + f"<p class='meta'>{html.escape(not_run)}</p></section>", []
     data = json.loads(md_path.with_suffix(".json").read_text(encoding="utf-8"))
     rows = [(key, c["claim"], c["verdict"], c["detail"], c.get("method") or "") for c in data.get("claims", [])]
     folder = md_path.parent
@@ -167,10 +167,10 @@ def write_html_report(
     """Write ``<root>/report.html``.
 
     Args:
-      sections: (experiment key, why it cannot run here or None), in report order.
+      sections: (experiment key, why it has no table or None), in report order.
       rows: (experiment, claim, verdict, detail) for every claim, as REPORT.md lists them.
     """
-    parts = [experiment_section(key, root, reason)[0] for key, reason in sections]
+    parts = [experiment_section(key, root, not_run)[0] for key, not_run in sections]
     counts: dict[str, int] = {}
     for row in rows:
         counts[row[2]] = counts.get(row[2], 0) + 1

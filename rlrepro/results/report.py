@@ -12,7 +12,7 @@ from rlrepro.results.html import write_html_report
 from rlrepro.results.plots import x_axis_label
 from rlrepro.results.tables import FITNESS_DECIMALS, number_text, search_counts_text
 from rlrepro.specs import Scale, SpecError
-from rlrepro.workflow import ExperimentPlan, SelectionError, cannot_run, plan, results_root
+from rlrepro.workflow import DEFAULT_SET, ExperimentPlan, SelectionError, cannot_run, plan, results_root
 
 
 def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: str | None = None) -> Path:
@@ -21,11 +21,10 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
     plans, skipped = plans_of_every_spec_set(specs, scale, only, root)
     summary_rows, sections, raw_rows, html_sections = [], [], [], []
     for experiment in plans:
-        reason = cannot_run(experiment)
         table_json = Path(experiment.table_paths(root)["md"]).with_suffix(".json")
-        html_sections.append((experiment.key, reason))
-        if reason or not table_json.exists():
-            why = f"not run on this machine: {reason}" if reason else "not run (no table yet)"
+        why = not_run_text(experiment, table_json)
+        html_sections.append((experiment.key, why))
+        if why:
             raw_rows += [(experiment.key, c.id, NOT_JUDGED, why) for c in experiment.spec.claims]
             summary_rows += [_row(experiment, c.id, NOT_JUDGED, why) for c in experiment.spec.claims]
             sections.append(f"### {experiment.key}\n\n{why}\n")
@@ -89,6 +88,19 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
 
 
 TALLY_FILE = "verdicts.json"
+
+
+def not_run_text(experiment: ExperimentPlan, table_json: Path) -> str | None:
+    """Why an experiment has no verdicts here (None: it has its table): its backend is missing, it is in an opt-in
+    set the default job leaves out, or it has not run yet."""
+    if reason := cannot_run(experiment):
+        return f"not run on this machine: {reason}"
+    if table_json.exists():
+        return None
+    if (name := experiment.job_set) != DEFAULT_SET:
+        return (f"not run: in the opt-in set '{name}' of this scale (it decides no claim here; it draws curves), "
+                f"which the default job leaves out: `snakemake -c2 --config scale={experiment.scale} set={name}`")
+    return "not run at this scale (no table yet)"
 
 
 def run_end_text(root: Path) -> str:

@@ -94,6 +94,13 @@ class ScaleSpec(SpecModel):
         "second). A Slurm job asks for it with headroom (rlrepro/cluster.py); without it the job asks for "
         "--config mem_mb or 4000 MB. Say in a comment where and when it was measured.",
     )
+    opt_in: str | None = Field(
+        None,
+        pattern=r"^[a-z][a-z0-9_-]*$",
+        description="Leave the default job at this scale for the named opt-in set (`snakemake --config set=NAME`): "
+        "for runs that decide no claim at this scale (curves only) and take more than a path check's minutes. "
+        "null: in the default job. The smoke scale runs every spec (it is the path check): cpu scale only.",
+    )
 
 
 class BudgetSpec(SpecModel):
@@ -368,6 +375,12 @@ class ExperimentSpec(SpecModel):
             _check_subset(f"scales.{scale_name}.environments", scale.environments, env_ids)
             _check_subset(f"scales.{scale_name}.variants", scale.variants, names)
             _check_subset(f"scales.{scale_name}.variant_agent", list(scale.variant_agent), names)
+        if self.scales["smoke"].opt_in is not None:
+            raise ValueError("scales.smoke.opt_in: the smoke scale runs every spec (it is the path check); "
+                             "an opt-in set belongs to scales.cpu")
+        if (name := self.scales["cpu"].opt_in) and (judged := [c.id for c in self.claims if "cpu" in c.judged_at]):
+            raise ValueError(f"scales.cpu.opt_in: '{name}' would leave the default job without the claims judged at "
+                             f"cpu ({', '.join(judged)}); an opt-in set is for runs that decide no claim there")
         uninformative: list[str] = []
         for i, claim in enumerate(self.claims):
             if isinstance(claim, OrderingClaim):

@@ -5,8 +5,11 @@ memory, an experiment's device-hours). The names the Snakefile, the CLI and the 
 
 from rlrepro.workflow.frames import FrameCount, chunk_plan, frame_count
 from rlrepro.workflow.plan import (
+    ALL_SETS,
     CLUSTER_CONFIG_ENV,
+    DEFAULT_SET,
     MULTITASK_ENV,
+    PATH_CHECK_MINUTES,
     ExperimentPlan,
     Job,
     JobGroup,
@@ -14,8 +17,10 @@ from rlrepro.workflow.plan import (
     SelectionError,
     cannot_run,
     check_only,
+    check_sets,
     cluster_environment,
     config_hash,
+    in_job,
     is_multitask,
     job_groups,
     multitask_env_ids,
@@ -27,8 +32,8 @@ from rlrepro.workflow.plan import (
 )
 
 __all__ = [
-    "CLUSTER_CONFIG_ENV", "MULTITASK_ENV", "ExperimentPlan", "FrameCount", "Job", "JobGroup", "RunUnit",
-    "SelectionError", "cannot_run", "check_only", "chunk_plan", "cluster_environment", "config_hash", "frame_count",
-    "is_multitask", "job_groups", "multitask_env_ids", "named_explicitly", "plan", "plan_experiment", "results_root",
+    "ALL_SETS", "CLUSTER_CONFIG_ENV", "DEFAULT_SET", "MULTITASK_ENV", "PATH_CHECK_MINUTES", "ExperimentPlan",
+    "FrameCount", "Job", "JobGroup", "RunUnit", "SelectionError", "cannot_run", "check_only", "check_sets",
+    "chunk_plan", "cluster_environment", "config_hash", "frame_count", "in_job", "is_multitask", "job_groups", "multitask_env_ids", "named_explicitly", "plan", "plan_experiment", "results_root",
     "select",
 ]

@@ -96,10 +96,21 @@ class ExperimentPlan:
     spec_path: Path
     spec: ExperimentSpec
     jobs: tuple[Job, ...]
+    scale: Scale
 
     @property
     def key(self) -> str:
         return f"{self.spec.paper}/{self.spec.experiment}"
+
+    @property
+    def job_set(self) -> str:
+        """The set it runs in at its scale (``DEFAULT_SET`` or the scale's ``opt_in`` set)."""
+        return job_set(self.spec, self.scale)
+
+    @property
+    def claims_judged(self) -> list[str]:
+        """The ids of the claims judged at its scale (their ``judged_at``): what running it decides."""
+        return [claim.id for claim in self.spec.claims if self.scale in claim.judged_at]
 
     def table_paths(self, root: Path | str) -> dict[str, str]:
         base = Path(root) / "tables" / self.spec.paper / self.spec.experiment
@@ -203,6 +214,36 @@ def named_explicitly(experiment: ExperimentPlan, only: str | None) -> bool:
     return bool(only) and experiment.key in {item.strip().strip("/") for item in only.split(",")}
 
 
+#: The set of experiments a job runs when ``--config set=`` is not given: every experiment whose scale names no
+#: ``opt_in`` set. ``set=all`` runs every set.
+DEFAULT_SET = "default"
+ALL_SETS = "all"
+#: An experiment that decides no claim at a scale stays in the default job only as a path check of at most this
+#: many minutes (issue 32: every hour of the main job decides something); a longer one names an opt-in set.
+PATH_CHECK_MINUTES = 10.0
+
+
+def job_set(spec: ExperimentSpec, scale: Scale) -> str:
+    """The set an experiment runs in at ``scale``: its scale's ``opt_in`` set, else the default job."""
+    return (spec.scales[scale].opt_in if scale in spec.scales else None) or DEFAULT_SET
+
+
+def in_job(experiment: ExperimentPlan, sets: str | None, only: str | None = None) -> bool:
+    """Whether a job of ``sets`` (comma-separated set names; None: the default job; ``all``) runs an experiment.
+    An experiment ``only=`` names as ``paper/experiment`` runs whatever its set."""
+    wanted = {name.strip() for name in (sets or DEFAULT_SET).split(",") if name.strip()}
+    return (ALL_SETS in wanted or experiment.job_set in wanted) or named_explicitly(experiment, only)
+
+
+def check_sets(experiments: Sequence[ExperimentPlan], sets: str | None) -> None:
+    """Every name in ``sets`` is a set some experiment runs in (or ``all``); otherwise a SelectionError lists them."""
+    known = {DEFAULT_SET, ALL_SETS, *(experiment.job_set for experiment in experiments)}
+    unknown = [name.strip() for name in (sets or "").split(",") if name.strip() and name.strip() not in known]
+    if unknown:
+        raise SelectionError(f"set={sets}: {', '.join(map(repr, unknown))} is no set of these specs; expected one of "
+                             f"{', '.join(sorted(known))} (comma-separated)")
+
+
 # The ``env`` of a multi-task job: one agent trained on every environment of the scale at once (IMPALA
 # §5.3.2). Its run units are still one per (environment, seed), so tables and claims read them per game.
 MULTITASK_ENV = "all_environments"
@@ -246,7 +287,7 @@ def plan_experiment(spec_path: Path, spec: ExperimentSpec, scale: Scale) -> Expe
                     Job(spec_path, spec.paper, spec.experiment, variant.name, env_id, chunk, size.frames, digest, units,
                         whole_machine=spec.run.whole_machine)
                 )
-    return ExperimentPlan(spec_path, spec, tuple(jobs))
+    return ExperimentPlan(spec_path, spec, tuple(jobs), scale)
 
 
 def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Scale) -> str:

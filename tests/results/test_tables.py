@@ -407,7 +407,61 @@ def test_report_lists_dmlab_experiments_as_not_run_with_the_reason(aggregated: d
 def test_report_lists_an_experiment_without_a_table_as_not_run(aggregated: dict[str, Any]) -> None:
     text = aggregated["report"].read_text(encoding="utf-8")
     [row] = [line for line in text.splitlines() if line.startswith("- toy/unrun:")]
-    assert row.startswith("- toy/unrun: 3 claim(s)") and row.endswith(": not run (no table yet)")
+    assert row.startswith("- toy/unrun: 3 claim(s)") and row.endswith(": not run at this scale (no table yet)")
+
+
+def test_report_says_an_opt_in_experiment_is_left_out_of_the_default_job(tmp_path: Path) -> None:
+    """Issue 32: an experiment of a cpu opt-in set has no table after the default job; the report says which set
+    and the command that runs it, in REPORT.md and report.html."""
+    curves = _toy()
+    curves["experiment"] = "curves"
+    curves["scales"]["cpu"]["opt_in"] = "curves"
+    for claim in curves["claims"]:
+        claim["judged_at"] = ["paper"]  # an opt-in set decides no claim at its scale
+    write_spec(tmp_path / "specs", curves)
+    path = write_report([tmp_path / "specs"], scale="cpu", results=tmp_path / "results")
+    [row] = [line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("- toy/curves:")]
+    assert "not run: in the opt-in set 'curves' of this scale" in row
+    assert row.endswith("`snakemake -c2 --config scale=cpu set=curves`")
+    assert "set=curves" in (path.parent / "report.html").read_text(encoding="utf-8")
+
+
+def test_a_published_report_compares_equal_to_its_source_and_shows_a_changed_verdict(
+    aggregated: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32: `rlrepro publish` copies the report, tables and (downscaled) figures with a provenance line on top;
+    `rlrepro report --compare` prints no difference against the source and flags a verdict that changed."""
+    from PIL import Image
+
+    from rlrepro.cli import main
+    from rlrepro.results.publish import FIGURE_WIDTH
+
+    published = tmp_path / "docs" / "cpu"
+    args = ["--scale", "cpu", "--results", str(aggregated["results"])]
+    assert main(["publish", *args, "--to", str(published)]) == 0
+    first = (published / "REPORT.md").read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith(f"Published: runs at commit `{RUN_COMMIT}`, finished 2024-01-01, on an unrecorded machine; "
+                            "wall time 0.0 h while training")  # fabricated runs: no device, no wall time
+    assert {p.name for p in (published / "tables" / "toy").iterdir()} >= {"mini.md", "mini.csv", "mini.json", "mini.png"}
+    assert (published / "report.html").exists() and not (published / "report.standalone.html").exists()
+    widths = {}
+    for source in (aggregated["results"] / "cpu" / "tables" / "toy").glob("mini*.png"):
+        with Image.open(source) as wide, Image.open(published / "tables" / "toy" / source.name) as figure:
+            widths[source.name] = (wide.width, figure.width)
+    assert widths and all(small == min(wide, FIGURE_WIDTH) for wide, small in widths.values())
+    assert any(wide > FIGURE_WIDTH for wide, _ in widths.values()), widths  # one was scaled down
+    capsys.readouterr()
+    assert main(["report", *args, "--compare", str(published)]) == 0
+    assert "3 claim(s) the same, 0 differ" in capsys.readouterr().out  # the not-judged claim too
+    table = published / "tables" / "toy" / "mini.json"
+    data = json.loads(table.read_text(encoding="utf-8"))
+    [claim] = [c for c in data["claims"] if c["claim"] == "a_reaches_5"]
+    claim["verdict"] = "not reproduced"
+    table.write_text(json.dumps(data), encoding="utf-8")
+    assert main(["report", *args, "--compare", str(published)]) == 1
+    out = capsys.readouterr().out
+    assert "2 claim(s) the same, 1 differ" in out and "  toy/mini a_reaches_5: not reproduced -> reproduced" in out
+    assert main(["report", *args, "--compare", str(tmp_path / "nothing")]) == 2
 
 
 def test_report_only_selects(aggregated: dict[str, Any], tmp_path: Path) -> None:

@@ -128,6 +128,22 @@ def test_missing_required_field() -> None:
     assert problems(data) == ["agent.loss.entropy_cost: expected field required; found missing"]
 
 
+def test_an_opt_in_set_is_for_the_cpu_scale_and_for_runs_that_decide_no_claim_there() -> None:
+    """Issue 32: an experiment leaves the default job (scales.cpu.opt_in) only when no claim is judged at cpu; the
+    smoke scale (the path check) runs every spec."""
+    data = minimal()
+    data["scales"]["cpu"]["opt_in"] = "curves"
+    [problem] = problems(data)
+    assert problem.startswith("scales.cpu.opt_in: 'curves' would leave the default job without the claims judged at cpu")
+    for claim in data["claims"]:
+        claim["judged_at"] = ["paper"]
+    assert validate_spec(data).scales["cpu"].opt_in == "curves"
+    data["scales"]["smoke"]["opt_in"] = "curves"
+    assert problems(data)[0].startswith("scales.smoke.opt_in: the smoke scale runs every spec")
+    data["scales"]["smoke"]["opt_in"] = "Curves!"
+    assert problems(data)[0].startswith("scales.smoke.opt_in: expected string should match pattern")
+
+
 def test_out_of_range_value_names_the_bound() -> None:
     data = minimal()
     data["budget"]["seeds"] = 0
