@@ -46,7 +46,7 @@ def measure(kind: str, inner_steps: int, batch: int, unroll: int, repeats: int) 
     for name, target in (("impala", "vtrace"), ("frodo", "meta_network")):
         config = _config(kind, target, inner_steps, batch, unroll)
         nets = make_networks(config, num_actions)
-        state = init(jax.random.key(0), config, obs_shape, num_actions)
+        state = init(config, jax.random.key(0), obs_shape, num_actions)
         trajs = _batches(jax.random.key(1), inner_steps + 1, obs_shape, num_actions, config)
 
         def collect(key, params, i):

@@ -28,7 +28,7 @@ def random_batch(
 ) -> Batch:
     """A host (numpy) batch with the Atari layout and random contents."""
     rng = np.random.default_rng(seed)
-    config = ImpalaConfig(unroll_length=unroll, batch_size=batch_size, conv_network=network_config)
+    config = ImpalaConfig(unroll_length=unroll, batch_size=batch_size, max_grad_norm=40.0, conv_network=network_config)
     core_state = initial_core_state(make_network(config, num_actions), batch_size)
     return Batch(
         observations=rng.integers(0, 256, (unroll + 1, batch_size, *ATARI_OBSERVATION_SHAPE), dtype=np.uint8),
@@ -72,7 +72,7 @@ def learner_frames_per_second(
         lstm_size=lstm_size,
         last_action_reward_inputs=last_action_reward_inputs,
     )
-    config = ImpalaConfig(unroll_length=unroll, batch_size=batch_size, conv_network=network)
+    config = ImpalaConfig(unroll_length=unroll, batch_size=batch_size, max_grad_norm=40.0, conv_network=network)
     learner = make_sharded_update(make_learner(config, ATARI_OBSERVATION_SHAPE, num_actions), devices)
     state = learner.init(jax.random.key(0))
     batch = learner.shard_batch(

@@ -54,7 +54,8 @@ def comparison(timings: dict[str, Timing], frames: int, reference: str, ms_per_u
 
 
 def _configs(batch_size: int, unroll_length: int, capacity: int) -> dict[str, ImpalaSRConfig]:
-    impala = ImpalaConfig(unroll_length=unroll_length, batch_size=batch_size, hidden_sizes=(128,), reward_clip=None)
+    impala = ImpalaConfig(unroll_length=unroll_length, batch_size=batch_size, hidden_sizes=(128,), reward_clip=None,
+                          max_grad_norm=40.0)
     return {
         "sr_baseline": ImpalaSRConfig(impala, SRConfig(enabled=False, alpha=0.0, memory_capacity=capacity), lstm_size=None),
         "sr": ImpalaSRConfig(impala, SRConfig(alpha=0.3, memory_capacity=capacity), lstm_size=None),

@@ -94,7 +94,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", default=None, metavar="PATH", help="also write the figures to PATH (JSON)")
     args = parser.parse_args(argv)
     config = ImpalaConfig(
-        batch_size=args.batch_size, unroll_length=args.unroll_length, policy_lag=args.policy_lag, hidden_sizes=(64, 64)
+        batch_size=args.batch_size, unroll_length=args.unroll_length, policy_lag=args.policy_lag, hidden_sizes=(64, 64),
+        max_grad_norm=40.0,
     )
     setting = (f"IMPALA toy benchmark: {args.env}, B={config.batch_size}, T={config.unroll_length}, MLP 64x64, "
                f"lag {config.policy_lag}, devices {jax.devices()}")

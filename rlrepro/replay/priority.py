@@ -22,15 +22,19 @@ import dataclasses
 
 import numpy as np
 
+from rlrepro.specs.agents.common import defaults_from
+from rlrepro.specs.agents.refer import PrioritisedReplaySpec
+
 
 @dataclasses.dataclass(frozen=True)
+@defaults_from(PrioritisedReplaySpec)
 class PriorityConfig:
     """Rank-based PER (``rlrepro.specs.agents.refer.PrioritisedReplaySpec``); ``anneal_steps``: the environment steps
     of the run, over which the importance exponent goes from beta0 to 1 (Schaul et al. 2016, §3.4)."""
 
-    alpha: float = 0.7
-    beta0: float = 0.5
-    sort_period: int = 10
+    alpha: float
+    beta0: float
+    sort_period: int
     anneal_steps: int = 1
 
 

@@ -8,21 +8,24 @@ from __future__ import annotations
 import dataclasses
 
 from rlrepro.replay.priority import PriorityConfig
+from rlrepro.specs.agents.common import defaults_from
+from rlrepro.specs.agents.refer import EpisodeReplaySpec, ReferRulesSpec
 
 
 @dataclasses.dataclass(frozen=True)
+@defaults_from(ReferRulesSpec)
 class ReferConfig:
     """The rules of §3 (see ``rlrepro.specs.agents.refer.ReferRulesSpec`` for each field's source)."""
 
-    variant: str = "refer"
-    c: float = 4.0
-    d: float = 0.1
-    a: float = 5e-7
-    beta0: float = 1.0
-    beta_rate: str = "eta_t"
-    beta_rate_fixed: float = 1e-4
-    kl_direction: str = "mu_pi"
-    rho_cap: float | None = None
+    variant: str = "refer"  # the spec requires it (no default there)
+    c: float
+    d: float
+    a: float
+    beta0: float
+    beta_rate: str
+    beta_rate_fixed: float
+    kl_direction: str
+    rho_cap: float | None
 
     @classmethod
     def from_spec(cls, rules) -> "ReferConfig":
@@ -30,14 +33,15 @@ class ReferConfig:
 
 
 @dataclasses.dataclass(frozen=True)
+@defaults_from(EpisodeReplaySpec)
 class ReplayAgentConfig:
     """What V-RACER, DDPG and NAF share: the rules, the memory (App. A: N = 2^18, refreshed every 1000 steps), the
     MLP widths, Adam's epsilon and gamma. Each agent's config adds its own fields; frozen (a jit static argument)."""
 
     rules: ReferConfig = ReferConfig()
-    capacity: int = 262_144
-    n_start: int = 262_144
-    refresh_period: int = 1000
+    capacity: int
+    n_start: int
+    refresh_period: int
     hidden_sizes: tuple[int, ...] = (128, 128)
     adam_eps: float = 1e-8
     discount: float = 0.995

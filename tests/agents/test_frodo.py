@@ -51,7 +51,7 @@ def test_meta_gradient_matches_finite_differences_float64():
     with jax.enable_x64(True):
         config = _prediction_config()
         nets = make_networks(config, 1, param_dtype=jnp.float64)
-        state = init(jax.random.key(0), config, (3,), 1, param_dtype=jnp.float64)
+        state = init(config, jax.random.key(0), (3,), 1, param_dtype=jnp.float64)
         # non-zero initial values so that v_next feeds the meta-network something
         state = state._replace(params=jax.tree.map(lambda p: p + 0.3 * jnp.arange(p.size).reshape(p.shape), state.params))
         trajs = jax.tree.map(lambda *x: jnp.stack(x), *[_random_trajectory(k, dtype=jnp.float64) for k in jax.random.split(jax.random.key(1), 3)])
@@ -84,13 +84,13 @@ class _NStepReturn(nn.Module):
 def test_fixed_nstep_target_equals_td1_update():
     config = _prediction_config(meta_inputs=("reward", "discount", "v_next"))
     nets = make_networks(config, 1)._replace(meta=_NStepReturn())
-    state = init(jax.random.key(0), config, (3,), 1)
+    state = init(config, jax.random.key(0), (3,), 1)
     params = jax.tree.map(lambda p: p + jnp.arange(p.size, dtype=p.dtype).reshape(p.shape) / 3, state.params)
     traj = _random_trajectory(jax.random.key(3))
     new_params, _, _ = inner_step(params, state.opt_state, {}, traj, config, nets)
     td_config = TdLambdaConfig(trace_lambda=1.0, optimizer=config.optimizer, unroll_length=4)
-    td_state = td_init(jax.random.key(0), td_config, (3,))._replace(params=params)
-    td_state, _ = td_update(td_state, traj, td_config)
+    td_state = td_init(td_config, jax.random.key(0), (3,))._replace(params=params)
+    td_state, _ = td_update(td_config, td_state, traj)
     np.testing.assert_allclose(jax.flatten_util.ravel_pytree(new_params)[0], jax.flatten_util.ravel_pytree(td_state.params)[0], rtol=1e-6)
 
 
@@ -99,7 +99,7 @@ def test_fixed_nstep_target_equals_actor_critic_update():
                          meta_optimizer=OptimizerConfig(0.01), meta_hidden_size=4, meta_inputs=("reward", "discount", "v_next"),
                          unroll_length=3, batch_size=2, discount=0.9, outer="monte_carlo")
     nets = make_networks(config, 3)._replace(meta=_NStepReturn())
-    state = init(jax.random.key(0), config, (4,), 3)
+    state = init(config, jax.random.key(0), (4,), 3)
     k1, k2, k3 = jax.random.split(jax.random.key(5), 3)
     traj = Trajectory(jax.random.normal(k1, (4, 2, 4)), jax.random.randint(k2, (3, 2), 0, 3), jax.random.normal(k3, (3, 2)),
                       jnp.array([[0.9, 0.9], [0.0, 0.9], [0.9, 0.9]]), jnp.zeros((3, 2, 3)))
@@ -123,7 +123,7 @@ def test_fixed_nstep_target_equals_actor_critic_update():
 def test_semi_and_full_target_gradients_differ():
     config = _prediction_config()
     nets = make_networks(config, 1)
-    state = init(jax.random.key(0), config, (3,), 1)
+    state = init(config, jax.random.key(0), (3,), 1)
     params = jax.tree.map(lambda p: p + 0.5, state.params)
     traj = _random_trajectory(jax.random.key(3))
     semi = inner_step(params, state.opt_state, state.meta_params, traj, config, nets)[0]

@@ -49,7 +49,7 @@ def _catch_batch(config: ImpalaConfig, params: object, seed: int = 0) -> Batch:
 
 
 def _learner_state(config: ImpalaConfig, seed: int = 0):
-    return init(jax.random.PRNGKey(seed), config, (6, 11), 3)
+    return init(config, jax.random.PRNGKey(seed), (6, 11), 3)
 
 
 @functools.partial(jax.jit, static_argnums=0)
@@ -219,7 +219,7 @@ CORRECTIONS = ("vtrace", "one_step_is", "epsilon", "none")
 
 
 def _updated_params(config: ImpalaConfig, batch: Batch):
-    state, metrics = jax.jit(update, static_argnums=2)(_learner_state(config), batch, config)
+    state, metrics = jax.jit(update, static_argnums=0)(config, _learner_state(config), batch)
     return state.params, metrics
 
 

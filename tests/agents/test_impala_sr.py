@@ -37,7 +37,7 @@ def _config(unroll_length: int = 7, batch_size: int = 3, **sr: object) -> Impala
 def _initial(config: ImpalaSRConfig, env, network: SRActorCritic, seed: int) -> tuple:
     """The learner's parameters and the actor's state, each made by one compiled call (run eagerly, flax's init and
     the LSTM's scan compile op by op: 20 s of a test's 28 on 2 cores)."""
-    params = jax.jit(init, static_argnums=(1, 2, 3))(jax.random.key(seed), config, env.observation_shape, env.num_actions)
+    params = jax.jit(init, static_argnums=(0, 2, 3))(config, jax.random.key(seed), env.observation_shape, env.num_actions)
     return params.params, jax.jit(init_actor, static_argnums=(1, 2, 3))(jax.random.key(seed + 1), env, network, config)
 
 

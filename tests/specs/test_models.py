@@ -519,3 +519,42 @@ def test_an_agent_config_takes_its_defaults_from_the_spec_model_and_may_not_repe
         @defaults_from(PPOAgentSpec)
         class Repeated:
             discount: float = 0.99
+
+
+def test_a_nested_or_renamed_field_takes_its_default_from_its_place_in_the_spec_and_is_read_from_there():
+    """Issue 29: ``defaults_from``'s path table ties ImpalaConfig's nested and renamed fields (``rmsprop_decay`` is
+    ``optimizer.decay``, ``lambda_`` is ``loss.trace_lambda``) to the spec model's defaults; ``spec_values`` reads
+    them from a spec, and refuses a spec that lacks one unless it is left out."""
+    import dataclasses
+
+    from rlrepro.agents.impala.config import ImpalaConfig
+    from rlrepro.specs.agents import ImpalaSRAgentSpec
+    from rlrepro.specs.agents.common import RMSPropSpec, defaults_from, spec_values
+    from rlrepro.specs.agents.impala import ImpalaLossSpec, ReplaySpec
+
+    defaults = ImpalaConfig()
+    assert defaults.rmsprop_decay == RMSPropSpec.model_fields["decay"].default == 0.99
+    assert defaults.lambda_ == ImpalaLossSpec.model_fields["trace_lambda"].default == 1.0
+    assert defaults.replay_capacity == ReplaySpec.model_fields["capacity"].default
+    assert ImpalaConfig.SPEC_PATHS["lambda_"] == "loss.trace_lambda" and "conv_network" not in ImpalaConfig.SPEC_PATHS
+
+    spec = ImpalaAgentSpec.model_validate({
+        "kind": "impala", "unroll_length": 7, "batch_size": 3,
+        "optimizer": {"learning_rate": 1e-3, "epsilon": 0.1, "decay": 0.5},
+        "loss": {"discount": 0.9, "entropy_cost": 0.02, "trace_lambda": 0.7}, "replay": {"fraction": 0.25},
+    })
+    values = spec_values(ImpalaConfig, spec)
+    assert (values["rmsprop_decay"], values["lambda_"], values["replay_fraction"], values["unroll_length"]) == (
+        0.5, 0.7, 0.25, 7)
+    sr = ImpalaSRAgentSpec.model_validate({**spec.model_dump(exclude={"replay", "kind", "multitask"}), "kind": "impala_sr",
+                                           "sr": {"enabled": False, "alpha": 0.0, "memory_capacity": 10}})
+    with pytest.raises(AttributeError, match="ImpalaSRAgentSpec has no 'replay.fraction' for ImpalaConfig.replay_fraction"):
+        spec_values(ImpalaConfig, sr)
+    assert "replay_fraction" not in spec_values(ImpalaConfig, sr, omit=("replay_fraction", "replay_capacity"))
+
+    with pytest.raises(TypeError, match="Misplaced.decay: ImpalaAgentSpec has no field 'optimiser.decay'"):
+
+        @dataclasses.dataclass(frozen=True)
+        @defaults_from(ImpalaAgentSpec, {"decay": "optimiser.decay"})
+        class Misplaced:
+            decay: float

@@ -8,33 +8,20 @@ from rlrepro.agents.dqn.config import DQNConfig
 from rlrepro.networks.config import ConvNetworkConfig
 from rlrepro.agents.dqn.loop import DQNState, HostDQN, num_steps
 from rlrepro.environments.errors import UnsupportedSetupError
+from rlrepro.specs.agents.common import spec_values
 from rlrepro.training.program import TrainerProgram, host_step_chunks, one_seed_program, seeds_of
 
 
 def dqn_config(agent: Any, env_id: str | None = None) -> DQNConfig:
-    """The learner config of a ``DQNAgentSpec`` on environment ``env_id`` (its epsilon decay may differ per id)."""
+    """The learner config of a ``DQNAgentSpec`` on environment ``env_id`` (its epsilon decay may differ per id): every
+    field at its place in the spec (``config.SPEC_PATHS``), the network and the per-environment decay derived here."""
     conv = None if agent.network.kind == "mlp" else ConvNetworkConfig.from_spec(agent.network)
     decay = agent.exploration.decay_steps if env_id is None else agent.exploration.decay_steps_for(env_id)
     return DQNConfig(
-        loss=agent.loss.name,
-        td_scale=agent.loss.td_scale,
-        k=agent.loss.k,
-        clip_gamma=agent.loss.clip_gamma,
-        discount=agent.discount,
-        learning_rate=agent.optimizer.learning_rate,
-        adam_eps=agent.optimizer.eps,
-        hidden_sizes=tuple(agent.network.hidden_sizes) if conv is None else (),
-        batch_size=agent.batch_size,
-        replay_capacity=agent.replay_capacity,
-        min_replay=agent.min_replay,
-        update_period=agent.update_period,
-        target_period=agent.target_period,
-        epsilon_start=agent.exploration.start,
-        epsilon_end=agent.exploration.end,
+        **spec_values(DQNConfig, agent, omit=("epsilon_decay_steps",)),
         epsilon_decay_steps=decay,
+        hidden_sizes=tuple(agent.network.hidden_sizes) if conv is None else (),
         conv_network=conv,
-        reward_clip=agent.reward_clip,
-        evaluation_period=agent.evaluation_period,
     )
 
 

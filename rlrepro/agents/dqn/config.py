@@ -7,14 +7,29 @@ from typing import Literal
 
 from rlrepro.networks.config import ConvNetworkConfig
 from rlrepro.specs.agents.common import defaults_from
-from rlrepro.specs.agents.dqn import DEFAULT_TD_SCALE, DQNAgentSpec
+from rlrepro.specs.agents.dqn import DQNAgentSpec
 
 LossName = Literal["dqn", "ddqn", "dqnreg", "dqnclipped", "program"]
 LOSSES: tuple[str, ...] = ("dqn", "ddqn", "dqnreg", "dqnclipped", "program")
 
 
+#: Where ``DQNConfig``'s fields live in ``DQNAgentSpec`` when not at its top level under the same name: their defaults
+#: come from there (``defaults_from``) and ``dqn_config`` reads them there (``spec_values``).
+SPEC_PATHS = {
+    "loss": "loss.name",
+    "td_scale": "loss.td_scale",
+    "k": "loss.k",
+    "clip_gamma": "loss.clip_gamma",
+    "learning_rate": "optimizer.learning_rate",
+    "adam_eps": "optimizer.eps",
+    "epsilon_start": "exploration.start",
+    "epsilon_end": "exploration.end",
+    "epsilon_decay_steps": "exploration.decay_steps",
+}
+
+
 @dataclasses.dataclass(frozen=True)
-@defaults_from(DQNAgentSpec)
+@defaults_from(DQNAgentSpec, SPEC_PATHS)
 class DQNConfig:
     """Everything the DQN learner, actor and host loop need; frozen (a safe jit static argument).
 
@@ -43,21 +58,21 @@ class DQNConfig:
     """
 
     loss: LossName = "dqn"
-    td_scale: float = DEFAULT_TD_SCALE
-    k: float = 0.1
-    clip_gamma: Literal["per_transition", "constant"] = "per_transition"
+    td_scale: float
+    k: float
+    clip_gamma: Literal["per_transition", "constant"]
     discount: float
-    learning_rate: float = 1e-4
-    adam_eps: float = 1e-8
+    learning_rate: float
+    adam_eps: float
     hidden_sizes: tuple[int, ...] = (256, 256)
     batch_size: int
     replay_capacity: int
     min_replay: int
     update_period: int
     target_period: int
-    epsilon_start: float = 1.0
-    epsilon_end: float = 0.05
-    epsilon_decay_steps: int = 1000
+    epsilon_start: float
+    epsilon_end: float
+    epsilon_decay_steps: int
     conv_network: ConvNetworkConfig | None = None
     reward_clip: float | None
     evaluation_period: int | None

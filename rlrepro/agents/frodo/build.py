@@ -8,13 +8,16 @@ from typing import Any, NamedTuple
 
 from rlrepro.agents.frodo.config import FrodoConfig, OptimizerConfig, frodo_chunks, monte_carlo_episode_length
 from rlrepro.agents.frodo.loop import make_frodo_trainer
+from rlrepro.specs.agents.common import spec_values
 from rlrepro.training.program import TrainerProgram, one_seed_program
 
 
 def frodo_config(
     agent: Any, total_updates: int, meta_unroll: int | None = None, *, episode_length: int | None = None
 ) -> FrodoConfig:
-    """The learner config of a ``FrodoAgentSpec``; ``total_updates`` meta-iterations set the lr schedules.
+    """The learner config of a ``FrodoAgentSpec``: every field at its place in the spec (``config.SPEC_PATHS``), the
+    network, the optimisers (``total_updates`` meta-iterations set their lr schedules) and the outer unroll derived
+    here.
 
     ``meta_unroll`` only trades compile time for run time (see ``FrodoConfig``). ``episode_length``: the
     validation length of a Monte Carlo outer loss (``monte_carlo_episode_length``), required for it.
@@ -30,33 +33,13 @@ def frodo_config(
         conv_fc_size=net.fc_size,
     ) if net.kind == "frodo_conv" else {}
     return FrodoConfig(
-        task=agent.task,
+        **spec_values(FrodoConfig, agent),
         network=net.kind,
         hidden_sizes=tuple(net.hidden_sizes) if net.kind == "mlp" else (),
         **conv,
         optimizer=OptimizerConfig.from_spec(agent.optimizer, total_updates * agent_steps),
         meta_optimizer=OptimizerConfig.from_spec(agent.meta_optimizer, total_updates),
-        meta_hidden_size=agent.meta_network.hidden_size,
-        meta_inputs=tuple(agent.meta_network.inputs),
-        parameterises=agent.meta_network.parameterises,
-        target=agent.target,
-        target_grad=agent.target_grad,
-        inner_steps=agent.inner_steps,
-        unroll_length=agent.unroll_length,
-        batch_size=agent.batch_size,
-        discount=agent.discount,
-        baseline_cost=agent.baseline_cost,
-        entropy_cost=agent.entropy_cost,
-        reward_clip=agent.reward_clip,
-        outer=agent.outer.kind,
         outer_unroll_length=episode_length if agent.outer.kind == "monte_carlo" else agent.outer.unroll_length,
-        vtrace_lambda=agent.outer.trace_lambda,
-        rho_bar=agent.outer.rho_bar,
-        pg_rho_bar=agent.outer.pg_rho_bar,
-        temperature=agent.outer.temperature,
-        consistency_weight=agent.consistency.weight,
-        consistency_form=agent.consistency.form,
-        listing_offbyone=agent.consistency.listing_offbyone,
         meta_unroll=meta_unroll,
     )
 

@@ -17,8 +17,25 @@ from rlrepro.training.program import ChunkPlan, update_chunks
 META_INPUTS: tuple[str, ...] = ("reward", "discount", "v_next", "observation", "pi_a", "mu_a", "torso")
 
 
+#: Where ``FrodoConfig``'s fields live in ``FrodoAgentSpec`` when not at its top level under the same name: their
+#: defaults come from there (``defaults_from``) and ``frodo_config`` reads them there (``spec_values``).
+SPEC_PATHS = {
+    "meta_hidden_size": "meta_network.hidden_size",
+    "meta_inputs": "meta_network.inputs",
+    "parameterises": "meta_network.parameterises",
+    "outer": "outer.kind",
+    "vtrace_lambda": "outer.trace_lambda",
+    "rho_bar": "outer.rho_bar",
+    "pg_rho_bar": "outer.pg_rho_bar",
+    "temperature": "outer.temperature",
+    "consistency_weight": "consistency.weight",
+    "consistency_form": "consistency.form",
+    "listing_offbyone": "consistency.listing_offbyone",
+}
+
+
 @dataclasses.dataclass(frozen=True)
-@defaults_from(FrodoAgentSpec)
+@defaults_from(FrodoAgentSpec, SPEC_PATHS)
 class FrodoConfig:
     """Everything FRODO's learner and loop need; frozen (hashable, closed over by jit).
 
@@ -65,7 +82,7 @@ class FrodoConfig:
     conv_kernels: tuple[int, ...] = (4, 4)
     conv_strides: tuple[int, ...] = (4, 4)
     conv_fc_size: int | None = None
-    parameterises: Literal["target", "loss"] = "target"
+    parameterises: Literal["target", "loss"]
     target: Literal["meta_network", "vtrace"]
     target_grad: Literal["semi", "full"]
     inner_steps: int
@@ -73,13 +90,13 @@ class FrodoConfig:
     entropy_cost: float
     reward_clip: float | None
     outer_unroll_length: int | None = None
-    vtrace_lambda: float = 1.0
-    rho_bar: float = 1.0
-    pg_rho_bar: float = 1.0
-    temperature: float = 1.0
-    consistency_weight: float = 0.0
-    consistency_form: Literal["n_step", "one_step"] = "n_step"
-    listing_offbyone: bool = False
+    vtrace_lambda: float
+    rho_bar: float
+    pg_rho_bar: float
+    temperature: float
+    consistency_weight: float
+    consistency_form: Literal["n_step", "one_step"]
+    listing_offbyone: bool
     meta_unroll: int | None = None
 
     def __post_init__(self) -> None:

@@ -115,7 +115,7 @@ class HostFrodoTrainer(HostActorLearner):
     def init(self, key_data: jax.Array) -> FrodoHostState:
         key = jax.random.wrap_key_data(jnp.asarray(key_data, jnp.uint32))
         learner_key, rng = jax.random.split(key)
-        learner = init(learner_key, self.config, self.observation_shape, self.num_actions)
+        learner = init(self.config, learner_key, self.observation_shape, self.num_actions)
         return FrodoHostState(learner, jax.random.key_data(rng), jnp.zeros((), jnp.int32))
 
     def next_batches(self) -> tuple[tuple[Trajectory, ...], list[int], list[float]]:

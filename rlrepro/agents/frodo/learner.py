@@ -104,7 +104,7 @@ def meta_input_size(config: FrodoConfig, observation_shape: tuple[int, ...], tor
 
 
 def init(
-    key: jax.Array, config: FrodoConfig, observation_shape: tuple[int, ...], num_actions: int,
+    config: FrodoConfig, key: jax.Array, observation_shape: tuple[int, ...], num_actions: int,
     param_dtype: Any = jnp.float32,
 ) -> FrodoState:
     """Fresh agent and meta-network parameters and optimiser states; step 0."""

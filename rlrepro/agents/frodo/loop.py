@@ -85,7 +85,7 @@ def _probe(env: Any, config: FrodoConfig, nets: Networks) -> Callable[[Any, Any]
 def init_train_state(key: jax.Array, env: JaxEnv, config: FrodoConfig) -> FrodoTrainState:
     """Fresh learner, B reset environments, frames 0."""
     learner_key, actor_key, rng = jax.random.split(raw_key(key), 3)
-    learner = init(learner_key, config, env.observation_shape, env.num_actions)
+    learner = init(config, learner_key, env.observation_shape, env.num_actions)
     return FrodoTrainState(learner, init_actor(actor_key, env, config.batch_size), rng, jnp.zeros((), jnp.int32))
 
 

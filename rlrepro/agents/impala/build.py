@@ -9,6 +9,7 @@ from rlrepro.networks.config import ConvNetworkConfig
 from rlrepro.environments.availability import require_backend
 from rlrepro.environments.errors import UnsupportedSetupError
 from rlrepro.specs import ImpalaAgentSpec
+from rlrepro.specs.agents.common import spec_values
 from rlrepro.specs.agents.impala import ActorSpec
 from rlrepro.specs.environments import AtariEnvSpec, JaxEnvSpec
 from rlrepro.specs.experiment import RunSpec
@@ -73,37 +74,16 @@ def resolve_impala(agent: ImpalaAgentSpec, env_spec: Any, *, frames: int, run: R
 
 
 def impala_config(agent: ImpalaAgentSpec, total_updates: int) -> ImpalaConfig:
-    """The IMPALA learner config from its spec (every field of ``optimizer``, ``loss`` and ``network``)."""
-    opt, loss = agent.optimizer, agent.loss
+    """The IMPALA learner config from its spec: every field at its place in the spec (``config.SPEC_PATHS``; an
+    IMPALA+SR spec has no ``replay``, so its config keeps the spec model's none), the network's and the schedule's
+    length derived here."""
+    mlp = agent.network.kind == "mlp"
+    no_replay = () if isinstance(agent, ImpalaAgentSpec) else ("replay_fraction", "replay_capacity")
     return ImpalaConfig(
-        discount=loss.discount,
-        unroll_length=agent.unroll_length,
-        batch_size=agent.batch_size,
-        learning_rate=opt.learning_rate,
-        rmsprop_decay=opt.decay,
-        rmsprop_epsilon=opt.epsilon,
-        rmsprop_momentum=opt.momentum,
-        rmsprop_eps_in_sqrt=opt.eps_in_sqrt,
-        rmsprop_initial_scale=opt.initial_scale,
-        max_grad_norm=opt.max_grad_norm,
-        lr_schedule=opt.lr_schedule,
+        **spec_values(ImpalaConfig, agent, omit=no_replay),
         total_updates=total_updates,
-        entropy_cost=loss.entropy_cost,
-        baseline_cost=loss.baseline_cost,
-        reward_clip=loss.reward_clip,
-        reward_transform=loss.reward_transform,
-        correction=loss.correction,
-        rho_bar=loss.rho_bar,
-        c_bar=loss.c_bar,
-        pg_rho_bar=loss.pg_rho_bar,
-        lambda_=loss.trace_lambda,
-        epsilon_correction=loss.epsilon_correction,
-        policy_lag=agent.policy_lag,
-        # IMPALA+SR's spec shares these fields but has no replay (its loop has none).
-        replay_fraction=agent.replay.fraction if isinstance(agent, ImpalaAgentSpec) else 0.0,
-        replay_capacity=agent.replay.capacity if isinstance(agent, ImpalaAgentSpec) else 10_000,
-        hidden_sizes=tuple(agent.network.hidden_sizes) if agent.network.kind == "mlp" else (64, 64),
-        conv_network=None if agent.network.kind == "mlp" else ConvNetworkConfig.from_spec(agent.network),
+        hidden_sizes=tuple(agent.network.hidden_sizes) if mlp else (64, 64),
+        conv_network=None if mlp else ConvNetworkConfig.from_spec(agent.network),
     )
 
 

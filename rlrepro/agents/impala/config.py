@@ -23,8 +23,35 @@ LR_SCHEDULES: tuple[str, ...] = ("linear_to_zero", "constant")
 REWARD_TRANSFORMS: tuple[str, ...] = ("clip", "soft_asymmetric_code", "soft_asymmetric_paper")
 
 
+#: Where ``ImpalaConfig``'s fields live in ``ImpalaAgentSpec`` when not at its top level under the same name: their
+#: defaults come from there (``defaults_from``) and ``impala_config`` reads them there (``spec_values``).
+SPEC_PATHS = {
+    "discount": "loss.discount",
+    "learning_rate": "optimizer.learning_rate",
+    "rmsprop_decay": "optimizer.decay",
+    "rmsprop_epsilon": "optimizer.epsilon",
+    "rmsprop_momentum": "optimizer.momentum",
+    "rmsprop_eps_in_sqrt": "optimizer.eps_in_sqrt",
+    "rmsprop_initial_scale": "optimizer.initial_scale",
+    "max_grad_norm": "optimizer.max_grad_norm",
+    "lr_schedule": "optimizer.lr_schedule",
+    "entropy_cost": "loss.entropy_cost",
+    "baseline_cost": "loss.baseline_cost",
+    "reward_clip": "loss.reward_clip",
+    "reward_transform": "loss.reward_transform",
+    "correction": "loss.correction",
+    "rho_bar": "loss.rho_bar",
+    "c_bar": "loss.c_bar",
+    "pg_rho_bar": "loss.pg_rho_bar",
+    "lambda_": "loss.trace_lambda",
+    "epsilon_correction": "loss.epsilon_correction",
+    "replay_fraction": "replay.fraction",
+    "replay_capacity": "replay.capacity",
+}
+
+
 @dataclasses.dataclass(frozen=True)
-@defaults_from(ImpalaAgentSpec)
+@defaults_from(ImpalaAgentSpec, SPEC_PATHS)
 class ImpalaConfig:
     """Everything the IMPALA learner, actor and loop need; frozen (hashable, safe as a jit static argument).
 
@@ -40,7 +67,7 @@ class ImpalaConfig:
       rmsprop_momentum: RMSProp momentum. 0.0 (Tables D.3, G.1).
       rmsprop_eps_in_sqrt: epsilon inside the square root (TF1, notes §1.5) or outside (PyTorch). True.
       rmsprop_initial_scale: initial second-moment accumulator (TF1: 1.0; PyTorch: 0.0). 1.0.
-      max_grad_norm: global gradient-norm clip; None disables it. 40.0 (Table G.1; DMLab: none).
+      max_grad_norm: global gradient-norm clip; None disables it (the spec's default). Table G.1: 40 on Atari.
       lr_schedule: "linear_to_zero" anneals the learning rate linearly to 0 over ``total_updates``
         (Table G.1; the code anneals over frames, which is the same since every update consumes T * B
         frames); "constant" keeps it fixed.
@@ -75,31 +102,31 @@ class ImpalaConfig:
         replaces the MLP of ``hidden_sizes``. None: MLP.
     """
 
-    discount: float = 0.99
+    discount: float
     unroll_length: int = 20
     batch_size: int = 32
     learning_rate: float = 6e-4
-    rmsprop_decay: float = 0.99
+    rmsprop_decay: float
     rmsprop_epsilon: float = 0.01
-    rmsprop_momentum: float = 0.0
-    rmsprop_eps_in_sqrt: bool = True
-    rmsprop_initial_scale: float = 1.0
-    max_grad_norm: float | None = 40.0
-    lr_schedule: LrSchedule = "linear_to_zero"
+    rmsprop_momentum: float
+    rmsprop_eps_in_sqrt: bool
+    rmsprop_initial_scale: float
+    max_grad_norm: float | None
+    lr_schedule: LrSchedule
     total_updates: int = 10_000
     entropy_cost: float = 0.01
-    baseline_cost: float = 0.5
-    reward_clip: float | None = 1.0
-    reward_transform: RewardTransform = "clip"
-    correction: Correction = "vtrace"
-    rho_bar: float = 1.0
-    c_bar: float = 1.0
-    pg_rho_bar: float = 1.0
-    lambda_: float = 1.0
-    epsilon_correction: float = 1e-6
+    baseline_cost: float
+    reward_clip: float | None
+    reward_transform: RewardTransform
+    correction: Correction
+    rho_bar: float
+    c_bar: float
+    pg_rho_bar: float
+    lambda_: float
+    epsilon_correction: float
     policy_lag: int
-    replay_fraction: float = 0.0
-    replay_capacity: int = 10_000
+    replay_fraction: float
+    replay_capacity: int
     hidden_sizes: tuple[int, ...] = (64, 64)
     conv_network: ConvNetworkConfig | None = None
 

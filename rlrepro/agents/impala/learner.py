@@ -65,7 +65,7 @@ def make_optimizer(config: ImpalaConfig) -> optax.GradientTransformation:
     return clipped(optimizer, config.max_grad_norm)
 
 
-def init(key: jax.Array, config: ImpalaConfig, observation_shape: tuple[int, ...], num_actions: int) -> LearnerState:
+def init(config: ImpalaConfig, key: jax.Array, observation_shape: tuple[int, ...], num_actions: int) -> LearnerState:
     """Fresh parameters from ``key``, fresh RMSProp state, step 0."""
     params = init_params(make_network(config, num_actions), key, tuple(observation_shape))
     return LearnerState(params=params, opt_state=make_optimizer(config).init(params), step=jnp.zeros((), jnp.int32))
@@ -212,7 +212,7 @@ def apply_gradients(
     return LearnerState(params=params, opt_state=opt_state, step=state.step + 1), metrics
 
 
-def update(state: LearnerState, batch: Batch, config: ImpalaConfig) -> tuple[LearnerState, LearnerMetrics]:
+def update(config: ImpalaConfig, state: LearnerState, batch: Batch) -> tuple[LearnerState, LearnerMetrics]:
     """One learner step: gradient of ``loss_fn``, optional global-norm clip, TF1 RMSProp with the lr schedule."""
     grads, metrics = gradients(state.params, batch, config)
     return apply_gradients(state, grads, metrics, config)
@@ -221,8 +221,6 @@ def update(state: LearnerState, batch: Batch, config: ImpalaConfig) -> tuple[Lea
 def make_learner(config: ImpalaConfig, observation_shape: tuple[int, ...], num_actions: int) -> Learner:
     """``init`` and ``update`` with the config and shapes closed over (pure; jit and vmap them freely)."""
     return Learner(
-        init=functools.partial(
-            init, config=config, observation_shape=tuple(observation_shape), num_actions=num_actions
-        ),
-        update=functools.partial(update, config=config),
+        init=functools.partial(init, config, observation_shape=tuple(observation_shape), num_actions=num_actions),
+        update=functools.partial(update, config),
     )

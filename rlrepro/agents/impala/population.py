@@ -68,7 +68,7 @@ def _rmsprop(config: ImpalaConfig, learning_rate: jax.Array, epsilon: jax.Array)
                    eps_in_sqrt=config.rmsprop_eps_in_sqrt, momentum=config.rmsprop_momentum)
 
 
-def init(key: jax.Array, config: ImpalaConfig, observation_shape: tuple[int, ...], num_actions: int) -> LearnerState:
+def init(config: ImpalaConfig, key: jax.Array, observation_shape: tuple[int, ...], num_actions: int) -> LearnerState:
     """Fresh parameters, RMSProp state (its accumulators do not depend on lr or epsilon) and the config's values."""
     params = init_params(make_network(config, num_actions), key, tuple(observation_shape))
     hyper = hyper_from_config(config)
@@ -76,7 +76,7 @@ def init(key: jax.Array, config: ImpalaConfig, observation_shape: tuple[int, ...
     return LearnerState(params=params, opt_state=MemberOptState(rms, hyper), step=jnp.zeros((), jnp.int32))
 
 
-def update(state: LearnerState, batch: Batch, config: ImpalaConfig) -> tuple[LearnerState, LearnerMetrics]:
+def update(config: ImpalaConfig, state: LearnerState, batch: Batch) -> tuple[LearnerState, LearnerMetrics]:
     """One learner step with the member's own entropy cost, clip threshold, epsilon and learning rate."""
     hyper = state.opt_state.hyper
     network = make_network(config, batch.behaviour_logits.shape[-1])
@@ -97,8 +97,8 @@ def update(state: LearnerState, batch: Batch, config: ImpalaConfig) -> tuple[Lea
 def make_member_learner(config: ImpalaConfig, observation_shape: tuple[int, ...], num_actions: int) -> Learner:
     """``init``/``update`` of one member (vmap them over the population)."""
     return Learner(
-        init=functools.partial(init, config=config, observation_shape=tuple(observation_shape), num_actions=num_actions),
-        update=functools.partial(update, config=config),
+        init=functools.partial(init, config, observation_shape=tuple(observation_shape), num_actions=num_actions),
+        update=functools.partial(update, config),
     )
 
 

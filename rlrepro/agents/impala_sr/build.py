@@ -14,7 +14,7 @@ from rlrepro.agents.impala.build import impala_config
 from rlrepro.agents.impala_sr.config import AdamConfig, ImpalaSRConfig, SRConfig, SRConvConfig
 from rlrepro.environments.availability import require_backend
 from rlrepro.environments.errors import UnsupportedSetupError
-from rlrepro.specs.agents.common import RMSPropSpec
+from rlrepro.specs.agents.common import RMSPropSpec, spec_values
 from rlrepro.specs.agents.impala import ActorSpec
 from rlrepro.specs.agents.impala_sr import ImpalaSRAgentSpec, SRAdamSpec, SRConvNetworkSpec, SRNetworkSpec
 from rlrepro.specs.environments import AtariEnvSpec, JaxEnvSpec
@@ -47,18 +47,7 @@ def impala_sr_config(agent: ImpalaSRAgentSpec, total_updates: int) -> ImpalaSRCo
     if isinstance(net, SRConvNetworkSpec):
         shared["network"] = SRNetworkSpec(kind="mlp", hidden_sizes=[net.fc_size], lstm_size=net.lstm_size)
     impala = impala_config(agent.model_copy(update=shared) if shared else agent, total_updates)
-    sr_config = SRConfig(
-        enabled=sr.enabled,
-        alpha=sr.alpha,
-        beta=sr.beta,
-        loss=sr.loss,
-        loss_weight=sr.loss_weight,
-        memory_capacity=sr.memory_capacity,
-        current_repr=sr.current_repr,
-        c_hidden=tuple(sr.c_hidden),
-        b_hidden=tuple(sr.b_hidden),
-        g_hidden=tuple(sr.g_hidden),
-    )
+    sr_config = SRConfig(**spec_values(SRConfig, sr))
     if sr.current_repr == "core" and net.lstm_size is None:
         raise UnsupportedSetupError("agent.sr.current_repr 'core' needs an LSTM: set agent.network.lstm_size")
     rmsprop = opt if isinstance(opt, RMSPropSpec) else None

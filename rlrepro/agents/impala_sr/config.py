@@ -6,12 +6,15 @@ import dataclasses
 from typing import Literal
 
 from rlrepro.agents.impala.config import ImpalaConfig
+from rlrepro.specs.agents.common import defaults_from
+from rlrepro.specs.agents.impala_sr import SyntheticReturnsSpec
 
 SR_LOSSES: tuple[str, ...] = ("one_stage", "two_stage")
 CURRENT_REPRS: tuple[str, ...] = ("torso", "core")
 
 
 @dataclasses.dataclass(frozen=True)
+@defaults_from(SyntheticReturnsSpec)
 class SRConfig:
     """The synthetic-returns module (paper §2, eqs. 1-3; notes §1.2-1.4); mirrors ``SyntheticReturnsSpec``.
 
@@ -26,16 +29,16 @@ class SRConfig:
       c_hidden, b_hidden, g_hidden: MLP hidden widths (paper: 2x256, 2x256, 256).
     """
 
-    enabled: bool = True
+    enabled: bool
     alpha: float = 0.3
-    beta: float = 1.0
-    loss: Literal["one_stage", "two_stage"] = "one_stage"
-    loss_weight: float = 1.0
+    beta: float
+    loss: Literal["one_stage", "two_stage"]
+    loss_weight: float
     memory_capacity: int = 10
-    current_repr: Literal["torso", "core"] = "torso"
-    c_hidden: tuple[int, ...] = (256, 256)
-    b_hidden: tuple[int, ...] = (256, 256)
-    g_hidden: tuple[int, ...] = (256,)
+    current_repr: Literal["torso", "core"]
+    c_hidden: tuple[int, ...]
+    b_hidden: tuple[int, ...]
+    g_hidden: tuple[int, ...]
 
     def __post_init__(self) -> None:
         problems = []

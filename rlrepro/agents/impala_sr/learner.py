@@ -104,7 +104,7 @@ def make_optimizer(config: ImpalaSRConfig) -> optax.GradientTransformation:
     return clipped(optimizer, impala.max_grad_norm)
 
 
-def init(key: jax.Array, config: ImpalaSRConfig, observation_shape: tuple[int, ...], num_actions: int) -> LearnerState:
+def init(config: ImpalaSRConfig, key: jax.Array, observation_shape: tuple[int, ...], num_actions: int) -> LearnerState:
     """Fresh parameters (network and SR heads), fresh optimiser state, step 0."""
     params = init_sr_params(make_sr_network(config, num_actions), key, tuple(observation_shape))
     return LearnerState(params, make_optimizer(config).init(params), jnp.zeros((), jnp.int32))
@@ -189,7 +189,7 @@ def loss_fn(
     return total_loss, metrics
 
 
-def update(state: LearnerState, batch: SRBatch, config: ImpalaSRConfig) -> tuple[LearnerState, SRLearnerMetrics]:
+def update(config: ImpalaSRConfig, state: LearnerState, batch: SRBatch) -> tuple[LearnerState, SRLearnerMetrics]:
     """One learner step: gradient of ``loss_fn``, optional clipping, RMSProp (or Adam) with the lr schedule."""
     network = make_sr_network(config, batch.behaviour_logits.shape[-1])
     grads, metrics = jax.grad(loss_fn, has_aux=True)(state.params, batch, config, network)
@@ -204,6 +204,6 @@ def update(state: LearnerState, batch: SRBatch, config: ImpalaSRConfig) -> tuple
 def make_learner(config: ImpalaSRConfig, observation_shape: tuple[int, ...], num_actions: int) -> SRLearner:
     """``init`` and ``update`` with the config and shapes closed over (pure; jit and vmap them)."""
     return SRLearner(
-        init=functools.partial(init, config=config, observation_shape=tuple(observation_shape), num_actions=num_actions),
-        update=functools.partial(update, config=config),
+        init=functools.partial(init, config, observation_shape=tuple(observation_shape), num_actions=num_actions),
+        update=functools.partial(update, config),
     )

@@ -27,7 +27,7 @@ class TdLambdaState(NamedTuple):
     opt_state: optax.OptState
 
 
-def init(key: jax.Array, config: TdLambdaConfig, observation_shape: tuple[int, ...]) -> TdLambdaState:
+def init(config: TdLambdaConfig, key: jax.Array, observation_shape: tuple[int, ...]) -> TdLambdaState:
     """Fresh value parameters (a zero table for ``tabular``) and optimiser state."""
     params = config.make_network().init(key, jnp.zeros((1, *observation_shape), jnp.float32))
     return TdLambdaState(params, config.optimizer.make().init(params))
@@ -41,7 +41,7 @@ def loss_fn(params: Any, traj: Trajectory, config: TdLambdaConfig) -> jax.Array:
     return jnp.mean(jnp.square(targets - values[:-1]))
 
 
-def update(state: TdLambdaState, traj: Trajectory, config: TdLambdaConfig) -> tuple[TdLambdaState, jax.Array]:
+def update(config: TdLambdaConfig, state: TdLambdaState, traj: Trajectory) -> tuple[TdLambdaState, jax.Array]:
     """One optimiser step on ``loss_fn``; returns the new state and the loss."""
     loss, grads = jax.value_and_grad(loss_fn)(state.params, traj, config)
     updates, opt_state = config.optimizer.make().update(grads, state.opt_state, state.params)

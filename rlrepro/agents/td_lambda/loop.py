@@ -42,14 +42,14 @@ class TdChunkMetrics(NamedTuple):
 
 def _init(key: jax.Array, env: Any, config: TdLambdaConfig) -> TdTrainState:
     learner_key, actor_key, rng = jax.random.split(key, 3)
-    return TdTrainState(init(learner_key, config, env.observation_shape), init_actor(actor_key, env, 1), rng,
+    return TdTrainState(init(config, learner_key, env.observation_shape), init_actor(actor_key, env, 1), rng,
                         jnp.zeros((), jnp.int32))
 
 
 def _trajectory_step(carry: TdTrainState, key: jax.Array, env: Any, config: TdLambdaConfig) -> tuple[TdTrainState, tuple]:
     collect = make_prediction_collect(env, config.unroll_length, config.discount)
     actor, traj, stats = collect(key, None, carry.actor)
-    learner, loss = update(carry.learner, traj, config)
+    learner, loss = update(config, carry.learner, traj)
     values = config.make_network().apply(learner.params, env.all_observations())
     error = jnp.mean(jnp.square(values[None] - stats.true_values))
     frames = carry.frames + config.unroll_length

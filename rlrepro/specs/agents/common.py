@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, ClassVar, Literal, Union, get_args
 
 from pydantic import BaseModel, Field
@@ -32,26 +33,78 @@ class AgentSpecModel(SpecModel):
         return get_args(cls.model_fields["kind"].annotation)[0]
 
 
-def defaults_from(spec_model: type[BaseModel]) -> Any:
-    """A class decorator (under ``@dataclasses.dataclass``) for an agent's configuration: each of its fields named
-    as a field of ``spec_model`` takes that field's default (a list as a tuple), so that a default lives in one
-    place, the spec model, beside the paper's source in its description. A config that gives such a field a
-    default of its own is an error."""
+def defaults_from(spec_model: type[BaseModel], paths: Mapping[str, str] | None = None) -> Any:
+    """A class decorator (under ``@dataclasses.dataclass``) for an agent's configuration: each of its fields found in
+    ``spec_model`` takes that field's default (a list as a tuple), so that a default lives in one place, the spec
+    model, beside the paper's source in its description. A field is found under its own name at the spec's top
+    level, or at the dotted path ``paths`` gives it (``{"rmsprop_decay": "optimizer.decay"}``: a nested block's
+    field, or one the configuration names differently). Every field found is listed on the class (``SPEC_PATHS``:
+    name -> path) for :func:`spec_values`. A config that gives such a field a default of its own is an error, and so
+    is a path that names no field of the spec model."""
 
     def decorate(cls: type) -> type:
-        for name in vars(cls).get("__annotations__", {}):
-            field = spec_model.model_fields.get(name)
-            if field is None:
+        table = dict(paths or {})
+        names = vars(cls).get("__annotations__", {})
+        if unknown := set(table) - set(names):
+            raise TypeError(f"{cls.__name__}: paths for fields it does not have: {', '.join(sorted(unknown))}")
+        found = {}
+        for name in names:
+            path = table.get(name, name)
+            field = _spec_field(spec_model, path)
+            if field is None or _is_block(field.annotation):  # a block (optimizer, network): the config derives it
+                if name in table:
+                    raise TypeError(f"{cls.__name__}.{name}: {spec_model.__name__} has no field '{path}'")
                 continue
+            found[name] = path
             default = field.get_default(call_default_factory=True)
             if default is PydanticUndefined or isinstance(default, BaseModel):
                 continue
             if name in vars(cls):
-                raise TypeError(f"{cls.__name__}.{name}: its default belongs to {spec_model.__name__}.{name} alone")
+                raise TypeError(f"{cls.__name__}.{name}: its default belongs to {spec_model.__name__}.{path} alone")
             setattr(cls, name, tuple(default) if isinstance(default, list) else default)
+        cls.SPEC_PATHS = found
         return cls
 
     return decorate
+
+
+def _spec_field(model: type[BaseModel], path: str) -> Any:
+    """The pydantic field at a dotted path of ``model`` (through nested blocks of one model class), or None."""
+    *blocks, name = path.split(".")
+    for block in blocks:
+        field = model.model_fields.get(block)
+        annotation = None if field is None else field.annotation
+        if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+            return None
+        model = annotation
+    return model.model_fields.get(name)
+
+
+def _is_block(annotation: Any) -> bool:
+    """Whether a spec field holds a nested model (or a union of them), not a value a configuration takes as is."""
+    if isinstance(annotation, type):
+        return issubclass(annotation, BaseModel)
+    return any(_is_block(arg) for arg in get_args(annotation))
+
+
+def spec_values(config_cls: type, spec: BaseModel, *, omit: Iterable[str] = ()) -> dict[str, Any]:
+    """The value in ``spec`` of every field of a configuration that ``defaults_from`` found in its spec model (a list
+    as a tuple), but those in ``omit``: what ``resolve_<kind>`` passes on unchanged (it adds the fields it derives).
+
+    Raises:
+        AttributeError: ``spec`` lacks one of them (a spec of another kind: ``omit`` what it does not have).
+    """
+    values = {}
+    for name, path in config_cls.SPEC_PATHS.items():
+        if name in omit:
+            continue
+        value: Any = spec
+        for part in path.split("."):
+            if part not in type(value).model_fields:
+                raise AttributeError(f"{type(spec).__name__} has no '{path}' for {config_cls.__name__}.{name}")
+            value = getattr(value, part)
+        values[name] = tuple(value) if isinstance(value, list) else value
+    return values
 
 
 class RMSPropSpec(SpecModel):
