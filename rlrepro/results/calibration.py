@@ -173,9 +173,10 @@ RL_SHAPES = (
     "at_random",
 )
 RL_KINDS = (
-    "beats", "matches", "matches_or_beats", "threshold >=", "threshold <=", "best_of", "at least 1 of 5",
-    "at least 3 of 5", "aggregate median of 5", "aggregate iqm of 5", "aggregate mean of 5",
+    "beats", "matches", "matches_or_beats", "threshold >=", "threshold <=", "best_of", "share of seeds",
+    "at least 1 of 5", "at least 3 of 5", "aggregate median of 5", "aggregate iqm of 5", "aggregate mean of 5",
 )
+SHARE_BAR = 0.75  # the share-of-seeds claim's per-seed bar: passed by learners, failed by failures and collapses
 RL_SEED_COUNTS = (2, 3, 4, 5, 8, 10, 16)
 RL_BOUNDS = (0.0, 1.0)
 RL_MARGIN = 0.2  # of matches / matches_or_beats, in units of the range
@@ -208,6 +209,16 @@ def rl_mean(shape: str) -> float:
     if kind == "collapse":
         return (1.0 - float(parameter)) * 0.95
     return ZERO_SPREAD_VALUE if shape == "zero_spread" else RANDOM_LEVEL
+
+
+def _pass_share(shape: str) -> float:
+    """The true probability that one seed of an RL shape reaches SHARE_BAR."""
+    kind, _, parameter = shape.partition("_")
+    if kind == "bimodal":
+        return float(parameter)
+    if kind == "collapse":
+        return 1.0 - float(parameter)
+    return float(ZERO_SPREAD_VALUE >= SHARE_BAR) if shape == "zero_spread" else 0.0
 
 
 def _shifted(rng: np.random.Generator, x: np.ndarray, mean: float, shift: float) -> np.ndarray:
@@ -264,6 +275,13 @@ def rl_rate(kind: str, shape: str, n: int, *, sims: int = 2000, seed: int = 0) -
         # reach (the claim false), no run passes; the rule reads reproduced only when k runs pass
         x = rl_draw(rng, shape, (sims, n))
         return float(np.mean((x >= 1.0 + 1e-9).sum(axis=-1) >= 1))
+    if kind == "share of seeds":
+        # the least favourable null: the claimed share equals the true share of seeds that pass the bar (learners
+        # pass it, failures and collapses do not; where no seed can pass, any share is a false claim: 0.5)
+        x = rl_draw(rng, shape, (sims, n))
+        truth = _pass_share(shape)
+        share = truth if 0.0 < truth < 1.0 else 0.5
+        return float(np.mean(stats.decide_share((x >= SHARE_BAR).sum(axis=-1), n, share) == stats.SUPPORTED))
     if kind.startswith("at least"):
         k = int(kind.split()[2])
         p_values = []

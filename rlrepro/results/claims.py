@@ -89,6 +89,8 @@ def judge_claims(
             verdicts.append(_judge_ordering(claim, spec, cells))
         elif isinstance(claim, ThresholdClaim) and claim.best_of is not None:
             verdicts.append(_judge_best_of(claim, cells, runs=spec.scale(scale).seeds))
+        elif isinstance(claim, ThresholdClaim) and claim.seeds_share is not None:
+            verdicts.append(_judge_share(claim, cells))
         elif isinstance(claim, ThresholdClaim):
             verdicts.append(_judge_threshold(claim, spec, cells))
         else:
@@ -571,10 +573,13 @@ def _threshold_seeds_note(claim: ThresholdClaim, values: list[float], bounds: tu
             return ". The observed mean is on the other side: more seeds would more likely contradict it"
         n = stats.seeds_for_bounded_threshold(values, *bounds, claim.op, claim.bound)
         if n is None:
-            return ". More than 256 seeds spread like these would be needed (the mean is close to the bound)"
+            return (f". Even 256 seeds spread like these would not decide it: a bound valid for any distribution on "
+                    f"[{bounds[0]:g}, {bounds[1]:g}] must allow a share of seeds (shrinking as 1/sqrt(n)) at the far "
+                    f"end of the range, and the bar is only {gap:.3g} from the observed mean")
         return f". If the seeds' observed distribution were the truth, about {n} seeds would put the bound on the claimed side"
     if sd == 0:
-        return ". No spread among the seeds: a zero-width interval is not certainty; more seeds would decide"
+        return (". No spread among the seeds: a zero-width interval is not certainty, and more seeds alike would leave "
+                "it so; with a metric_range it would be judged by a bound valid for any distribution on that range")
     if gap > 0:
         n = stats.one_sample_seeds(sd, gap)
         return (f". If the observed mean and spread were the truth, about {n} seeds would decide it with 80% power "
@@ -613,6 +618,36 @@ def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResul
         detail = f"{facts}; {missing} run(s) missing: they decide whether {k} reach it"
         return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence, method=BEST_OF_METHOD)
     return _threshold_verdict(claim, stats.CONTRADICTED, f"{facts}; fewer than {k} can reach it")
+
+
+SHARE_METHOD = "share of seeds that pass: exact Clopper-Pearson interval, one-sided 0.025 (any distribution)"
+
+
+def _judge_share(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult]) -> Verdict:
+    """'More than a share of the seeds pass on their own' (``seeds_share``): the passing share's Clopper-Pearson
+    interval against it. A per-seed property (a discrete metric the seeds agree on exactly) is judged here; its mean
+    with no spread would have no interval."""
+    share = claim.seeds_share
+    cell = cells.get((claim.variant, claim.environment))
+    values = _finite(cell.values(claim.metric)) if cell else []
+    if not values:
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, f"{claim.variant} on {claim.environment} not run at this scale",
+                       claim.paper_evidence, method=SHARE_METHOD)
+    passing = sum(claim.passes(v) for v in values)
+    low, high = stats.binomial_interval(passing, len(values))
+    code = int(stats.decide_share(passing, len(values), share))
+    detail = (
+        f"{claim.metric} of {claim.variant} on {claim.environment}: {passing} of {len(values)} seeds reach "
+        f"{claim.op} {claim.value:g} (tolerance {claim.tolerance:g}); share {passing / len(values):.2f} [95% "
+        f"Clopper-Pearson {low:.2f}, {high:.2f}]; needs more than {share:g} of the seeds, reproduced only when the "
+        "whole interval is above it"
+    )
+    if code == stats.UNDECIDED:
+        more = next((n for n in range(len(values) + 1, 257)
+                     if stats.decide_share(round(n * passing / len(values)), n, share) == stats.SUPPORTED), None)
+        detail += (f". If the observed share were the truth, about {more} seeds would decide it" if more and passing
+                   else ". The observed share does not exceed it: more seeds would more likely contradict it")
+    return _threshold_verdict(claim, code, detail, SHARE_METHOD)
 
 
 def _drop_unchanged_seeds(cell: CellResult, metric: str) -> tuple[list[float], str]:

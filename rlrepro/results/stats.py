@@ -214,6 +214,16 @@ def binomial_interval(successes: int, trials: int, confidence: float = CONFIDENC
     return low, high
 
 
+def decide_share(passing: npt.ArrayLike, trials: int, share: float) -> np.ndarray:
+    """'More than ``share`` of the seeds pass': supported when the one-sided 0.025 Clopper-Pearson lower bound of
+    the passing share exceeds ``share``, contradicted when the upper bound is below it (exact: P(supported) <=
+    0.025 whenever the true share is at most ``share``, for any distribution of the metric)."""
+    x = np.asarray(passing)
+    low = np.where(x == 0, 0.0, _scipy_stats.beta.ppf(ALPHA, np.maximum(x, 1), trials - x + 1))
+    high = np.where(x == trials, 1.0, _scipy_stats.beta.ppf(1.0 - ALPHA, x + 1, np.maximum(trials - x, 1)))
+    return np.where(low > share, SUPPORTED, np.where(high < share, CONTRADICTED, UNDECIDED))
+
+
 # --- distribution-free tests and bounds (issue #25) --------------------------------------------------------------
 
 EXACT_SPLITS = 13_000  # enumerate every split up to C(16, 8) = 12,870 (8 v 8); random splits above

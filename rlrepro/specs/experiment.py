@@ -265,6 +265,16 @@ class ThresholdClaim(SpecModel):
         "finished runs cannot reach k; never a statement about the mean. Every scale in judged_at must run at "
         "least k seeds. Default: the mean over all seeds (a t interval).",
     )
+    seeds_share: float | None = Field(
+        None,
+        gt=0,
+        lt=1,
+        description="Judge the claim per seed: it holds when more than this share of seeds pass on their own "
+        "(a property of each run, such as where a discrete metric peaks, rather than of the mean). Reproduced when "
+        "the 95% Clopper-Pearson interval of the share of passing seeds lies above it, not reproduced when it lies "
+        "below; exact for any distribution, and a sample with no spread is judged like any other. null: the mean "
+        "over seeds.",
+    )
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
 
@@ -272,6 +282,9 @@ class ThresholdClaim(SpecModel):
     def _check_reason(self) -> "ThresholdClaim":
         if not self.informative and not self.informative_reason.strip():
             raise ValueError(f"claim {self.id}: informative: false needs an informative_reason")
+        if self.seeds_share is not None and self.best_of is not None:
+            raise ValueError(f"claim {self.id}: seeds_share (a share of seeds) and best_of (a count of the best runs) "
+                             "are two readings of one claim: give one")
         _check_range(self.id, self.metric_range)
         return self
 

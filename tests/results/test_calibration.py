@@ -210,7 +210,7 @@ def test_welch_interval_covers_at_its_nominal_rate() -> None:
 
 # --- RL's shapes (issue #25): collapse, learn/fail, no spread, agents at the random level -----------------------
 
-CHEAP_KINDS = ("matches", "matches_or_beats", "threshold >=", "threshold <=", "best_of")
+CHEAP_KINDS = ("matches", "matches_or_beats", "threshold >=", "threshold <=", "best_of", "share of seeds")
 
 
 @pytest.mark.parametrize("kind", CHEAP_KINDS)

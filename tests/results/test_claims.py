@@ -362,6 +362,28 @@ def test_a_missing_better_variant_is_named_once() -> None:
     assert verdict.detail == "not run at this scale: a on catch"
 
 
+# --- 'more than a share of the seeds pass' (a per-seed property) ---------------------------------------------------
+
+
+def test_a_share_of_seeds_is_judged_by_clopper_pearson_and_a_sample_with_no_spread_is_decided() -> None:
+    """8 of 8 seeds at 0 (no spread) against <= 1: the one-sided 0.025 lower bound of the share is 0.025 ** (1 / 8) =
+    0.631 > 0.5, reproduced, where the mean's interval would be [0, 0] and read inconclusive. 2 of 8 pass: the upper
+    bound Beta(0.975; 3, 6) = 0.651 is above 0.5, inconclusive; 0 of 8: upper 1 - 0.631 = 0.369 < 0.5, not
+    reproduced; 6 of 8: lower Beta(0.025; 6, 3) = 0.349, inconclusive."""
+    claim = threshold("<=", 1.0, 0.0, seeds_share=0.5)
+    [verdict] = judge_claims(make_spec(claim), "cpu", cells({("a", "catch"): [0.0] * 8}))
+    assert verdict.verdict == REPRODUCED and verdict.method.startswith("share of seeds that pass: exact Clopper-Pearson")
+    assert "8 of 8 seeds reach <= 1 (tolerance 0); share 1.00 [95% Clopper-Pearson 0.63, 1.00]" in verdict.detail
+    [by_mean] = judge_claims(make_spec(threshold("<=", 1.0, 0.0)), "cpu", cells({("a", "catch"): [0.0] * 8}))
+    assert by_mean.verdict == INCONCLUSIVE and "No spread among the seeds" in by_mean.detail
+    [two] = judge_claims(make_spec(claim), "cpu", cells({("a", "catch"): [0.0, 1.0] + [3.0] * 6}))
+    assert two.verdict == INCONCLUSIVE and "The observed share does not exceed it" in two.detail
+    [none] = judge_claims(make_spec(claim), "cpu", cells({("a", "catch"): [3.0] * 8}))
+    assert none.verdict == NOT_REPRODUCED
+    [six] = judge_claims(make_spec(claim), "cpu", cells({("a", "catch"): [0.0] * 6 + [3.0] * 2}))
+    assert six.verdict == INCONCLUSIVE and "If the observed share were the truth, about" in six.detail
+
+
 # --- 'the best k of n runs' (the paper's seed selection) ---------------------------------------------------------
 
 
