@@ -194,12 +194,6 @@ def _spec_environments():
     return spec_environments([REPO / "specs"])
 
 
-# The Atari measurement (57 games x 2 action sets, up to 27,000 agent steps a game) did not finish on the shared
-# cores of session 24: `rlrepro trivial-scores --env atari` resumes it. Until it has, missing Atari rows xfail
-# (listed, with the command) instead of failing; set this to False once the CSV holds them all.
-ATARI_MEASUREMENT_UNDER_WAY = True
-
-
 def _lacking(kinds: set[str], exclude: bool) -> list[str]:
     rows = trivial.read_rows()
     recorded = {r["protocol_key"] for r in rows if r["status"] in ("not_measurable", "no_policy") and r["reason"]}
@@ -226,9 +220,6 @@ def test_every_environment_of_the_specs_has_scores_or_a_stated_reason():
 
 def test_every_atari_game_of_the_specs_has_scores():
     lacking = _lacking({"atari"}, exclude=False)
-    if lacking and ATARI_MEASUREMENT_UNDER_WAY:
-        pytest.xfail(f"{len(lacking)} Atari protocol(s) not measured yet (`rlrepro trivial-scores --env atari`), "
-                     f"e.g. {lacking[:3]}")
     assert not lacking, f"{len(lacking)} Atari game(s) without trivial scores:\n" + "\n".join(lacking)
 
 
@@ -236,11 +227,6 @@ def test_every_atari_game_of_the_specs_has_scores():
 @pytest.mark.parametrize("action_set", ["minimal", "full"])
 def test_noop_scores_zero_on_tennis_and_pitfall_under_the_evaluation_protocol(game, action_set):
     """Issues 25 and 28: always-NOOP scores 0.0 on both for 108,000 frames (no-op starts, no sticky actions)."""
-    try:
-        scores = trivial_scores(_atari(id=game, game=game, action_set=action_set))
-    except TrivialScoresMissing:
-        if ATARI_MEASUREMENT_UNDER_WAY:
-            pytest.xfail(f"{game} ({action_set} set) not measured yet: rlrepro trivial-scores --env {game}")
-        raise
+    scores = trivial_scores(_atari(id=game, game=game, action_set=action_set))
     assert scores["noop"].mean == 0.0 and scores["noop"].episodes >= 2
     assert scores["uniform_random"].mean < 0.0  # random play loses points on both (random -23.8 and -229.4 in DQN's table)
