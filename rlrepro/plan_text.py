@@ -384,51 +384,51 @@ def decided_lines(plans: list, scale: str, left_out: list, *, detail: bool = Tru
     experiment that decides nothing and takes longer, flagged; then the opt-in sets ``left_out`` of this job."""
     from rlrepro.workflow import DEFAULT_SET, PATH_CHECK_MINUTES, cannot_run
 
-    def items(rows: list) -> str:  # "paper/experiment 40 min", each kept whole on one line by ``wrap``
-        return ", ".join(f"{e.key} {hours_text(h) if h is not None else t}".replace(" ", _KEEP) for e, t, h in rows)
-
     runnable = [(e, *_time_cell(e, scale)) for e in plans if not cannot_run(e)]
-    deciding = [(e, time, hours) for e, time, hours in runnable if e.claims_judged]
-    idle = [(e, time, hours) for e, time, hours in runnable if not e.claims_judged]
+    deciding = [row for row in runnable if row[0].claims_judged]
+    idle = [row for row in runnable if not row[0].claims_judged]
     checks = [row for row in idle if row[2] is not None and row[2] * 60 <= PATH_CHECK_MINUTES]
     long_idle = [row for row in idle if row not in checks and row[0].job_set == DEFAULT_SET]
     claims = sum(len(e.claims_judged) for e, _, _ in deciding)
-    hours = sum(h or 0.0 for _, _, h in runnable)
-    lines = wrap(f"claims decided at scale '{scale}': {claims} by {len(deciding)} experiment(s) of "
-                 f"{len(runnable)}, in {hours_text(hours)}" + ("" if detail or not claims else " (their ids: --detail)") + ":",
-                 hanging="  ")
+    lines = wrap(f"claims decided at scale '{scale}': {claims} by {len(deciding)} experiment(s) of {len(runnable)}, in "
+                 f"{hours_text(sum(h or 0.0 for _, _, h in runnable))}"
+                 + ("" if detail or not claims else " (their ids: --detail)") + ":", hanging="  ")
     if detail:
-        for e, time, h in deciding:
-            lines += wrap(f"{e.key} ({len(e.claims_judged)}, {hours_text(h) if h is not None else time}): "
+        for e, time, hours in deciding:
+            lines += wrap(f"{e.key} ({len(e.claims_judged)}, {hours_text(hours) if hours is not None else time}): "
                           + ", ".join(e.claims_judged), indent="  ")
     else:
         for paper in dict.fromkeys(e.spec.paper for e, _, _ in deciding):
             mine = [f"{e.spec.experiment} {len(e.claims_judged)}" for e, _, _ in deciding if e.spec.paper == paper]
             lines += wrap(f"{paper}: {', '.join(mine)}", indent="  ")
     if checks and len(checks) == len(runnable):
-        lines += wrap(f"every experiment is a path check: none decides a claim at this scale", indent="  ")
+        lines += wrap("every experiment is a path check: none decides a claim at this scale", indent="  ")
     elif checks:
         lines += wrap(f"path checks (no claim decided here, at most {PATH_CHECK_MINUTES:g} min each): "
-                      + items(checks), indent="  ")
+                      + _listed(checks), indent="  ")
     if long_idle:
         lines += wrap("deciding no claim here, longer than a path check (give it a claim judged at this scale, or "
-                      "an opt-in set: scales.<scale>.opt_in): " + items(long_idle), indent="  ")
+                      "an opt-in set: scales.<scale>.opt_in): " + _listed(long_idle), indent="  ")
     sets: dict[str, list] = {}
     for e in left_out:
         if not cannot_run(e):
-            sets.setdefault(e.job_set, []).append(e)
-    for name, members in sets.items():
-        rows = [(e, *_time_cell(e, scale)) for e in members]
-        decided = sum(len(e.claims_judged) for e in members)
+            sets.setdefault(e.job_set, []).append((e, *_time_cell(e, scale)))
+    for name, rows in sets.items():
+        decided = sum(len(e.claims_judged) for e, _, _ in rows)
         what = "the default job" if name == DEFAULT_SET else f"the opt-in set '{name}'"
-        lines += wrap(f"left out of this job: {what} ({len(members)} experiment(s), "
+        lines += wrap(f"left out of this job: {what} ({len(rows)} experiment(s), "
                       f"{hours_text(sum(h or 0.0 for _, _, h in rows))}, "
                       f"{f'{decided} claim(s)' if decided else 'no claim'} decided at this scale; run it with "
-                      f"--config set={name})" + ("" if name == DEFAULT_SET else ": " + items(rows)), hanging="  ")
+                      f"--config set={name})" + ("" if name == DEFAULT_SET else ": " + _listed(rows)), hanging="  ")
     return [line.replace(_KEEP, " ") for line in lines]
 
 
 _KEEP = "\0"  # a space ``wrap`` must not break at (replaced by a space once wrapped)
+
+
+def _listed(rows: list) -> str:
+    """"paper/experiment 40 min, ...": each item kept whole on one line by ``wrap`` (until ``_KEEP`` is replaced)."""
+    return ", ".join(f"{e.key} {hours_text(h) if h is not None else t}".replace(" ", _KEEP) for e, t, h in rows)
 
 
 #: A plan of at most this many experiments lists them one per row; a longer one (every spec) is summed per paper
