@@ -178,7 +178,7 @@ def cmd_publish(args: argparse.Namespace) -> int:
     root = _results_root(args)
     try:
         written = publish(root, args.to)
-    except FileNotFoundError as error:
+    except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     size = sum(path.stat().st_size for path in written)

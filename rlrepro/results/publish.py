@@ -127,6 +127,9 @@ def publish(root: Path, dest: Path) -> list[Path]:
     """Copy a finished job's report from ``root`` (a results root at one scale) into ``dest``, replacing what an
     earlier publication left there; returns the files written."""
     root, dest = Path(root), Path(dest)
+    if dest.resolve() == root.resolve() or root.resolve() in dest.resolve().parents:
+        raise ValueError(f"--to {dest}: inside the results root {root} it would replace the tables it copies; "
+                         "publish to a folder outside it (e.g. docs/results/cpu)")
     if not (root / "REPORT.md").exists():
         raise FileNotFoundError(f"{root / 'REPORT.md'} does not exist: run the job (snakemake) to its report first")
     if (dest / "tables").exists():

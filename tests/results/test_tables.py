@@ -462,6 +462,8 @@ def test_a_published_report_compares_equal_to_its_source_and_shows_a_changed_ver
     out = capsys.readouterr().out
     assert "2 claim(s) the same, 1 differ" in out and "  toy/mini a_reaches_5: not reproduced -> reproduced" in out
     assert main(["report", *args, "--compare", str(tmp_path / "nothing")]) == 2
+    assert main(["publish", *args, "--to", str(aggregated["results"] / "cpu")]) == 2  # would replace its own tables
+    assert "publish to a folder outside it" in capsys.readouterr().err
 
 
 def test_report_only_selects(aggregated: dict[str, Any], tmp_path: Path) -> None:
