@@ -61,13 +61,17 @@ def compare_lines(before: Path, now: Path) -> tuple[list[str], bool]:
     if not result.same and not result.differ:
         raise FileNotFoundError(f"no claim is judged on both sides: tables under {before}/tables and {now}/tables "
                                 "(expected a results root at one scale, e.g. results/cpu, or a published folder)")
-    lines = [f"verdicts of {now} against {before}: {result.same} claim(s) the same, {len(result.differ)} differ"]
-    lines += [f"  {key} {claim}: {old} -> {new}" for key, claim, old, new in result.differ]
+    from rlrepro.plan_text import wrap  # noqa: PLC0415 -- the terminal layout (80 columns)
+
+    lines = wrap(f"verdicts of {now} against {before}: {result.same} claim(s) the same, {len(result.differ)} differ",
+                 hanging="  ")
+    for key, claim, old, new in result.differ:
+        lines += wrap(f"{key} {claim}: {old} -> {new}", indent="  ")
     for side, keys in ((str(before), result.only_before), (str(now), result.only_now)):
         if keys:
             experiments = sorted({key for key, _ in keys})
-            lines.append(f"only in {side} ({len(keys)} claim(s) of {len(experiments)} experiment(s); not compared): "
-                         + ", ".join(experiments))
+            lines += wrap(f"only in {side} ({len(keys)} claim(s) of {len(experiments)} experiment(s); not compared): "
+                          + ", ".join(experiments), hanging="  ")
     return lines, bool(result.differ)
 
 

@@ -452,7 +452,7 @@ def test_a_published_report_compares_equal_to_its_source_and_shows_a_changed_ver
     assert any(wide > FIGURE_WIDTH for wide, _ in widths.values()), widths  # one was scaled down
     capsys.readouterr()
     assert main(["report", *args, "--compare", str(published)]) == 0
-    assert "3 claim(s) the same, 0 differ" in capsys.readouterr().out  # the not-judged claim too
+    assert "3 claim(s) the same, 0 differ" in " ".join(capsys.readouterr().out.split())  # the not-judged claim too
     table = published / "tables" / "toy" / "mini.json"
     data = json.loads(table.read_text(encoding="utf-8"))
     [claim] = [c for c in data["claims"] if c["claim"] == "a_reaches_5"]
@@ -460,7 +460,8 @@ def test_a_published_report_compares_equal_to_its_source_and_shows_a_changed_ver
     table.write_text(json.dumps(data), encoding="utf-8")
     assert main(["report", *args, "--compare", str(published)]) == 1
     out = capsys.readouterr().out
-    assert "2 claim(s) the same, 1 differ" in out and "  toy/mini a_reaches_5: not reproduced -> reproduced" in out
+    assert "2 claim(s) the same, 1 differ" in " ".join(out.split()) and max(map(len, out.splitlines())) <= 80
+    assert "\n  toy/mini a_reaches_5: not reproduced -> reproduced\n" in out
     assert main(["report", *args, "--compare", str(tmp_path / "nothing")]) == 2
     assert main(["publish", *args, "--to", str(aggregated["results"] / "cpu")]) == 2  # would replace its own tables
     assert "publish to a folder outside it" in capsys.readouterr().err
