@@ -57,8 +57,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     planned = plan(args.specs, args.scale, args.only)
     check_sets(planned, args.set)
-    plans = [e for e in planned if in_job(e, args.set, args.only)]
-    left_out = [e for e in planned if not in_job(e, args.set, args.only)]
+    chosen = {e.key: in_job(e, args.set, args.only) for e in planned}
+    plans, left_out = [e for e in planned if chosen[e.key]], [e for e in planned if not chosen[e.key]]
     if args.json:  # "frames" is the budget, "frames_trained" whole chunks of it, counted in "counts"
         trained = trained_by_unit(plans, args.scale)
         units = [unit for experiment in plans for job in experiment.jobs for unit in job.units]

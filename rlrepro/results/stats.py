@@ -208,9 +208,15 @@ def binomial_interval(successes: int, trials: int, confidence: float = CONFIDENC
     """
     if not 0 <= successes <= trials or trials < 1:
         raise ValueError(f"need 0 <= successes <= trials and trials >= 1; got {successes} of {trials}")
-    tail = (1.0 - confidence) / 2.0
-    low = 0.0 if successes == 0 else float(_scipy_stats.beta.ppf(tail, successes, trials - successes + 1))
-    high = 1.0 if successes == trials else float(_scipy_stats.beta.ppf(1.0 - tail, successes + 1, trials - successes))
+    low, high = _clopper_pearson(np.asarray(successes), trials, (1.0 - confidence) / 2.0)
+    return float(low), float(high)
+
+
+def _clopper_pearson(successes: np.ndarray, trials: int, tail: float) -> tuple[np.ndarray, np.ndarray]:
+    """``binomial_interval``'s ends for an array of success counts, each end at one-sided level ``tail``."""
+    x = successes
+    low = np.where(x == 0, 0.0, _scipy_stats.beta.ppf(tail, np.maximum(x, 1), trials - x + 1))
+    high = np.where(x == trials, 1.0, _scipy_stats.beta.ppf(1.0 - tail, x + 1, np.maximum(trials - x, 1)))
     return low, high
 
 
@@ -218,9 +224,7 @@ def decide_share(passing: npt.ArrayLike, trials: int, share: float) -> np.ndarra
     """'More than ``share`` of the seeds pass': supported when the one-sided 0.025 Clopper-Pearson lower bound of
     the passing share exceeds ``share``, contradicted when the upper bound is below it (exact: P(supported) <=
     0.025 whenever the true share is at most ``share``, for any distribution of the metric)."""
-    x = np.asarray(passing)
-    low = np.where(x == 0, 0.0, _scipy_stats.beta.ppf(ALPHA, np.maximum(x, 1), trials - x + 1))
-    high = np.where(x == trials, 1.0, _scipy_stats.beta.ppf(1.0 - ALPHA, x + 1, np.maximum(trials - x, 1)))
+    low, high = _clopper_pearson(np.asarray(passing), trials, ALPHA)
     return np.where(low > share, SUPPORTED, np.where(high < share, CONTRADICTED, UNDECIDED))
 
 

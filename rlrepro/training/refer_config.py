@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 
 from rlrepro.replay.priority import PriorityConfig
-from rlrepro.specs.agents.common import defaults_from
+from rlrepro.specs.agents.common import defaults_from, spec_values
 from rlrepro.specs.agents.refer import EpisodeReplaySpec, ReferRulesSpec
 
 
@@ -56,9 +56,7 @@ class ReplayAgentConfig:
         per = getattr(agent, "per", None)
         return cls(
             rules=ReferConfig.from_spec(agent.rules),
-            capacity=agent.replay.capacity,
-            n_start=agent.replay.n_start,
-            refresh_period=agent.replay.refresh_period,
+            **spec_values(ReplayAgentConfig, agent.replay),
             hidden_sizes=tuple(agent.hidden_sizes),
             per=None if per is None else PriorityConfig(**per.model_dump(), anneal_steps=max(int(total_steps), 1)),
             **data,

@@ -34,6 +34,6 @@ from rlrepro.workflow.plan import (
 __all__ = [
     "ALL_SETS", "CLUSTER_CONFIG_ENV", "DEFAULT_SET", "MULTITASK_ENV", "PATH_CHECK_MINUTES", "ExperimentPlan",
     "FrameCount", "Job", "JobGroup", "RunUnit", "SelectionError", "cannot_run", "check_only", "check_sets",
-    "chunk_plan", "cluster_environment", "config_hash", "frame_count", "in_job", "is_multitask", "job_groups", "multitask_env_ids", "named_explicitly", "plan", "plan_experiment", "results_root",
-    "select",
+    "chunk_plan", "cluster_environment", "config_hash", "frame_count", "in_job", "is_multitask", "job_groups",
+    "multitask_env_ids", "named_explicitly", "plan", "plan_experiment", "results_root", "select",
 ]
