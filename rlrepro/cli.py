@@ -173,16 +173,17 @@ def _compare(before: Path, now: Path) -> int:
 
 
 def cmd_publish(args: argparse.Namespace) -> int:
-    from rlrepro.results.publish import publish
+    from rlrepro.results.publish import publish, summary_line
 
     root = _results_root(args)
     try:
-        written = publish(root, args.to)
+        written, dropped = publish(root, args.to)
     except (FileNotFoundError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     size = sum(path.stat().st_size for path in written)
-    print(f"published {root} to {args.to}: {len(written)} file(s), {size / 2**20:.1f} MB")
+    print("\n".join([f"published {root} to {args.to}: {len(written)} file(s), {size / 2**20:.1f} MB", *dropped,
+                     summary_line(args.to, args.scale)]))
     return 0
 
 
@@ -359,7 +360,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("publish", help="Copy a finished job's report, tables and figures into the repository.")
     _add_scale(p)
-    p.add_argument("--to", type=Path, required=True, help="The folder (e.g. docs/results/cpu); replaced.")
+    p.add_argument("--to", type=Path, required=True,
+                   help="The folder (e.g. docs/results/cpu): its tables of experiments this job did not run are kept.")
     _add_results(p)
     p.set_defaults(func=cmd_publish)
 

@@ -1,22 +1,26 @@
-"""The report of a finished job, published in the repository, and the verdicts compared with it (issue 32).
+"""The report of the main job, published in the repository, and the verdicts compared with it (issue 32).
 
-``publish`` copies a results root's ``REPORT.md``, ``report.html``, ``verdicts.json`` and every experiment's table
-(md, csv, json) and figures (png, downscaled to :data:`FIGURE_WIDTH`) into a folder such as ``docs/results/cpu``,
-``REPORT.md`` headed by one line of provenance: the commits the runs trained at, the date, the machine the runs
-name in ``spec.resolved.json`` and the wall time from their ``summary.json``. ``compare`` lists every claim whose
-verdict differs between two such folders (a published one and a results root): a change that flips a verdict
-shows there. Standard library (and Pillow, for the figures) only.
+``publish`` writes a results root's tables (md, csv, json) and figures (png, downscaled to :data:`FIGURE_WIDTH`)
+into a folder such as ``docs/results/cpu``, with ``REPORT.md``, ``report.html`` and ``verdicts.json`` written anew
+over every experiment the folder then holds, ``REPORT.md`` headed by one line of provenance: the commits the runs
+trained at, the date, the machines the runs name in ``spec.resolved.json`` and the wall time from their
+``summary.json``. A job longer than a session on a fresh machine is published a session at a time: what an earlier
+publication holds and this one lacks is kept, and :data:`MANIFEST` records each publication. ``compare`` lists every
+claim whose verdict differs between two such folders (a published one and a results root): a change that flips a
+verdict shows there.
 """
 
 from __future__ import annotations
 
 import json
 import shutil
+import tempfile
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import NamedTuple
 
 from rlrepro.jobs.run_folder import SUMMARY
+from rlrepro.results.claims import INCONCLUSIVE, NOT_JUDGED, NOT_REPRODUCED, REPRODUCED, UNINFORMATIVE
 
 #: What a published folder holds besides ``tables/``; the standalone page (every figure inlined) is left out.
 REPORT_FILES = ("REPORT.md", "report.html", "verdicts.json")
@@ -24,6 +28,8 @@ TABLE_SUFFIXES = (".md", ".csv", ".json", ".png")
 #: Figures wider than this (pixels) are scaled down to it when published: the folder stays a few MB.
 FIGURE_WIDTH = 900
 PROVENANCE_MARK = "Published:"
+#: The publications a folder holds, one per session that added experiments (hours, machines, commits).
+MANIFEST = "published.json"
 
 
 def verdicts(root: Path) -> dict[tuple[str, str], str]:
@@ -75,11 +81,15 @@ def compare_lines(before: Path, now: Path) -> tuple[list[str], bool]:
     return lines, bool(result.differ)
 
 
-def run_span(root: Path) -> tuple[float, float, datetime | None]:
-    """The job's wall time from its runs' ``summary.json``: hours while any run was training (overlapping runs
-    counted once; pauses between sessions left out), hours from the first start to the last end, and that end."""
+def run_span(root: Path, experiments: set[str] | None = None) -> tuple[float, float, datetime | None]:
+    """The job's wall time from its runs' ``summary.json`` (those of ``experiments``, "paper/experiment" keys, when
+    given): hours while any run was training (overlapping runs counted once; pauses between sessions left out),
+    hours from the first start to the last end, and that end."""
     spans = []
     for path in (Path(root) / "runs").rglob(SUMMARY):
+        key = "/".join(path.relative_to(Path(root) / "runs").parts[:2])
+        if experiments is not None and key not in experiments:
+            continue
         summary = json.loads(path.read_text(encoding="utf-8"))
         if not summary.get("completed_at") or summary.get("wall_time") is None:
             continue
@@ -115,49 +125,144 @@ def machines(root: Path) -> list[str]:
     return found
 
 
-def provenance_line(root: Path) -> str:
-    """The first line of a published REPORT.md: commits, date, machine and wall time, from the run folders."""
-    commits = sorted({c for path in (Path(root) / "tables").glob("*/*.json")
+def experiments_with_tables(root: Path) -> list[str]:
+    """The experiments ("paper/experiment") that have a table JSON under ``root/tables``."""
+    return [f"{path.parent.name}/{path.stem}" for path in sorted((Path(root) / "tables").glob("*/*.json"))]
+
+
+def provenance_line(dest: Path) -> str:
+    """The first line of a published REPORT.md: commits (from the tables), date, machines and wall time (from the
+    publications recorded in ``dest``'s :data:`MANIFEST`: a job run across sessions sums their training hours)."""
+    commits = sorted({c for path in (Path(dest) / "tables").glob("*/*.json")
                       for c in json.loads(path.read_text(encoding="utf-8")).get("provenance", {}).get("run_commits", [])})
-    busy, span, last = run_span(root)
-    date = (last or datetime.now(timezone.utc)).date().isoformat()
+    sessions = _manifest(dest)
+    busy = sum(s["busy_h"] for s in sessions)
+    span = sum(s["span_h"] for s in sessions)
+    found = [m for s in sessions for m in s["machines"]]
+    date = max((s["finished"] for s in sessions), default=datetime.now(timezone.utc).date().isoformat())
+    replaced = sum(s["busy_h"] for s in sessions if s.get("replaced"))
     return (f"{PROVENANCE_MARK} runs at commit{'s' if len(commits) != 1 else ''} "
             f"{', '.join(f'`{c[:12]}`' for c in commits) or 'unknown'}, finished {date}, on "
-            f"{'; '.join(machines(root)) or 'an unrecorded machine'}; wall time {busy:.1f} h while training "
-            f"({span:.1f} h from the first start to the last end, pauses included).")
+            f"{'; '.join(dict.fromkeys(found)) or 'an unrecorded machine'}; wall time {busy:.1f} h while training "
+            f"({span:.1f} h from the first start to the last end, pauses included"
+            + (f"; in {len(sessions)} sessions, {MANIFEST} lists each" if len(sessions) > 1 else "")
+            + (f"; {replaced:.1f} h of it in sessions whose tables were partly replaced since" if replaced else "")
+            + ").")
 
 
-def publish(root: Path, dest: Path) -> list[Path]:
-    """Copy a finished job's report from ``root`` (a results root at one scale) into ``dest``, replacing what an
-    earlier publication left there; returns the files written."""
+def summary_line(dest: Path, scale: str = "cpu") -> str:
+    """The README's line for a published report: "N claims judged at the cpu scale: a reproduced, ..." (from
+    ``verdicts.json``; N counts every verdict but "not judged"), and how much of the main job it covers."""
+    claims = json.loads((Path(dest) / "verdicts.json").read_text(encoding="utf-8"))["claims"]
+    shown = (REPRODUCED, INCONCLUSIVE, NOT_REPRODUCED, UNINFORMATIVE)
+    judged = sum(n for verdict, n in claims.items() if verdict != NOT_JUDGED)
+    job = json.loads((Path(dest) / MANIFEST).read_text(encoding="utf-8"))["job"]
+    done = [key for key in experiments_with_tables(dest) if key in job]
+    return (f"{judged} claims judged at the {scale} scale: "
+            + ", ".join(f"{claims.get(verdict, 0)} {verdict}" for verdict in shown)
+            + (f" ({len(done)} of the main job's {len(job)} experiments published so far)" if len(done) < len(job)
+               else f" (all {len(job)} experiments of the main job)"))
+
+
+def publish(root: Path, dest: Path) -> tuple[list[Path], list[str]]:
+    """Publish a job's report from ``root`` (a results root at one scale, its report written) into ``dest``.
+
+    A job that runs across sessions on fresh machines publishes what each session finished: the tables ``dest``
+    already holds for experiments ``root`` lacks are kept (when their spec is unchanged), ``root``'s replace the
+    rest, and REPORT.md, report.html and verdicts.json are written anew over the union, from the spec set ``root``'s
+    report recorded. Returns the files written and a note per published table left out (its spec changed since).
+    """
+    from rlrepro.results.report import SPEC_SETS_FILE, write_report  # noqa: PLC0415 -- report imports the planner
+    from rlrepro.specs import spec_hash  # noqa: PLC0415
+    from rlrepro.workflow import DEFAULT_SET, cannot_run, plan  # noqa: PLC0415
+
     root, dest = Path(root), Path(dest)
     if dest.resolve() == root.resolve() or root.resolve() in dest.resolve().parents:
         raise ValueError(f"--to {dest}: inside the results root {root} it would replace the tables it copies; "
                          "publish to a folder outside it (e.g. docs/results/cpu)")
-    if not (root / "REPORT.md").exists():
+    if not (root / "REPORT.md").exists() or not (root / SPEC_SETS_FILE).exists():
         raise FileNotFoundError(f"{root / 'REPORT.md'} does not exist: run the job (snakemake) to its report first")
-    if (dest / "tables").exists():
-        shutil.rmtree(dest / "tables")
-    dest.mkdir(parents=True, exist_ok=True)
-    written = []
-    for name in REPORT_FILES:
-        if (root / name).exists():
-            text = (root / name).read_text(encoding="utf-8")
+    new = experiments_with_tables(root)
+    if not new:
+        raise FileNotFoundError(f"no table under {root / 'tables'}: run at least one experiment to its table first")
+    spec_set = json.loads((root / SPEC_SETS_FILE).read_text(encoding="utf-8"))[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        stage = Path(tmp) / root.name
+        plans = plan(spec_set, root.name)
+        kept, dropped = _stage_tables(root, dest, stage, new, {p.key: spec_hash(p.spec) for p in plans})
+        shutil.copyfile(root / SPEC_SETS_FILE, stage / SPEC_SETS_FILE)
+        write_report(spec_set, scale=root.name, results=Path(tmp))
+        job = [p.key for p in plans if p.job_set == DEFAULT_SET and not cannot_run(p)]
+        _record_publication(root, dest, new, kept, job)
+        if (dest / "tables").exists():
+            shutil.rmtree(dest / "tables")
+        written = []
+        for path in sorted((stage / "tables").rglob("*")):
+            if path.is_file() and path.suffix in TABLE_SUFFIXES:
+                target = dest / path.relative_to(stage)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(path, target)
+                written.append(target)
+        for name in REPORT_FILES:
+            text = (stage / name).read_text(encoding="utf-8")
             if name == "REPORT.md":
-                text = provenance_line(root) + "\n\n" + text
+                text = provenance_line(dest) + "\n\n" + text
             (dest / name).write_text(text, encoding="utf-8")
             written.append(dest / name)
-    for path in sorted((root / "tables").rglob("*")):
-        if not path.is_file() or path.suffix not in TABLE_SUFFIXES:
+    return written + [dest / MANIFEST], dropped
+
+
+def _stage_tables(root: Path, dest: Path, stage: Path, new: list[str], hashes: dict[str, str]
+                  ) -> tuple[list[str], list[str]]:
+    """Copy into ``stage/tables`` the tables of ``root`` (figures downscaled) and those ``dest`` published earlier
+    for experiments ``root`` lacks, where the spec is the one ``root`` ran (``hashes``: experiment -> spec hash).
+    Returns the experiments kept from ``dest`` and a note for each left out."""
+    kept, dropped = [], []
+    for key in experiments_with_tables(dest):
+        if key in new:
             continue
-        target = dest / path.relative_to(root)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        if path.suffix == ".png":
-            _downscaled(path, target)
-        else:
-            shutil.copyfile(path, target)
-        written.append(target)
-    return written
+        published = json.loads((dest / "tables" / f"{key}.json").read_text(encoding="utf-8"))["provenance"]["spec_hash"]
+        if hashes.get(key) != published:
+            dropped.append(f"{key}: left out, its spec changed since it was published (hash {published} -> "
+                           f"{hashes.get(key, 'no such experiment')}): run it again")
+            continue
+        kept.append(key)
+    for source_root, keys in ((dest, kept), (root, new)):
+        for key in keys:
+            paper, experiment = key.split("/")
+            for path in sorted((source_root / "tables" / paper).glob(f"{experiment}*")):
+                if path.is_file() and path.suffix in TABLE_SUFFIXES and path.name.split(".")[0] == experiment:
+                    target = stage / "tables" / paper / path.name
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    (_downscaled if path.suffix == ".png" else shutil.copyfile)(path, target)
+    return kept, dropped
+
+
+def _manifest(dest: Path) -> list[dict]:
+    path = Path(dest) / MANIFEST
+    return json.loads(path.read_text(encoding="utf-8"))["sessions"] if path.exists() else []
+
+
+def _record_publication(root: Path, dest: Path, new: list[str], kept: list[str], job: list[str]) -> None:
+    """Add this publication to ``dest``'s :data:`MANIFEST` (its experiments, training hours, machines, commits),
+    with the experiments of the scale's default job (``job``: what a complete publication holds), and drop from
+    earlier ones the experiments it replaces (an earlier session left with none is removed; one left with some is
+    marked, its hours counted still)."""
+    sessions = []
+    for session in _manifest(dest):
+        left = [key for key in session["experiments"] if key in kept]
+        if left:
+            gone = [key for key in session["experiments"] if key not in left]
+            sessions.append({**session, "experiments": left,
+                             **({"replaced": session.get("replaced", []) + gone} if gone else {})})
+    busy, span, last = run_span(root, set(new))
+    commits = sorted({c for key in new for c in json.loads((root / "tables" / f"{key}.json").read_text(
+        encoding="utf-8")).get("provenance", {}).get("run_commits", [])})
+    sessions.append({"finished": (last or datetime.now(timezone.utc)).date().isoformat(), "busy_h": round(busy, 3),
+                     "span_h": round(span, 3), "machines": machines(root), "run_commits": commits,
+                     "experiments": new})
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / MANIFEST).write_text(json.dumps({"job": job, "sessions": sessions}, indent=2) + "\n", encoding="utf-8")
 
 
 def _downscaled(source: Path, target: Path) -> None:

@@ -467,6 +467,57 @@ def test_a_published_report_compares_equal_to_its_source_and_shows_a_changed_ver
     assert "publish to a folder outside it" in capsys.readouterr().err
 
 
+def test_a_job_published_a_session_at_a_time_keeps_what_earlier_sessions_published(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32: a job longer than a session on a fresh machine is published a session at a time; each publication
+    keeps the experiments earlier ones published, REPORT.md covers them all, the manifest records each session,
+    a re-run replaces its experiment's entry, and a table whose spec changed since is left out and named."""
+    from rlrepro.cli import main
+    from rlrepro.results.publish import MANIFEST, experiments_with_tables
+
+    specs = tmp_path / "specs"
+    toy = write_spec(specs, _toy())
+    other = _toy()
+    other["experiment"] = "other"
+    roots = {}
+    for name, spec in (("first", toy), ("second", write_spec(specs, other))):
+        roots[name] = tmp_path / name
+        fabricate_all(spec, roots[name])
+        aggregate_experiment(spec, scale="cpu", results=roots[name])
+        write_report([specs], scale="cpu", results=roots[name])
+        assert not (roots[name] / "cpu" / "tables" / "toy" / ("other.json" if name == "first" else "mini.json")).exists()
+    dest = tmp_path / "docs" / "cpu"
+
+    def publish(name: str) -> str:
+        capsys.readouterr()
+        assert main(["publish", "--scale", "cpu", "--results", str(roots[name]), "--to", str(dest)]) == 0
+        return capsys.readouterr().out
+
+    out = publish("first")
+    assert out.splitlines()[-1] == ("2 claims judged at the cpu scale: 1 reproduced, 1 inconclusive, 0 not reproduced, "
+                                    "0 uninformative (1 of the main job's 2 experiments published so far)")
+    out = publish("second")
+    assert experiments_with_tables(dest) == ["toy/mini", "toy/other"]
+    assert out.splitlines()[-1] == ("4 claims judged at the cpu scale: 2 reproduced, 2 inconclusive, 0 not reproduced, "
+                                    "0 uninformative (all 2 experiments of the main job)")
+    report = (dest / "REPORT.md").read_text(encoding="utf-8")
+    assert "in 2 sessions" in report.splitlines()[0]
+    for key in ("toy/mini", "toy/other"):
+        assert f"| {key} | a_reaches_5 | **reproduced** |" in report
+        assert f"tables/{key}.png" in (dest / "report.html").read_text(encoding="utf-8")
+    sessions = lambda: [s["experiments"] for s in json.loads((dest / MANIFEST).read_text())["sessions"]]  # noqa: E731
+    assert sessions() == [["toy/mini"], ["toy/other"]]
+    publish("first")  # mini again: its new publication replaces the first one's entry
+    assert sessions() == [["toy/other"], ["toy/mini"]]
+    edited = (specs / "toy" / "mini.yaml").read_text(encoding="utf-8").replace("a reaches 5 on catch.", "a reaches 5.")
+    (specs / "toy" / "mini.yaml").write_text(edited, encoding="utf-8")
+    out = publish("second")  # its spec set's mini is no longer the published one's
+    assert "toy/mini: left out, its spec changed since it was published" in out
+    assert experiments_with_tables(dest) == ["toy/other"] and sessions() == [["toy/other"]]
+    assert "- toy/mini: 3 claim(s)" in (dest / "REPORT.md").read_text(encoding="utf-8")
+
+
 def test_report_only_selects(aggregated: dict[str, Any], tmp_path: Path) -> None:
     results = tmp_path / "results"
     path = write_report([aggregated["specs"]], scale="smoke", results=results, only="lab")
