@@ -116,7 +116,7 @@ def _not_judged_html(rows: list[tuple[str, ...]]) -> str:
     items = "".join(
         f"<li><a href='#{_anchor(e)}'>{html.escape(e)}</a>: {len(c)} claim{'' if len(c) == 1 else 's'} "
         f"({', '.join(claim_id_html(x) for x in c[:8])}{f' and {len(c) - 8} more' if len(c) > 8 else ''}): "
-        f"{html.escape(detail)}</li>"
+        f"{_inline_code(detail)}</li>"
         for (e, detail), c in groups.items())
     return f"<ul class='not-judged'>{items}</ul>"
 
@@ -131,7 +131,7 @@ def experiment_section(key: str, root: Path, not_run: str | None) -> tuple[str, 
     md_path = root / "tables" / f"{key}.md"
     head = f"<section class='experiment' id='{_anchor(key)}'><h2>{html.escape(key)}</h2>"
     if not_run:
-        return head + f"<p class='meta'>{html.escape(not_run)}</p></section>", []
+        return head + f"<p class='meta'>{_inline_code(not_run)}</p></section>", []
     data = json.loads(md_path.with_suffix(".json").read_text(encoding="utf-8"))
     rows = [(key, c["claim"], c["verdict"], c["detail"], c.get("method") or "") for c in data.get("claims", [])]
     folder = md_path.parent
@@ -149,6 +149,11 @@ def experiment_section(key: str, root: Path, not_run: str | None) -> tuple[str, 
     )
     body = _claims_pointer(body, rows)
     return head + f"<p class='files meta'>Files: {links}</p>" + body + extra + "</section>", rows
+
+
+def _inline_code(text: str) -> str:
+    """Plain text as HTML, its Markdown `code` spans (a command to run) as <code>."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
 
 
 def _claims_pointer(body: str, rows: list[tuple[str, ...]]) -> str:
@@ -185,7 +190,9 @@ def write_html_report(
         f"<h1>rlrepro report — scale '{html.escape(scale)}'</h1>"
         f"<p class='meta'>Generated {generated} at commit <code>{html.escape(git_commit())}</code>. "
         f"{len(sections)} experiment(s), {len(rows)} claim(s): {summary or 'none'}. "
-        "Files: <a href='REPORT.md'>REPORT.md</a>, <a href='tables/'>tables/</a>, <a href='runs/'>runs/</a>. "
+        "Files: <a href='REPORT.md'>REPORT.md</a>, <a href='tables/'>tables/</a>"
+        + (", <a href='runs/'>runs/</a>" if (root / "runs").is_dir() else "")  # a published copy has no run folders
+        + ". "
         "Intervals are 95% stratified-bootstrap confidence intervals over seeds.</p>"
         f"<nav><h2>Experiments</h2><ul>{nav}</ul></nav>"
         f"<h2 id='claims'>Claims judged at this scale</h2>{_verdict_table([r for r in rows if r[2] != NOT_JUDGED])}"

@@ -423,7 +423,8 @@ def test_report_says_an_opt_in_experiment_is_left_out_of_the_default_job(tmp_pat
     [row] = [line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("- toy/curves:")]
     assert "not run: in the opt-in set 'curves' of this scale" in row
     assert row.endswith("`snakemake -c2 --config scale=cpu set=curves`")
-    assert "set=curves" in (path.parent / "report.html").read_text(encoding="utf-8")
+    page = (path.parent / "report.html").read_text(encoding="utf-8")
+    assert "<code>snakemake -c2 --config scale=cpu set=curves</code>" in page and "`" not in page  # a command, as code
 
 
 def test_a_published_report_compares_equal_to_its_source_and_shows_a_changed_verdict(
@@ -443,7 +444,9 @@ def test_a_published_report_compares_equal_to_its_source_and_shows_a_changed_ver
     assert first.startswith(f"Published: runs at commit `{RUN_COMMIT}`, finished 2024-01-01, on an unrecorded machine; "
                             "wall time 0.0 h while training")  # fabricated runs: no device, no wall time
     assert {p.name for p in (published / "tables" / "toy").iterdir()} >= {"mini.md", "mini.csv", "mini.json", "mini.png"}
-    assert (published / "report.html").exists() and not (published / "report.standalone.html").exists()
+    assert not (published / "report.standalone.html").exists()
+    page = (published / "report.html").read_text(encoding="utf-8")
+    assert "href='tables/'" in page and "href='runs/'" not in page  # no link to run folders it does not have
     widths = {}
     for source in (aggregated["results"] / "cpu" / "tables" / "toy").glob("mini*.png"):
         with Image.open(source) as wide, Image.open(published / "tables" / "toy" / source.name) as figure:
