@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -9,7 +10,7 @@ import yaml
 
 from rlrepro.cli import main
 from rlrepro.specs import load_spec
-from rlrepro.workflow import plan
+from rlrepro.workflow import DEFAULT_SET, cannot_run, plan
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
@@ -62,3 +63,18 @@ def test_schema_for_a_spec_folder_outside_the_repository(tmp_path: Path) -> None
     assert main(["schema", "--output", str(own / "spec.schema.json")]) == 0
     ref = re.match(r"# yaml-language-server: \$schema=(\S+)", spec.read_text(encoding="utf-8")).group(1)
     assert (spec.parent / ref).resolve().read_text() == (REPO / "specs" / "spec.schema.json").read_text()
+
+
+def test_the_readme_links_the_published_report_with_its_summary_line() -> None:
+    """Issue 32: the top of the README links the published cpu report beside its one-line summary, which is the
+    published verdicts' (``rlrepro publish`` prints it), and the report's first line says where its numbers came from."""
+    from rlrepro.results.publish import MANIFEST, PROVENANCE_MARK, summary_line
+
+    published = REPO / "docs" / "results" / "cpu"
+    top = README.partition("\n## ")[0]
+    assert f"[published cpu report](docs/results/cpu/REPORT.md): {summary_line(published, 'cpu')}." in top
+    first = (published / "REPORT.md").read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith(f"{PROVENANCE_MARK} runs at commit") and "wall time" in first
+    # the default job the manifest counts is today's: a job that changed since is not called complete
+    job = [p.key for p in plan([REPO / "specs"], "cpu") if p.job_set == DEFAULT_SET and not cannot_run(p)]
+    assert json.loads((published / MANIFEST).read_text(encoding="utf-8"))["job"] == job

@@ -27,6 +27,18 @@ class TimeStep(NamedTuple):
     truncated: jax.Array  # bool scalar
 
 
+class TalliedTimeStep(NamedTuple):
+    """``TimeStep`` plus ``tallies``: per-step amounts an actor sums over each episode (Key-to-Door's door opened,
+    Catch's catches). An environment's ``events`` names the tallies that mark a step as an event (non-zero there)
+    for the synthetic-return analysis: c(s) at those steps against all steps (paper Fig. 4c, 5c)."""
+
+    observation: jax.Array
+    reward: jax.Array
+    terminated: jax.Array
+    truncated: jax.Array
+    tallies: dict[str, jax.Array]
+
+
 class JaxEnv(Protocol):
     """A pure-JAX environment with same-step auto-reset."""
 

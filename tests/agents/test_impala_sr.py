@@ -13,10 +13,10 @@ from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala_sr.actor import init_actor, unroll
 from rlrepro.agents.impala_sr.config import ImpalaSRConfig, SRConfig
 from rlrepro.agents.impala_sr.learner import init, loss_fn, sr_terms
-from rlrepro.agents.impala_sr.loop import make_sr_trainer
+from rlrepro.agents.impala_sr.loop import EVENT_STATES, event_metrics, event_sums, make_sr_trainer
 from rlrepro.agents.registry import resolve_config
 from rlrepro.agents.impala_sr.networks import SRActorCritic, init_sr_params, make_sr_network
-from rlrepro.environments.jax_envs import Chain, KeyToDoor
+from rlrepro.environments.jax_envs import CatchRuns, Chain, KeyToDoor
 from rlrepro.losses.synthetic_returns import episode_memory_sums
 from rlrepro.specs import load_spec
 from rlrepro.specs.experiment import RunSpec
@@ -179,7 +179,7 @@ def test_baseline_config_rejects_a_synthetic_reward() -> None:
 
 def _train_tiny_chain(enabled: bool, chunks: int) -> np.ndarray:
     """Mean success over the last chunk, per seed, on a 7-state chain (3 moves, trigger 3 right: random 1/8)."""
-    from rlrepro.agents.impala_sr.loop import make_sr_trainer
+    from rlrepro.agents.impala_sr.loop import EVENT_STATES, event_metrics, event_sums, make_sr_trainer
 
     env = Chain(num_states=7, moves=3, trigger_offset=3)
     config = ImpalaSRConfig(
@@ -300,3 +300,56 @@ def test_key_to_door_tallies_are_summed_per_episode_and_reach_the_chunk_metrics(
     _, metrics = trainer.run_chunk(trainer.init(jax.random.key(3)))
     assert {"door_opened", "phase3_return", "apple_return", "first_key_taken"} <= set(metrics._fields)
     assert 0.0 <= float(metrics.door_opened) <= 1.0
+
+
+def test_event_metrics_are_the_mean_c_at_the_events_in_standard_deviations_of_c_by_hand() -> None:
+    """Fig. 4c / 5c: c over all states [0, 0, 0, 4] has mean 1 and sd sqrt(16/4 - 1) = sqrt(3); an event at the state
+    with c = 4 stands (4 - 1) / sqrt(3) = 1.732 sd above, one at c = 0 sits 1 / sqrt(3) = 0.577 below; no event: NaN."""
+    sums = {"c": 4.0, "c2": 16.0, "n": 4.0, "key_before": 4.0, "key_before_n": 1.0, "key_after": 0.0,
+            "key_after_n": 2.0}
+    sums |= {"apple_before": 0.0, "apple_before_n": 0.0, "apple_after": 0.0, "apple_after_n": 0.0}
+    found = {k: float(v) for k, v in event_metrics(jax.tree.map(jnp.asarray, sums), ("key", "apple")).items()}
+    assert found["sr_c_z_key_before"] == pytest.approx(1.7320508, rel=1e-6)
+    assert found["sr_c_z_key_after"] == pytest.approx(-0.5773503, rel=1e-6)
+    assert np.isnan(found["sr_c_z_apple_before"]) and np.isnan(found["sr_c_z_apple_after"])
+
+
+def test_event_sums_read_c_at_the_event_state_and_at_the_next_one_within_the_episode() -> None:
+    """An event on step t is read at s_t (before) and s_{t+1} (after), the latter only where step t did not end the
+    episode (its next observation is a new episode's first)."""
+    env = KeyToDoor(phase_lengths=(3, 4, 6), apples=10)
+    config = _config(unroll_length=4, batch_size=2)
+    network = make_sr_network(config, env.num_actions)
+    params, state = _initial(config, env, network, 0)
+    _, batch, _ = jax.jit(functools.partial(unroll, env=env, network=network, unroll_length=4))(
+        jax.random.key(2), params, state)
+    c = np.asarray(network.apply(params, network.apply(params, batch.observations.reshape((10, 5, 5, 5)),
+                                                       method=SRActorCritic.embed), method=SRActorCritic.contribution))
+    c = c.reshape((5, 2))
+    marked = np.zeros((4, 2), np.float32)
+    marked[1, 0] = marked[2, 1] = 1.0  # step 1 of stream 0, step 2 of stream 1 (which ends its episode there)
+    dones = np.zeros((4, 2), bool)
+    dones[2, 1] = True
+    sums = event_sums(network, params, batch.observations, jnp.asarray(dones), {"key": jnp.asarray(marked)}, ("key",))
+    assert float(sums["n"]) == 10 and float(sums["c"]) == pytest.approx(c.sum(), rel=1e-5)
+    assert float(sums["key_before"]) == pytest.approx(c[1, 0] + c[2, 1], rel=1e-5) and float(sums["key_before_n"]) == 2
+    assert float(sums["key_after"]) == pytest.approx(c[2, 0], rel=1e-5) and float(sums["key_after_n"]) == 1
+
+
+def test_the_sr_agent_reports_c_at_catches_and_misses_and_the_baseline_does_not() -> None:
+    """On Catch's runs the SR agent's chunk metrics carry sr_c_z_<caught|missed>_<before|after>; the baseline has no c."""
+    env = CatchRuns(size=5, runs=3, delayed=True)  # 12-step episodes
+    for alpha, expected in ((0.3, True), (None, False)):
+        sr = dict(alpha=alpha, memory_capacity=12, c_hidden=(8,), b_hidden=(8,), g_hidden=(8,))
+        config = ImpalaSRConfig(
+            impala=ImpalaConfig(unroll_length=12, batch_size=8, hidden_sizes=(16,)),
+            sr=SRConfig(**sr) if alpha else SRConfig(enabled=False, alpha=0.0, memory_capacity=12),
+            lstm_size=None, head_hidden=(8,),
+        )
+        trainer = make_sr_trainer(env, config, updates_per_chunk=2)
+        _, metrics = trainer.run_chunk(trainer.init(jax.random.key(3)))
+        names = {f"sr_c_z_{e}_{w}" for e in ("caught", "missed") for w in EVENT_STATES}
+        assert (names <= set(metrics._fields)) is expected
+        assert {"caught", "missed"} <= set(metrics._fields)  # catches and misses per episode, either way
+        if expected:
+            assert all(np.isfinite(float(getattr(metrics, name))) for name in names)

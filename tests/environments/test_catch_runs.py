@@ -44,6 +44,25 @@ def test_delayed_variant_pays_the_total_at_the_last_step() -> None:
     assert delayed[:-1] == [0.0] * 29 and delayed[-1] == sum(standard)
 
 
+def test_catches_and_misses_are_tallied_on_the_landing_step_whatever_the_reward_says() -> None:
+    """Fig. 4c marks the steps of catches and misses: the tallies say so on each landing step, delayed or not."""
+    for delayed in (False, True):
+        env = CatchRuns(size=7, runs=5, delayed=delayed)
+        assert env.events == ("caught", "missed")
+        state, first = env.reset(jax.random.key(3))
+        assert set(first.tallies) == {"caught", "missed"}
+        caught, missed, rewards = [], [], []
+        for t in range(env.episode_length):
+            state, timestep = jax.jit(env.step)(jax.random.key(3000 + t), state, 1)  # stay: some balls are missed
+            caught.append(float(timestep.tallies["caught"]))
+            missed.append(float(timestep.tallies["missed"]))
+            rewards.append(float(timestep.reward))
+        landings = [(t + 1) % 6 == 0 for t in range(30)]
+        assert [c + m for c, m in zip(caught, missed)] == [float(x) for x in landings]  # one of the two per ball
+        assert 0 < sum(missed) < 5
+        assert (caught == rewards) if not delayed else (rewards[-1] == sum(caught))
+
+
 def test_a_policy_that_stays_catches_about_one_ball_in_seven() -> None:
     env = CatchRuns(size=7, runs=20)
 

@@ -36,11 +36,13 @@ class SRActorState(NamedTuple):
 
 class SREpisodeStats(NamedTuple):
     """IMPALA's per-step episode bookkeeping [T, B] plus ``tallies``: each environment tally's episode sum where an
-    episode ended (0 elsewhere), e.g. Key-to-Door's door opened and phase-3 reward (paper Fig. 5b)."""
+    episode ended (0 elsewhere), e.g. Key-to-Door's door opened and phase-3 reward (paper Fig. 5b), and
+    ``step_tallies``: each tally's amount on each step (where the key was picked up: Fig. 5c)."""
 
     ended: jax.Array
     returns: jax.Array
     tallies: dict[str, jax.Array]
+    step_tallies: dict[str, jax.Array]
 
 
 class _Step(NamedTuple):
@@ -52,6 +54,7 @@ class _Step(NamedTuple):
     behaviour_logits: jax.Array
     episode_return: jax.Array
     episode_tallies: dict[str, jax.Array]
+    step_tallies: dict[str, jax.Array]
 
 
 def init_actor(
@@ -96,10 +99,12 @@ def _act_and_step(
     reward = timestep.reward.astype(jnp.float32)
     done = jnp.logical_or(timestep.terminated, timestep.truncated)
     episode_return = state.episode_return + reward
-    tallies = jax.tree.map(jnp.add, state.episode_tallies, step_tallies(timestep))
+    amounts = step_tallies(timestep)
+    tallies = jax.tree.map(jnp.add, state.episode_tallies, amounts)
     memory = reset_memory(jax.vmap(write_memory)(state.memory, out.torso[0]), done)
     core_state = reset_core_state(out.core_state, done)
-    step = _Step(state.observation, action, reward, done, step_discount(timestep), logits, episode_return, tallies)
+    step = _Step(state.observation, action, reward, done, step_discount(timestep), logits, episode_return, tallies,
+                 amounts)
     next_state = SRActorState(
         env_state, timestep.observation, jnp.where(done, 0.0, episode_return), core_state, memory,
         jax.tree.map(lambda total: jnp.where(done, 0.0, total), tallies),
@@ -130,5 +135,6 @@ def unroll(
         ended=steps.done,
         returns=jnp.where(steps.done, steps.episode_return, 0.0),
         tallies=jax.tree.map(lambda total: jnp.where(steps.done, total, 0.0), steps.episode_tallies),
+        step_tallies=steps.step_tallies,
     )
     return final, batch, stats

@@ -3,7 +3,8 @@
 The same structure as ``rlrepro.agents.impala.loop`` (one synchronous actor, parameters ``policy_lag``
 updates old from a ring buffer, ``updates_per_chunk`` steps scanned per jitted call, ``vmap`` over seeds),
 with the SR actor and learner. On an environment with a chain of states (``state_observations`` and
-``trigger_position``: the Chain) every chunk also reports where c peaks over the chain states.
+``trigger_position``: the Chain) every chunk also reports where c peaks over the chain states; on one with
+``events`` (Catch's catches and misses, Key-to-Door's key pick-up) how far c at those steps stands out (Fig. 4c, 5c).
 """
 
 from __future__ import annotations
@@ -43,8 +44,53 @@ ChainChunkMetrics = NamedTuple("ChainChunkMetrics", [(name, jax.Array) for name 
 @functools.cache
 def tally_chunk_metrics(names: tuple[str, ...]) -> type:
     """The chunk's metrics plus, per environment tally, its mean episode sum over the episodes ended in the chunk
-    (Key-to-Door: ``door_opened`` is the door-opening rate, ``phase3_return`` the phase-3 reward: Fig. 5b)."""
+    (Key-to-Door: ``door_opened`` is the door-opening rate, ``phase3_return`` the phase-3 reward: Fig. 5b), and
+    the event metrics of :func:`event_metrics`."""
     return NamedTuple("TallyChunkMetrics", [(name, jax.Array) for name in (*_CHUNK_FIELDS, *names)])
+
+
+#: Which state of an event c is read at: the one the event's action was taken in (s_t) or the one it led to
+#: (s_{t+1}, when the episode goes on): the paper's "states that occur after critical actions".
+EVENT_STATES = ("before", "after")
+
+
+def event_names(env: JaxEnv, config: ImpalaSRConfig) -> tuple[str, ...]:
+    """The environment's event tallies whose c the SR agent reports (none for the baseline: it has no c)."""
+    return tuple(getattr(env, "events", ())) if config.sr.enabled else ()
+
+
+def event_sums(network: SRActorCritic, params: Params, observations: jax.Array, dones: jax.Array,
+               step_tallies: dict[str, jax.Array], events: tuple[str, ...]) -> dict[str, jax.Array]:
+    """One batch's sums for c(s) at event steps: c of every state of ``observations`` [T + 1, B] (sum, sum of
+    squares, count) and, per event (its tally non-zero on step t, [T, B]), the sum and count of c at s_t
+    (``before``) and at s_{t+1} where step t did not end the episode (``after``)."""
+    time, batch = observations.shape[:2]
+    folded = observations.reshape((time * batch, *observations.shape[2:]))
+    representation = network.apply(params, folded, method=SRActorCritic.embed)
+    c = network.apply(params, representation, method=SRActorCritic.contribution).reshape((time, batch))
+    sums = {"c": jnp.sum(c), "c2": jnp.sum(jnp.square(c)), "n": jnp.asarray(c.size, jnp.float32)}
+    for name in events:
+        marked = step_tallies[name] != 0
+        for where, mask, at in (("before", marked, c[:-1]), ("after", marked & ~dones, c[1:])):
+            sums[f"{name}_{where}"] = jnp.sum(jnp.where(mask, at, 0.0))
+            sums[f"{name}_{where}_n"] = jnp.sum(mask.astype(jnp.float32))
+    return sums
+
+
+def event_metrics(sums: dict[str, jax.Array], events: tuple[str, ...]) -> dict[str, jax.Array]:
+    """``sr_c_z_<event>_<before|after>``: mean c at the event's states minus mean c over all states, in standard
+    deviations of c over all states (from :func:`event_sums` summed over a chunk); NaN where no event happened.
+    A spike (Fig. 4c catches, Fig. 5c key pick-up) is a large positive value, a dip (missed catches) a negative one."""
+    mean = sums["c"] / sums["n"]
+    sd = jnp.sqrt(jnp.maximum(sums["c2"] / sums["n"] - jnp.square(mean), 0.0))
+    found = {}
+    for name in events:
+        for where in EVENT_STATES:
+            count = sums[f"{name}_{where}_n"]
+            at = sums[f"{name}_{where}"] / jnp.maximum(count, 1.0)
+            found[f"sr_c_z_{name}_{where}"] = jnp.where((count > 0) & (sd > 0), (at - mean) / jnp.maximum(sd, 1e-12),
+                                                         jnp.nan)
+    return found
 
 
 def has_chain_probe(env: JaxEnv) -> bool:
@@ -70,8 +116,9 @@ def init_train_state(key: jax.Array, env: JaxEnv, config: ImpalaSRConfig, learne
 
 def train_step(
     state: SRTrainState, env: JaxEnv, config: ImpalaSRConfig, learner: SRLearner
-) -> tuple[SRTrainState, tuple[SRLearnerMetrics, SREpisodeStats]]:
-    """One unroll with the lagged parameters, one learner update, the new snapshot into the ring buffer."""
+) -> tuple[SRTrainState, tuple[SRLearnerMetrics, SREpisodeStats, dict[str, jax.Array]]]:
+    """One unroll with the lagged parameters, one learner update, the new snapshot into the ring buffer; on an
+    environment with events, the batch's :func:`event_sums` with the updated parameters."""
     rng, unroll_key = jax.random.split(state.rng)
     lag = config.impala.policy_lag
     slot = lag_slot(state.learner.step, lag)
@@ -83,7 +130,11 @@ def train_step(
     learner_state, metrics = learner.update(state.learner, batch)
     history = jax.tree.map(lambda h, p: h.at[slot].set(p), state.params_history, learner_state.params)
     frames = state.frames + config.frames_per_update
-    return SRTrainState(learner_state, actor, history, rng, frames), (metrics, stats)
+    events = event_names(env, config)
+    sums = event_sums(make_sr_network(config, env.num_actions), learner_state.params, batch.observations, batch.dones,
+                      stats.step_tallies, events) if events else {}
+    # the per-step amounts stay here: the chunk keeps scalars only
+    return SRTrainState(learner_state, actor, history, rng, frames), (metrics, stats._replace(step_tallies={}), sums)
 
 
 def run_chunk(
@@ -91,10 +142,10 @@ def run_chunk(
 ) -> tuple[SRTrainState, Any]:
     """``updates_per_chunk`` train steps in a ``lax.scan``; metrics averaged over the chunk."""
 
-    def step(carry: SRTrainState, _: None) -> tuple[SRTrainState, tuple[SRLearnerMetrics, SREpisodeStats]]:
+    def step(carry: SRTrainState, _: None) -> tuple[SRTrainState, tuple[SRLearnerMetrics, SREpisodeStats, dict]]:
         return train_step(carry, env, config, learner)
 
-    state, (metrics, stats) = jax.lax.scan(step, state, None, length=updates_per_chunk)
+    state, (metrics, stats, sums) = jax.lax.scan(step, state, None, length=updates_per_chunk)
     episodes = jnp.sum(stats.ended.astype(jnp.int32))
     mean_return = jnp.where(episodes > 0, jnp.sum(stats.returns) / jnp.maximum(episodes, 1), jnp.nan)
     values = {**jax.tree.map(jnp.mean, metrics)._asdict(), "episodes": episodes, "mean_return": mean_return,
@@ -102,6 +153,8 @@ def run_chunk(
     if stats.tallies:
         per_episode = {name: jnp.where(episodes > 0, jnp.sum(total) / jnp.maximum(episodes, 1), jnp.nan)
                        for name, total in stats.tallies.items()}
+        if sums:
+            per_episode |= event_metrics(jax.tree.map(jnp.sum, sums), event_names(env, config))
         return state, tally_chunk_metrics(tuple(per_episode))(**values, **per_episode)
     if not has_chain_probe(env):
         return state, ChunkMetrics(**values)

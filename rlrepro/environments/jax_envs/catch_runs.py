@@ -9,7 +9,7 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
-from rlrepro.environments.base import TimeStep
+from rlrepro.environments.base import TalliedTimeStep
 
 NUM_ACTIONS = 3  # 0: left, 1: stay, 2: right (a "stay" action: notes ambiguity 4, as pomdp-baselines)
 
@@ -34,6 +34,7 @@ class CatchRuns:
     episode lasts ``runs * (size - 1)`` steps (ours; pomdp-baselines' DelayedCatch uses 7 per run).
     Standard: +1 at each catch, a miss pays 0. ``delayed``: nothing until the episode's last step, which pays
     the number of catches (e.g. 7 of 20 -> +7). Observation: float32 ``(size, size)`` grid, 1 at ball and paddle.
+    Tallies: ``caught`` and ``missed`` (0/1 on the step a ball lands), whatever the reward says (delayed or not).
     """
 
     size: int = 7
@@ -53,16 +54,22 @@ class CatchRuns:
         return (self.size, self.size)
 
     @property
+    def events(self) -> tuple[str, ...]:
+        """The tallies whose steps the synthetic-return analysis marks (Fig. 4c: catches and misses)."""
+        return ("caught", "missed")
+
+    @property
     def episode_length(self) -> int:
         return self.runs * (self.size - 1)
 
-    def reset(self, key: jax.Array) -> tuple[CatchRunsState, TimeStep]:
+    def reset(self, key: jax.Array) -> tuple[CatchRunsState, TalliedTimeStep]:
         """A new episode: the first ball in a random top-row column, the paddle in the centre."""
         state = self._initial_state(key)
         zero = jnp.zeros((), jnp.float32)
-        return state, TimeStep(self._observe(state), zero, jnp.zeros((), bool), jnp.zeros((), bool))
+        tallies = {name: zero for name in self.events}
+        return state, TalliedTimeStep(self._observe(state), zero, jnp.zeros((), bool), jnp.zeros((), bool), tallies)
 
-    def step(self, key: jax.Array, state: CatchRunsState, action: ArrayLike) -> tuple[CatchRunsState, TimeStep]:
+    def step(self, key: jax.Array, state: CatchRunsState, action: ArrayLike) -> tuple[CatchRunsState, TalliedTimeStep]:
         """Move the paddle, drop the ball; at the bottom judge the catch and drop a new ball (or end the episode)."""
         ball_key, reset_key = jax.random.split(key)
         paddle = jnp.clip(state.paddle_column + jnp.asarray(action, jnp.int32) - 1, 0, self.size - 1)
@@ -86,7 +93,8 @@ class CatchRuns:
         )
         fresh = self._initial_state(reset_key)
         state = jax.tree.map(lambda f, o: jnp.where(terminated, f, o), fresh, next_state)
-        return state, TimeStep(self._observe(state), reward, terminated, jnp.zeros((), bool))
+        tallies = {"caught": caught.astype(jnp.float32), "missed": (landed & ~caught).astype(jnp.float32)}
+        return state, TalliedTimeStep(self._observe(state), reward, terminated, jnp.zeros((), bool), tallies)
 
     def _initial_state(self, key: jax.Array) -> CatchRunsState:
         zero = jnp.zeros((), jnp.int32)

@@ -13,23 +13,15 @@ import jax
 import jax.numpy as jnp
 from jax.typing import ArrayLike
 
+from rlrepro.environments.base import TalliedTimeStep
+
 _MOVES = jnp.array([[-1, 0], [1, 0], [0, -1], [0, 1]], jnp.int32)  # up, down, left, right
 
 
 TALLIES: tuple[str, ...] = ("door_opened", "phase3_return", "apple_return", "first_key_taken", "second_key_taken")
-"""Per-step amounts an episode sums (``KeyToDoorTimeStep.tallies``): the door opened (0/1), the phase-3 reward
+"""Per-step amounts an episode sums (``TalliedTimeStep.tallies``): the door opened (0/1), the phase-3 reward
 (door, per-step and no-door rewards: Fig. 5b right), the apple reward (Fig. 5b left), key 1 (yellow) or key 2 (red)
 picked up (0/1)."""
-
-
-class KeyToDoorTimeStep(NamedTuple):
-    """``TimeStep`` plus ``tallies``: per-step amounts (``TALLIES``) the actor sums over each episode."""
-
-    observation: jax.Array
-    reward: jax.Array
-    terminated: jax.Array
-    truncated: jax.Array
-    tallies: dict[str, jax.Array]
 
 
 class KeyToDoorState(NamedTuple):
@@ -91,6 +83,12 @@ class KeyToDoor:
         return 4
 
     @property
+    def events(self) -> tuple[str, ...]:
+        """The tallies whose steps the synthetic-return analysis marks (Fig. 5c: the key pick-up, the apples)."""
+        return ("first_key_taken", "second_key_taken", "apple_return") if self.two_keys else ("first_key_taken",
+                                                                                              "apple_return")
+
+    @property
     def observation_shape(self) -> tuple[int, ...]:
         return (self.size, self.size, 5)
 
@@ -107,13 +105,13 @@ class KeyToDoor:
     def entry(self) -> jax.Array:
         return jnp.array([self.size - 1, self.size // 2], jnp.int32)
 
-    def reset(self, key: jax.Array) -> tuple[KeyToDoorState, KeyToDoorTimeStep]:
+    def reset(self, key: jax.Array) -> tuple[KeyToDoorState, TalliedTimeStep]:
         state = self._initial_state(key)
         zero = jnp.zeros((), jnp.float32)
         tallies = {name: zero for name in TALLIES}
-        return state, KeyToDoorTimeStep(self._observe(state), zero, jnp.zeros((), bool), jnp.zeros((), bool), tallies)
+        return state, TalliedTimeStep(self._observe(state), zero, jnp.zeros((), bool), jnp.zeros((), bool), tallies)
 
-    def step(self, key: jax.Array, state: KeyToDoorState, action: ArrayLike) -> tuple[KeyToDoorState, KeyToDoorTimeStep]:
+    def step(self, key: jax.Array, state: KeyToDoorState, action: ArrayLike) -> tuple[KeyToDoorState, TalliedTimeStep]:
         apple_key, reset_key = jax.random.split(key)
         agent = self._move(state, action)
         on_key = jnp.all(agent[None, :] == state.keys, axis=1) & jnp.array([True, self.two_keys])
@@ -155,7 +153,7 @@ class KeyToDoor:
             "second_key_taken": (pick & (held == 2)).astype(jnp.float32),
         }
         reward = (apple_reward + phase3_reward).astype(jnp.float32)
-        return state, KeyToDoorTimeStep(self._observe(state), reward, terminated, jnp.zeros((), bool), tallies)
+        return state, TalliedTimeStep(self._observe(state), reward, terminated, jnp.zeros((), bool), tallies)
 
     def _move(self, state: KeyToDoorState, action: ArrayLike) -> jax.Array:
         """The agent's next cell: walls block, and so does the closed door (phase 3, no key held)."""
