@@ -186,30 +186,26 @@ def publish(root: Path, dest: Path) -> tuple[list[Path], list[str]]:
     if not new:
         raise FileNotFoundError(f"no table under {root / 'tables'}: run at least one experiment to its table first")
     spec_set = json.loads((root / SPEC_SETS_FILE).read_text(encoding="utf-8"))[0]
-    with tempfile.TemporaryDirectory() as tmp:
+    plans = plan(spec_set, root.name)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    # The new folder is written beside ``dest`` and swapped in whole: an interrupted publication leaves the old one.
+    with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.") as tmp:
         stage = Path(tmp) / root.name
-        plans = plan(spec_set, root.name)
         kept, dropped = _stage_tables(root, dest, stage, new, {p.key: spec_hash(p.spec) for p in plans})
         shutil.copyfile(root / SPEC_SETS_FILE, stage / SPEC_SETS_FILE)
         write_report(spec_set, scale=root.name, results=Path(tmp))
+        for path in stage.iterdir():
+            if path.is_file() and path.name not in REPORT_FILES:
+                path.unlink()  # spec_sets.json (this machine's paths), the standalone page (every figure inlined)
         job = [p.key for p in plans if p.job_set == DEFAULT_SET and not cannot_run(p)]
-        _record_publication(root, dest, new, kept, job)
-        if (dest / "tables").exists():
-            shutil.rmtree(dest / "tables")
-        written = []
-        for path in sorted((stage / "tables").rglob("*")):
-            if path.is_file() and path.suffix in TABLE_SUFFIXES:
-                target = dest / path.relative_to(stage)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, target)
-                written.append(target)
-        for name in REPORT_FILES:
-            text = (stage / name).read_text(encoding="utf-8")
-            if name == "REPORT.md":
-                text = provenance_line(dest) + "\n\n" + text
-            (dest / name).write_text(text, encoding="utf-8")
-            written.append(dest / name)
-    return written + [dest / MANIFEST], dropped
+        _record_publication(root, dest, stage, new, kept, job)
+        report = stage / "REPORT.md"
+        report.write_text(provenance_line(stage) + "\n\n" + report.read_text(encoding="utf-8"), encoding="utf-8")
+        old = Path(tmp) / "old"
+        if dest.exists():
+            dest.rename(old)
+        stage.rename(dest)
+    return sorted(path for path in dest.rglob("*") if path.is_file()), dropped
 
 
 def _stage_tables(root: Path, dest: Path, stage: Path, new: list[str], hashes: dict[str, str]
@@ -243,11 +239,11 @@ def _manifest(dest: Path) -> list[dict]:
     return json.loads(path.read_text(encoding="utf-8"))["sessions"] if path.exists() else []
 
 
-def _record_publication(root: Path, dest: Path, new: list[str], kept: list[str], job: list[str]) -> None:
-    """Add this publication to ``dest``'s :data:`MANIFEST` (its experiments, training hours, machines, commits),
-    with the experiments of the scale's default job (``job``: what a complete publication holds), and drop from
-    earlier ones the experiments it replaces (an earlier session left with none is removed; one left with some is
-    marked, its hours counted still)."""
+def _record_publication(root: Path, dest: Path, stage: Path, new: list[str], kept: list[str], job: list[str]) -> None:
+    """Write ``stage``'s :data:`MANIFEST`: ``dest``'s publications and this one (its experiments, training hours,
+    machines, commits), with the experiments of the scale's default job (``job``: what a complete publication
+    holds); earlier publications lose the experiments this one replaces (one left with none is removed; one left
+    with some is marked, its hours counted still)."""
     sessions = []
     for session in _manifest(dest):
         left = [key for key in session["experiments"] if key in kept]
@@ -261,8 +257,7 @@ def _record_publication(root: Path, dest: Path, new: list[str], kept: list[str],
     sessions.append({"finished": (last or datetime.now(timezone.utc)).date().isoformat(), "busy_h": round(busy, 3),
                      "span_h": round(span, 3), "machines": machines(root), "run_commits": commits,
                      "experiments": new})
-    dest.mkdir(parents=True, exist_ok=True)
-    (dest / MANIFEST).write_text(json.dumps({"job": job, "sessions": sessions}, indent=2) + "\n", encoding="utf-8")
+    (stage / MANIFEST).write_text(json.dumps({"job": job, "sessions": sessions}, indent=2) + "\n", encoding="utf-8")
 
 
 def _downscaled(source: Path, target: Path) -> None:

@@ -471,13 +471,14 @@ def test_a_published_report_compares_equal_to_its_source_and_shows_a_changed_ver
 
 
 def test_a_job_published_a_session_at_a_time_keeps_what_earlier_sessions_published(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Issue 32: a job longer than a session on a fresh machine is published a session at a time; each publication
     keeps the experiments earlier ones published, REPORT.md covers them all, the manifest records each session,
     a re-run replaces its experiment's entry, and a table whose spec changed since is left out and named."""
     from rlrepro.cli import main
     from rlrepro.results.publish import MANIFEST, experiments_with_tables
+    from rlrepro.results.publish import publish as publish_folder
 
     specs = tmp_path / "specs"
     toy = write_spec(specs, _toy())
@@ -519,6 +520,17 @@ def test_a_job_published_a_session_at_a_time_keeps_what_earlier_sessions_publish
     assert "toy/mini: left out, its spec changed since it was published" in out
     assert experiments_with_tables(dest) == ["toy/other"] and sessions() == [["toy/other"]]
     assert "- toy/mini: 3 claim(s)" in (dest / "REPORT.md").read_text(encoding="utf-8")
+    # a publication that fails half way leaves the published folder as it was, and nothing beside it
+    before = {path: path.read_bytes() for path in dest.rglob("*") if path.is_file()}
+
+    def crash(*args: Any, **kwargs: Any) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("rlrepro.results.report.write_report", crash)
+    with pytest.raises(KeyboardInterrupt):
+        publish_folder(roots["first"] / "cpu", dest)
+    assert {path: path.read_bytes() for path in dest.rglob("*") if path.is_file()} == before
+    assert sorted(p.name for p in dest.parent.iterdir()) == ["cpu"]
 
 
 def test_report_only_selects(aggregated: dict[str, Any], tmp_path: Path) -> None:
