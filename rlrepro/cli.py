@@ -58,14 +58,34 @@ def cmd_plan(args: argparse.Namespace) -> int:
     planned = plan(args.specs, args.scale, args.only)
     check_sets(planned, args.set)
     chosen = {e.key: in_job(e, args.set, args.only) for e in planned}
+    published = []
+    if args.unpublished is not None:  # what a job published a session at a time still lacks
+        from rlrepro.results.publish import experiments_with_tables
+
+        published = [key for key in experiments_with_tables(args.unpublished) if chosen.get(key)]
+        chosen |= dict.fromkeys(published, False)
     plans, left_out = [e for e in planned if chosen[e.key]], [e for e in planned if not chosen[e.key]]
+    left_out = [e for e in left_out if e.key not in published]
     if args.json:  # "frames" is the budget, "frames_trained" whole chunks of it, counted in "counts"
         trained = trained_by_unit(plans, args.scale)
         units = [unit for experiment in plans for job in experiment.jobs for unit in job.units]
         print(json.dumps([{**dataclasses.asdict(u), "frames_trained": trained[u][0], "counts": trained[u][1]} for u in units]))
         return 0
-    print("\n".join(plan_lines(plans, args.scale, units=args.units, detail=args.detail,
-                                results_root=_results_root(args), left_out=left_out)))
+    lines = plan_lines(plans, args.scale, units=args.units, detail=args.detail, results_root=_results_root(args),
+                       left_out=left_out)
+    if args.unpublished is not None:
+        from rlrepro.plan_text import wrap
+
+        from rlrepro.workflow import cannot_run
+
+        runnable = [e for e in plans if not cannot_run(e)]
+        lines += ["", *wrap(f"still to run here: {len(runnable)} experiment(s) (the {len(published)} published in "
+                            f"{args.unpublished} are left out above)" + (":" if runnable else "."), hanging="  ")]
+        if runnable:  # a paper whose experiments are all still to run is named whole: the command stays short
+            whole = {e.spec.paper for e in runnable} - {key.split("/")[0] for key in published}
+            keys = dict.fromkeys(e.spec.paper if e.spec.paper in whole else e.key for e in runnable)
+            lines.append(f"  snakemake -c2 --config scale={args.scale} only={','.join(keys)}")
+    print("\n".join(lines))
     return 0
 
 
@@ -295,6 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="The job's sets as Snakemake's --config set= takes them: default (when left out), an opt-in "
                    "set's name (e.g. curves), or all; comma-separated.")
     p.add_argument("--json", action="store_true", help="Print every run unit as JSON.")
+    p.add_argument("--unpublished", type=Path, default=None, metavar="FOLDER",
+                   help="Leave out the experiments FOLDER (a published report, e.g. docs/results/cpu) has tables of: "
+                   "what a job published a session at a time still has to run, and its only= list.")
     p.add_argument("--units", action="store_true", help="After the per-experiment summary, list every run unit.")
     p.add_argument("--detail", action="store_true",
                    help="One row per experiment, every figure's source and each experiment's memory and claims' "

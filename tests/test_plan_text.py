@@ -173,3 +173,24 @@ def test_the_plan_of_every_spec_reads_on_one_screen_and_detail_gives_each_experi
     curves = " ".join(capsys.readouterr().out.split())
     assert f"claims decided at scale 'cpu': 0 by 0 experiment(s) of {len(opt_in)}" in curves
     assert f"left out of this job: the default job ({len(default) - 4} experiment(s)," in curves  # 4 cannot run
+
+
+def test_the_plan_of_what_a_published_report_still_lacks_names_the_experiments_left_to_run(tmp_path, capsys):
+    """Issue 32: a job published a session at a time: `plan --unpublished FOLDER` leaves out what FOLDER has tables
+    of and ends with the command that runs the rest (a paper with nothing published is named whole)."""
+    from rlrepro.workflow import DEFAULT_SET, cannot_run
+
+    default = [e for e in plan(["specs"], "cpu") if e.job_set == DEFAULT_SET and not cannot_run(e)]
+    published = [e for e in default if e.spec.paper == "synthetic_returns"] + [
+        e for e in default if e.key == "frodo/random_walk"]
+    for e in published:
+        path = tmp_path / "tables" / f"{e.key}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("{}", encoding="utf-8")
+    assert main(["plan", "--scale", "cpu", "--unpublished", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    left = [e for e in default if e not in published]
+    assert " ".join(out.split()).endswith(
+        f"still to run here: {len(left)} experiment(s) (the {len(published)} published in {tmp_path} are left out "
+        "above): snakemake -c2 --config scale=cpu only=evolving_rl,frodo/catch,impala,refer")
+    assert "synthetic_returns" not in out.partition("estimated total time")[0]  # not in the time table
