@@ -37,8 +37,9 @@ def _toy() -> dict[str, Any]:
         claims=[
             {"kind": "ordering", "id": "a_beats_b", "statement": "a scores higher than b.", "better": "a",
              "worse": ["b"], "judged_at": ["cpu"], "paper_evidence": "Table 2"},
-            {"kind": "threshold", "id": "a_reaches_5", "statement": "a reaches 5 on catch.", "variant": "a",
-             "environment": "catch", "op": ">=", "value": 5.0, "judged_at": ["cpu"]},
+            # on [0, 12] Anderson's lower bound of the mean of 10, 11, 12 (3 seeds) is 2.92: above 2
+            {"kind": "threshold", "id": "a_reaches_2", "statement": "a reaches 2 on catch.", "variant": "a",
+             "environment": "catch", "op": ">=", "value": 2.0, "metric_range": [0.0, 12.0], "judged_at": ["cpu"]},
             {"kind": "ordering", "id": "b_beats_a_at_scale", "statement": "b wins with the paper's budget.",
              "better": "b", "worse": ["a"], "judged_at": ["paper"]},
         ],
@@ -180,6 +181,7 @@ def test_a_return_outside_the_declared_range_is_flagged_where_it_is_read(tmp_pat
     # fabricated runs of seed 0 end at 10 (chunks 100 and 200 read 5 and 10; chunk 150 is NaN, no episode).
     data = _toy()
     data["environments"][0]["return_range"] = [-1.0, 1.0]  # catch
+    data["claims"][1].pop("metric_range")  # the claim's range would be the metric's
     toy = write_spec(tmp_path / "specs", data)
     fabricate_all(toy, tmp_path / "results")
     with pytest.warns(OutOfRangeWarning) as caught:
@@ -264,7 +266,7 @@ def test_markdown_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
     claims = aggregated["paths"]["md"].read_text(encoding="utf-8").partition("## Claims")[2]
     lines = [line for line in claims.splitlines() if line.startswith("- **")]
     assert [line.split(":")[0] for line in lines] == [
-        "- **a_beats_b**", "- **a_reaches_5**", "- **b_beats_a_at_scale**"
+        "- **a_beats_b**", "- **a_reaches_2**", "- **b_beats_a_at_scale**"
     ]
     # 3 v 3: the permutation test's smallest p is 1 / C(6, 3) = 0.05 > 0.025, so 'beats' cannot be decided
     assert lines[0].startswith("- **a_beats_b**: inconclusive. a scores higher than b.")
@@ -273,9 +275,9 @@ def test_markdown_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
         "is 0.05) undecided" in lines[0]
     assert "(power: 3 seeds per side cannot detect any difference" in lines[0]
     assert "(test: exact two-sample permutation test" in lines[0]
-    assert lines[1].startswith("- **a_reaches_5**: reproduced.")
-    # mean 11, se = 1 / sqrt(3), t_{0.975,2} = 4.3027 -> [8.516, 13.48]
-    assert "mean 11 [95% t interval 8.516, 13.48]" in lines[1]
+    assert lines[1].startswith("- **a_reaches_2**: reproduced.")
+    # Anderson's bound on [0, 12] over 3 seeds (worked by hand in the stats tests)
+    assert "mean 11 [95% distribution-free interval 2.924, 12]" in lines[1]
     assert lines[2].startswith("- **b_beats_a_at_scale**: not judged.")
     assert "judged at scale(s) paper" in lines[2]
 
@@ -323,7 +325,7 @@ def test_json_has_provenance_rows_and_claims(aggregated: dict[str, Any]) -> None
     assert data["provenance"]["run_commits"] == [RUN_COMMIT]
     assert len(data["rows"]) == 4
     assert [(c["claim"], c["verdict"]) for c in data["claims"]] == [
-        ("a_beats_b", "inconclusive"), ("a_reaches_5", "reproduced"), ("b_beats_a_at_scale", "not judged")
+        ("a_beats_b", "inconclusive"), ("a_reaches_2", "reproduced"), ("b_beats_a_at_scale", "not judged")
     ]
 
 
@@ -384,7 +386,7 @@ def test_report_is_written_under_the_scale_root(aggregated: dict[str, Any]) -> N
 def test_report_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
     text = aggregated["report"].read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if line.startswith("| toy/mini |")]
-    assert [line.split(" | ")[1:3] for line in rows] == [["a_beats_b", "**inconclusive**"], ["a_reaches_5", "**reproduced**"]]
+    assert [line.split(" | ")[1:3] for line in rows] == [["a_beats_b", "**inconclusive**"], ["a_reaches_2", "**reproduced**"]]
     assert "Test: exact two-sample permutation test" in rows[0]  # the verdict names its test
     # claims not judged are grouped per experiment and reason, below the judged ones
     not_judged = text.partition("## Claims not judged at this scale")[2].partition("## Experiments")[0]
@@ -458,13 +460,13 @@ def test_a_published_report_compares_equal_to_its_source_and_shows_a_changed_ver
     assert "3 claim(s) the same, 0 differ" in " ".join(capsys.readouterr().out.split())  # the not-judged claim too
     table = published / "tables" / "toy" / "mini.json"
     data = json.loads(table.read_text(encoding="utf-8"))
-    [claim] = [c for c in data["claims"] if c["claim"] == "a_reaches_5"]
+    [claim] = [c for c in data["claims"] if c["claim"] == "a_reaches_2"]
     claim["verdict"] = "not reproduced"
     table.write_text(json.dumps(data), encoding="utf-8")
     assert main(["report", *args, "--compare", str(published)]) == 1
     out = capsys.readouterr().out
     assert "2 claim(s) the same, 1 differ" in " ".join(out.split())  # wrapped at 80 columns; a path is never split
-    assert "\n  toy/mini a_reaches_5: not reproduced -> reproduced\n" in out
+    assert "\n  toy/mini a_reaches_2: not reproduced -> reproduced\n" in out
     assert main(["report", *args, "--compare", str(tmp_path / "nothing")]) == 2
     assert main(["publish", *args, "--to", str(aggregated["results"] / "cpu")]) == 2  # would replace its own tables
     assert "publish to a folder outside it" in capsys.readouterr().err
@@ -508,13 +510,13 @@ def test_a_job_published_a_session_at_a_time_keeps_what_earlier_sessions_publish
     report = (dest / "REPORT.md").read_text(encoding="utf-8")
     assert "in 2 sessions" in report.splitlines()[0]
     for key in ("toy/mini", "toy/other"):
-        assert f"| {key} | a_reaches_5 | **reproduced** |" in report
+        assert f"| {key} | a_reaches_2 | **reproduced** |" in report
         assert f"tables/{key}.png" in (dest / "report.html").read_text(encoding="utf-8")
     sessions = lambda: [s["experiments"] for s in json.loads((dest / MANIFEST).read_text())["sessions"]]  # noqa: E731
     assert sessions() == [["toy/mini"], ["toy/other"]]
     publish("first")  # mini again: its new publication replaces the first one's entry
     assert sessions() == [["toy/other"], ["toy/mini"]]
-    edited = (specs / "toy" / "mini.yaml").read_text(encoding="utf-8").replace("a reaches 5 on catch.", "a reaches 5.")
+    edited = (specs / "toy" / "mini.yaml").read_text(encoding="utf-8").replace("a reaches 2 on catch.", "a reaches 2.")
     (specs / "toy" / "mini.yaml").write_text(edited, encoding="utf-8")
     out = publish("second")  # its spec set's mini is no longer the published one's
     assert "toy/mini: left out, its spec changed since it was published" in out
@@ -566,11 +568,11 @@ def test_the_page_shows_each_claim_once_and_groups_the_not_judged_per_experiment
     page = (aggregated["results"] / "cpu" / "report.html").read_text(encoding="utf-8")
     text = re.sub(r"<[^>]+>", "", page)
     # toy/unrun is a copy of toy/mini with the same claim ids: twice each (once per experiment); lab_claim once
-    for claim, times in (("a_beats_b", 2), ("a_reaches_5", 2), ("b_beats_a_at_scale", 2), ("lab_claim", 1)):
+    for claim, times in (("a_beats_b", 2), ("a_reaches_2", 2), ("b_beats_a_at_scale", 2), ("lab_claim", 1)):
         assert text.count(claim) == times, (claim, text.count(claim))
     assert "word-break: break-all" not in page and "a_<wbr>beats_<wbr>b" in page
     judged = page.partition("Claims judged at this scale")[2].partition("Claims not judged")[0]
-    assert "exp-toy-mini" in judged and "a_<wbr>reaches_<wbr>5" in judged and "lab_<wbr>claim" not in judged
+    assert "exp-toy-mini" in judged and "a_<wbr>reaches_<wbr>2" in judged and "lab_<wbr>claim" not in judged
     not_judged = page.partition("Claims not judged at this scale")[2].partition("<section")[0]
     assert re.search(r"toy/unrun</a>: 3 claims \(.*\): not run at this scale|toy/unrun</a>: 3 claims", not_judged)
     assert not_judged.count("<li>") == 3  # toy/mini (1 at scale paper), lab/watermaze, toy/unrun
@@ -760,6 +762,7 @@ def test_the_table_writes_thousands_with_separators_beside_the_papers_value(tmp_
     paper's 17,000, never "1.72e+04" and "(paper 17000)"."""
     data = _toy()
     data["paper_values"] = {"a": {"catch": 17_000.0}}
+    data["claims"][1].pop("metric_range")  # [0, 12] would flag these runs
     toy = write_spec(tmp_path / "specs", data)
     spec, root = load_spec(toy), results_root(tmp_path / "results", "cpu")
     for unit in [u for job in plan_experiment(toy, spec, "cpu").jobs for u in job.units]:
@@ -776,6 +779,7 @@ def test_a_value_outside_the_metrics_declared_range_is_flagged_in_the_table(tmp_
     say so and the runs are named under the table. Cartpole declares no range: its cells carry no flag."""
     data = _toy()
     data["environments"][0]["return_range"] = [-1.0, 1.0]  # catch
+    data["claims"][1].pop("metric_range")  # the claim's range would be the metric's
     toy = write_spec(tmp_path / "specs", data)
     fabricate_all(toy, tmp_path / "results")
     with pytest.warns(OutOfRangeWarning):
