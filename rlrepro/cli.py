@@ -197,8 +197,8 @@ def cmd_publish(args: argparse.Namespace) -> int:
 
     root = _results_root(args)
     try:
-        written, dropped = publish(root, args.to)
-    except (FileNotFoundError, ValueError) as error:
+        written, dropped = publish(root, args.to, args.specs)
+    except (FileNotFoundError, ValueError, SpecError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     size = sum(path.stat().st_size for path in written)
@@ -385,6 +385,8 @@ def build_parser() -> argparse.ArgumentParser:
     _add_scale(p)
     p.add_argument("--to", type=Path, required=True,
                    help="The folder (e.g. docs/results/cpu): its tables of experiments this job did not run are kept.")
+    p.add_argument("--specs", nargs="+", default=["specs"],
+                   help="The specs whose claims judge the runs anew (default: this checkout's specs).")
     _add_results(p)
     p.set_defaults(func=cmd_publish)
 

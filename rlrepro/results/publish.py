@@ -164,36 +164,40 @@ def summary_line(dest: Path, scale: str = "cpu") -> str:
                else f" (all {len(job)} experiments of the main job)"))
 
 
-def publish(root: Path, dest: Path) -> tuple[list[Path], list[str]]:
-    """Publish a job's report from ``root`` (a results root at one scale, its report written) into ``dest``.
+def publish(root: Path, dest: Path, specs: list[str | Path] | None = None) -> tuple[list[Path], list[str]]:
+    """Publish the experiments ``root`` (a results root at one scale) has tables of into ``dest``.
 
-    A job that runs across sessions on fresh machines publishes what each session finished: the tables ``dest``
-    already holds for experiments ``root`` lacks are kept (when their spec is unchanged), ``root``'s replace the
-    rest, and REPORT.md, report.html and verdicts.json are written anew over the union, from the spec set ``root``'s
-    report recorded. Returns the files written and a note per published table left out (its spec changed since).
+    Each is judged anew from its runs with ``specs`` (default: this checkout's ``specs``) and this code: runs trained
+    at a pinned commit are judged by the claims and verdict rules of the commit that publishes (the report's
+    "Generated at" line). A job that runs across sessions on fresh machines publishes what each session finished:
+    the tables ``dest`` already holds for experiments ``root`` lacks are kept (when their spec is unchanged),
+    ``root``'s replace the rest, and REPORT.md, report.html and verdicts.json are written anew over the union.
+    Returns the files of the published folder and a note per published table left out (its spec changed since).
     """
-    from rlrepro.results.report import SPEC_SETS_FILE, write_report  # noqa: PLC0415 -- report imports the planner
+    from rlrepro.results.report import write_report  # noqa: PLC0415 -- report imports the planner
+    from rlrepro.results.tables import aggregate_experiment  # noqa: PLC0415 -- matplotlib
     from rlrepro.specs import spec_hash  # noqa: PLC0415
     from rlrepro.workflow import DEFAULT_SET, cannot_run, plan  # noqa: PLC0415
 
-    root, dest = Path(root), Path(dest)
+    root, dest, specs = Path(root), Path(dest), list(specs or ["specs"])
     if dest.resolve() == root.resolve() or root.resolve() in dest.resolve().parents:
         raise ValueError(f"--to {dest}: inside the results root {root} it would replace the tables it copies; "
                          "publish to a folder outside it (e.g. docs/results/cpu)")
-    if not (root / "REPORT.md").exists() or not (root / SPEC_SETS_FILE).exists():
-        raise FileNotFoundError(f"{root / 'REPORT.md'} does not exist: run the job (snakemake) to its report first")
     new = experiments_with_tables(root)
     if not new:
         raise FileNotFoundError(f"no table under {root / 'tables'}: run at least one experiment to its table first")
-    spec_set = json.loads((root / SPEC_SETS_FILE).read_text(encoding="utf-8"))[0]
-    plans = plan(spec_set, root.name)
+    plans = plan(specs, root.name)
+    by_key = {p.key: p for p in plans}
+    if missing := [key for key in new if key not in by_key]:
+        raise ValueError(f"{', '.join(missing)}: tables under {root / 'tables'} with no spec in {', '.join(map(str, specs))}")
+    for key in new:  # judged anew: this checkout's claims and rules on the runs' numbers
+        aggregate_experiment(by_key[key].spec_path, scale=root.name, results=root.parent)
     dest.parent.mkdir(parents=True, exist_ok=True)
     # The new folder is written beside ``dest`` and swapped in whole: an interrupted publication leaves the old one.
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.") as tmp:
         stage = Path(tmp) / root.name
         kept, dropped = _stage_tables(root, dest, stage, new, {p.key: spec_hash(p.spec) for p in plans})
-        shutil.copyfile(root / SPEC_SETS_FILE, stage / SPEC_SETS_FILE)
-        write_report(spec_set, scale=root.name, results=Path(tmp))
+        write_report(specs, scale=root.name, results=Path(tmp))
         for path in stage.iterdir():
             if path.is_file() and path.name not in REPORT_FILES:
                 path.unlink()  # spec_sets.json (this machine's paths), the standalone page (every figure inlined)
@@ -211,7 +215,7 @@ def publish(root: Path, dest: Path) -> tuple[list[Path], list[str]]:
 def _stage_tables(root: Path, dest: Path, stage: Path, new: list[str], hashes: dict[str, str]
                   ) -> tuple[list[str], list[str]]:
     """Copy into ``stage/tables`` the tables of ``root`` (figures downscaled) and those ``dest`` published earlier
-    for experiments ``root`` lacks, where the spec is the one ``root`` ran (``hashes``: experiment -> spec hash).
+    for experiments ``root`` lacks, where their spec is unchanged (``hashes``: experiment -> today's spec hash).
     Returns the experiments kept from ``dest`` and a note for each left out."""
     kept, dropped = [], []
     for key in experiments_with_tables(dest):

@@ -441,7 +441,7 @@ def test_a_published_report_compares_equal_to_its_source_and_shows_a_changed_ver
 
     published = tmp_path / "docs" / "cpu"
     args = ["--scale", "cpu", "--results", str(aggregated["results"])]
-    assert main(["publish", *args, "--to", str(published)]) == 0
+    assert main(["publish", *args, "--to", str(published), "--specs", str(aggregated["specs"])]) == 0
     first = (published / "REPORT.md").read_text(encoding="utf-8").splitlines()[0]
     assert first.startswith(f"Published: runs at commit `{RUN_COMMIT}`, finished 2024-01-01, on an unrecorded machine; "
                             "wall time 0.0 h while training")  # fabricated runs: no device, no wall time
@@ -497,7 +497,7 @@ def test_a_job_published_a_session_at_a_time_keeps_what_earlier_sessions_publish
 
     def publish(name: str) -> str:
         capsys.readouterr()
-        assert main(["publish", "--scale", "cpu", "--results", str(roots[name]), "--to", str(dest)]) == 0
+        assert main(["publish", "--scale", "cpu", "--results", str(roots[name]), "--to", str(dest), "--specs", str(specs)]) == 0
         return capsys.readouterr().out
 
     out = publish("first")
@@ -522,6 +522,14 @@ def test_a_job_published_a_session_at_a_time_keeps_what_earlier_sessions_publish
     assert "toy/mini: left out, its spec changed since it was published" in out
     assert experiments_with_tables(dest) == ["toy/other"] and sessions() == [["toy/other"]]
     assert "- toy/mini: 3 claim(s)" in (dest / "REPORT.md").read_text(encoding="utf-8")
+    # a publication judges the runs anew with today's specs: a bar above the runs' mean is no longer reproduced
+    edited = (specs / "toy" / "mini.yaml").read_text(encoding="utf-8").replace("value: 2.0", "value: 11.5")
+    (specs / "toy" / "mini.yaml").write_text(edited, encoding="utf-8")
+    publish("first")
+    verdict = {c["claim"]: c["verdict"] for c in json.loads((dest / "tables" / "toy" / "mini.json").read_text())["claims"]}
+    source = {c["claim"]: c["verdict"] for c in json.loads(
+        (roots["first"] / "cpu" / "tables" / "toy" / "mini.json").read_text())["claims"]}
+    assert verdict["a_reaches_2"] == source["a_reaches_2"] == "inconclusive"  # the source's table is judged anew too
     # a publication that fails half way leaves the published folder as it was, and nothing beside it
     before = {path: path.read_bytes() for path in dest.rglob("*") if path.is_file()}
 
@@ -530,7 +538,7 @@ def test_a_job_published_a_session_at_a_time_keeps_what_earlier_sessions_publish
 
     monkeypatch.setattr("rlrepro.results.report.write_report", crash)
     with pytest.raises(KeyboardInterrupt):
-        publish_folder(roots["first"] / "cpu", dest)
+        publish_folder(roots["first"] / "cpu", dest, [specs])
     assert {path: path.read_bytes() for path in dest.rglob("*") if path.is_file()} == before
     assert sorted(p.name for p in dest.parent.iterdir()) == ["cpu"]
 
