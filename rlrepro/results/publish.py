@@ -141,7 +141,7 @@ def provenance_line(dest: Path) -> str:
     found = [m for s in sessions for m in s["machines"]]
     date = max((s["finished"] for s in sessions), default=datetime.now(timezone.utc).date().isoformat())
     replaced = sum(s["busy_h"] for s in sessions if s.get("replaced"))
-    return (f"{PROVENANCE_MARK} runs at commit{'s' if len(commits) != 1 else ''} "
+    return (f"{PROVENANCE_MARK} {_coverage(dest)}; runs at commit{'s' if len(commits) != 1 else ''} "
             f"{', '.join(f'`{c[:12]}`' for c in commits) or 'unknown'}, finished {date}, on "
             f"{'; '.join(dict.fromkeys(found)) or 'an unrecorded machine'}; wall time {busy:.1f} h while training "
             f"({span:.1f} h from the first start to the last end, pauses included"
@@ -156,12 +156,16 @@ def summary_line(dest: Path, scale: str = "cpu") -> str:
     claims = json.loads((Path(dest) / "verdicts.json").read_text(encoding="utf-8"))["claims"]
     shown = (REPRODUCED, INCONCLUSIVE, NOT_REPRODUCED, UNINFORMATIVE)
     judged = sum(n for verdict, n in claims.items() if verdict != NOT_JUDGED)
+    return (f"{judged} claims judged at the {scale} scale: "
+            + ", ".join(f"{claims.get(verdict, 0)} {verdict}" for verdict in shown) + f" ({_coverage(dest)})")
+
+
+def _coverage(dest: Path) -> str:
+    """How much of the main job a published folder holds (from its MANIFEST)."""
     job = json.loads((Path(dest) / MANIFEST).read_text(encoding="utf-8"))["job"]
     done = [key for key in experiments_with_tables(dest) if key in job]
-    return (f"{judged} claims judged at the {scale} scale: "
-            + ", ".join(f"{claims.get(verdict, 0)} {verdict}" for verdict in shown)
-            + (f" ({len(done)} of the main job's {len(job)} experiments published so far)" if len(done) < len(job)
-               else f" (all {len(job)} experiments of the main job)"))
+    return (f"{len(done)} of the main job's {len(job)} experiments published so far" if len(done) < len(job)
+            else f"all {len(job)} experiments of the main job")
 
 
 def publish(root: Path, dest: Path, specs: list[str | Path] | None = None) -> tuple[list[Path], list[str]]:

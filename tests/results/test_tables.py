@@ -443,8 +443,10 @@ def test_a_published_report_compares_equal_to_its_source_and_shows_a_changed_ver
     args = ["--scale", "cpu", "--results", str(aggregated["results"])]
     assert main(["publish", *args, "--to", str(published), "--specs", str(aggregated["specs"])]) == 0
     first = (published / "REPORT.md").read_text(encoding="utf-8").splitlines()[0]
-    assert first.startswith(f"Published: runs at commit `{RUN_COMMIT}`, finished 2024-01-01, on an unrecorded machine; "
-                            "wall time 0.0 h while training")  # fabricated runs: no device, no wall time
+    # the fixture's specs: toy/mini, toy/unrun and a DMLab experiment that cannot run here
+    assert first.startswith(f"Published: 1 of the main job's 2 experiments published so far; runs at commit "
+                            f"`{RUN_COMMIT}`, finished 2024-01-01, on an unrecorded machine; wall time 0.0 h while "
+                            "training")  # fabricated runs: no device, no wall time
     assert {p.name for p in (published / "tables" / "toy").iterdir()} >= {"mini.md", "mini.csv", "mini.json", "mini.png"}
     assert not (published / "report.standalone.html").exists()
     page = (published / "report.html").read_text(encoding="utf-8")
