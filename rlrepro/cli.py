@@ -53,7 +53,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
 def cmd_plan(args: argparse.Namespace) -> int:
     from rlrepro.plan_text import plan_lines, trained_by_unit
-    from rlrepro.workflow import check_sets, in_job, plan
+    from rlrepro.workflow import cannot_run, check_sets, in_job, plan
 
     planned = plan(args.specs, args.scale, args.only)
     check_sets(planned, args.set)
@@ -64,8 +64,8 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
         published = [key for key in experiments_with_tables(args.unpublished) if chosen.get(key)]
         chosen |= dict.fromkeys(published, False)
-    plans, left_out = [e for e in planned if chosen[e.key]], [e for e in planned if not chosen[e.key]]
-    left_out = [e for e in left_out if e.key not in published]
+    plans = [e for e in planned if chosen[e.key]]
+    left_out = [e for e in planned if not chosen[e.key] and e.key not in published]
     if args.json:  # "frames" is the budget, "frames_trained" whole chunks of it, counted in "counts"
         trained = trained_by_unit(plans, args.scale)
         units = [unit for experiment in plans for job in experiment.jobs for unit in job.units]
@@ -75,8 +75,6 @@ def cmd_plan(args: argparse.Namespace) -> int:
                        left_out=left_out)
     if args.unpublished is not None:
         from rlrepro.plan_text import wrap
-
-        from rlrepro.workflow import cannot_run
 
         runnable = [e for e in plans if not cannot_run(e)]
         lines += ["", *wrap(f"still to run here: {len(runnable)} experiment(s) (the {len(published)} published in "
