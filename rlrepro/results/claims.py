@@ -226,7 +226,8 @@ def _ordering_method(claim: OrderingClaim, comparisons: list[_Comparison]) -> st
     if comparisons and all(c.bounds is not None for c in comparisons):
         return "distribution-free interval on the metric's range (Anderson's bounds, Bonferroni over the two " \
             "variants), two one-sided tests at 0.025 (any distribution on the range)"
-    return "Welch's t interval, two one-sided tests at 0.025 (rests on normality: the metric has no declared range)"
+    return ("none: the metric has no declared range, so a difference of means over seeds is not decided (Welch's t "
+            "interval is shown for reference; it rests on normality, which seeds that partly collapse break)")
 
 
 def _rule(claim: OrderingClaim) -> str:
@@ -253,10 +254,10 @@ def _comparison_line(claim: OrderingClaim, c: _Comparison) -> str:
             text += f" (the smallest possible at {len(c.a)} v {len(c.b)} is {floor:.3g})"
         text += " "
     else:
-        kind = "distribution-free" if c.bounds is not None else "Welch"
+        kind = "distribution-free" if c.bounds is not None else "Welch, for reference"
         text = f"{c.env}: {claim.better} - {c.worse} = {float(point):+.3g} [{kind} 95% CI {float(low):+.3g}, {float(high):+.3g}] "
-        if c.bounds is None and float(high) - float(low) <= 0:
-            return text + "undecided (no spread: a zero-width interval is not certainty)"
+        if c.bounds is None:
+            return text + "undecided (no declared range)"
     if c.at_bound:
         return text + f"undecided (every seed of both at the {c.at_bound})"
     return text + _LINE[c.outcome]
@@ -266,24 +267,14 @@ def _what_would_decide(claim: OrderingClaim, comparisons: list[_Comparison]) -> 
     """How many seeds per side would decide the undecided comparisons, if the observed gap and spread were the truth."""
     fewest = stats.fewest_seeds_for_permutation()
     needs, refuses = [], []
-    for c in comparisons:
-        if c.outcome != stats.UNDECIDED or c.at_bound:
+    for c in comparisons:  # beats only: a matches claim is decided by an interval's width (below), not a power
+        if claim.relation != "beats" or c.outcome != stats.UNDECIDED or c.at_bound:
             continue
-        if claim.relation == "beats" and stats.smallest_permutation_p(len(c.a), len(c.b)) > stats.ALPHA:
+        if stats.smallest_permutation_p(len(c.a), len(c.b)) > stats.ALPHA:
             refuses.append(c)
-        sd = stats.pooled_sd([c.a, c.b])
-        observed = float(c.interval.point)
-        if claim.relation == "beats":
-            target, what = observed, f"the observed gap {abs(observed):.3g}"
-        elif claim.relation == "matches":
-            target, what = claim.margin - abs(observed), f"equivalence within {claim.margin:g} at the observed difference"
-        else:
-            target, what = observed + claim.margin, f"non-inferiority at margin {claim.margin:g}"
-        if c.bounds is not None and claim.relation != "beats":
-            continue  # a distribution-free interval: its width, not a normal power, sets the seeds (below)
-        if sd > 0 and target > 0:
-            n = stats.seeds_to_detect(sd, target, equivalence=claim.relation == "matches")
-            needs.append((max(n, fewest) if claim.relation == "beats" else n, c, what, sd))
+        sd, observed = stats.pooled_sd([c.a, c.b]), float(c.interval.point)
+        if sd > 0 and observed > 0:
+            needs.append((max(stats.seeds_to_detect(sd, observed), fewest), c, f"the observed gap {abs(observed):.3g}", sd))
     texts = []
     if refuses:
         c = refuses[0]
@@ -295,6 +286,12 @@ def _what_would_decide(claim: OrderingClaim, comparisons: list[_Comparison]) -> 
         texts.append("Runs that leave the floor/ceiling (more frames) would decide the comparisons stuck there")
     if any(c.bounds is not None and c.outcome == stats.UNDECIDED for c in comparisons) and claim.relation != "beats":
         texts.append("The distribution-free interval narrows as 1/sqrt(n): more seeds (or a wider margin) would decide")
+    if any(c.bounds is None for c in comparisons) and claim.relation != "beats":
+        texts.append(
+            "The metric has no declared range, and a difference of means over seeds has no bound without one: seeds "
+            "that partly collapse break Welch's normality (shown for reference only), so more seeds alone would not "
+            "decide it; a metric_range (judged by a bound valid for any distribution on it) would"
+        )
     if needs:
         n, c, what, sd = max(needs, key=lambda x: x[0])
         texts.append(

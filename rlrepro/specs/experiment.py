@@ -147,6 +147,13 @@ RETURN_METRICS = ("final_return", "eval_return", "best_eval_return", "run_return
 """Per-run metrics in units of episode return: random scores, return ranges and normalisation apply to them."""
 
 
+_RANGE_TEXT = (
+    "[low, high] that every run's value of the metric lies in (e.g. [0, 1] for a success rate); default: the "
+    "environment's return_range for a return metric. With a range the verdict uses bounds valid for any distribution "
+    "on it (Anderson's bound); "
+)
+
+
 class OrderingClaim(SpecModel):
     """A variant beats, matches, or matches or beats others on a metric: on each environment, on at least k of
     them, or on an aggregate over them (e.g. "V-trace is best on 3 of 5 tasks")."""
@@ -163,10 +170,11 @@ class OrderingClaim(SpecModel):
     worse: list[str] = Field(min_length=1, description="Variants it should beat.")
     relation: Literal["beats", "matches", "matches_or_beats"] = Field(
         "beats",
-        description="'beats': the difference's 95% Welch interval lies on the better side of 0 (one-sided test at "
-        "0.025). 'matches': equivalence within +-margin (two one-sided tests: the 95% interval inside "
-        "(-margin, +margin)). 'matches_or_beats' (claims worded 'matches or outperforms'): non-inferiority, the "
-        "interval's worse end above -margin.",
+        description="'beats': the difference of means is significant by the exact permutation test (one-sided "
+        "0.025). 'matches': equivalence within +-margin (two one-sided tests: the 95% distribution-free interval "
+        "inside (-margin, +margin)). 'matches_or_beats' (claims worded 'matches or outperforms'): non-inferiority, "
+        "the interval's worse end above -margin. Both need a range (metric_range, or the environment's return_range "
+        "for a return): without one they are never decided.",
     )
     margin: float | None = Field(
         None,
@@ -195,9 +203,8 @@ class OrderingClaim(SpecModel):
     )
     metric_range: tuple[float, float] | None = Field(
         None,
-        description="[low, high] that every run's value of the metric lies in (e.g. [0, 1] for a success rate); "
-        "default: the environment's return_range for a return metric. With a range the verdict uses bounds valid "
-        "for any distribution on it (Anderson's bound); without one it rests on normality and says so.",
+        description=_RANGE_TEXT + "without one a matches / matches_or_beats claim is never decided ('beats' needs "
+        "none: its permutation test holds for any distribution).",
     )
     environments: list[str] | None = Field(None, description="Environment ids where it must hold (default: all run).")
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
@@ -246,9 +253,8 @@ class ThresholdClaim(SpecModel):
     tolerance: float = Field(0.0, ge=0, description="Allowed shortfall.")
     metric_range: tuple[float, float] | None = Field(
         None,
-        description="[low, high] that every run's value of the metric lies in (e.g. [0, 1] for a success rate); "
-        "default: the environment's return_range for a return metric. With a range the verdict uses bounds valid "
-        "for any distribution on it (Anderson's bound); without one it rests on normality and says so.",
+        description=_RANGE_TEXT + "without one a mean over seeds is never decided (a per-seed claim, seeds_share, "
+        "needs none).",
     )
     informative: bool = Field(
         True,

@@ -161,39 +161,62 @@ def test_holm_needs_the_smallest_p_below_alpha_over_n() -> None:
     assert "at least 4 seeds per side are needed to decide" in each.detail  # 1 / C(8, 4) = 0.0143
 
 
+UNIT_RANGE = {"metric_range": [0.0, 1.0]}
+# Anderson's bounds on [0, 1] for n seeds all at v, at alpha / 2 = 0.0125 each (Bonferroni over the two variants):
+# lower v (1 - d), upper v + d (1 - v), d = ksone.isf(0.0125, n): d_16 = 0.35678, d_64 = 0.18206.
+
+
 def test_matches_is_an_equivalence_test_against_the_margin() -> None:
-    spec = make_spec(ordering(relation="matches", margin=2.0))
-    close_a, close_b = [10.0, 10.2, 9.9, 10.1, 10.0], [10.1, 9.9, 10.0, 10.2, 10.0]
-    [same] = judge_claims(spec, "cpu", cells({("a", "catch"): close_a, ("b", "catch"): close_b}))
-    assert same.verdict == REPRODUCED and "inside +-2" in same.detail
-    [far] = judge_claims(spec, "cpu", cells({("a", "catch"): HIGH, ("b", "catch"): LOW}))
-    assert far.verdict == NOT_REPRODUCED
-    # the issue's example: DQNReg [40, 190, 60] vs DQN [180, 200, 170] "matched" because the CI spanned 0
-    # Welch: -86.7, s^2 = 6633 and 233.3, se = 47.8, df = 2.14 -> CI about [-283, +110]: cannot decide
-    [wide] = judge_claims(make_spec(ordering(relation="matches", margin=20.0)), "cpu",
-                          cells({("a", "catch"): [40.0, 190.0, 60.0], ("b", "catch"): [180.0, 200.0, 170.0]}))
-    assert wide.verdict == INCONCLUSIVE
-    assert "a - b = -86.7" in wide.detail
+    spec = make_spec(ordering(relation="matches", margin=0.4, **UNIT_RANGE))
+    # 16 v 16 seeds at 0.9: [0.9 (1 - d) - (0.9 + 0.1 d), ...] = [-d_16, +d_16] = [-0.357, +0.357], inside +-0.4
+    [same] = judge_claims(spec, "cpu", cells({("a", "catch"): [0.9] * 16, ("b", "catch"): [0.9] * 16}))
+    assert same.verdict == REPRODUCED and "inside +-0.4" in same.detail
+    assert "a - b = +0 [distribution-free 95% CI -0.357, +0.357]" in same.detail
+    # 64 at 0.05 v 64 at 0.95: high end (0.05 + 0.95 d) - 0.95 (1 - d) = -0.9 + 1.9 d_64 = -0.554, below -0.4
+    [far] = judge_claims(spec, "cpu", cells({("a", "catch"): [0.05] * 64, ("b", "catch"): [0.95] * 64}))
+    assert far.verdict == NOT_REPRODUCED and "[distribution-free 95% CI -0.918, -0.554]" in far.detail
+    # the issue's example, scaled to [0, 1]: DQNReg [0.2, 0.95, 0.3] vs DQN [0.9, 1, 0.85] "matched" because the
+    # interval spanned 0; 3 seeds bound nothing near a margin of 0.4
+    [wide] = judge_claims(spec, "cpu", cells({("a", "catch"): [0.2, 0.95, 0.3], ("b", "catch"): [0.9, 1.0, 0.85]}))
+    assert wide.verdict == INCONCLUSIVE and "a - b = -0.433" in wide.detail
+    assert "more seeds (or a wider margin) would decide" in wide.detail
 
 
 def test_matches_or_beats_is_non_inferiority_against_the_margin() -> None:
-    spec = make_spec(ordering(relation="matches_or_beats", margin=1.0))
-    [better] = judge_claims(spec, "cpu", cells({("a", "catch"): HIGH, ("b", "catch"): LOW}))
-    assert better.verdict == REPRODUCED and "above -1 on the better side (non-inferiority)" in better.detail
-    [reversed_] = judge_claims(spec, "cpu", cells({("a", "catch"): LOW, ("b", "catch"): HIGH}))
+    spec = make_spec(ordering(relation="matches_or_beats", margin=0.4, **UNIT_RANGE))
+    # 16 at 0.95 v 16 at 0.9: low end 0.95 (1 - d) - (0.9 + 0.1 d) = 0.05 - 1.05 d_16 = -0.325, above -0.4
+    [better] = judge_claims(spec, "cpu", cells({("a", "catch"): [0.95] * 16, ("b", "catch"): [0.9] * 16}))
+    assert better.verdict == REPRODUCED and "above -0.4 on the better side (non-inferiority)" in better.detail
+    assert "[distribution-free 95% CI -0.325," in better.detail
+    [reversed_] = judge_claims(spec, "cpu", cells({("a", "catch"): [0.05] * 64, ("b", "catch"): [0.95] * 64}))
     assert reversed_.verdict == NOT_REPRODUCED
-    [unclear] = judge_claims(spec, "cpu", cells({("a", "catch"): [40.0, 190.0, 60.0], ("b", "catch"): [180.0, 200.0, 170.0]}))
+    [unclear] = judge_claims(spec, "cpu", cells({("a", "catch"): [0.2, 0.95, 0.3], ("b", "catch"): [0.9, 1.0, 0.85]}))
     assert unclear.verdict == INCONCLUSIVE  # the old rule called this "reproduced"
 
 
 def test_matches_or_beats_for_a_lower_is_better_metric() -> None:
-    spec = make_spec(ordering(relation="matches_or_beats", margin=1.0, higher_is_better=False))
-    [verdict] = judge_claims(spec, "cpu", cells({("a", "catch"): HIGH, ("b", "catch"): LOW}))
+    spec = make_spec(ordering(relation="matches_or_beats", margin=0.4, higher_is_better=False, **UNIT_RANGE))
+    [verdict] = judge_claims(spec, "cpu", cells({("a", "catch"): [0.95] * 64, ("b", "catch"): [0.05] * 64}))
     assert verdict.verdict == NOT_REPRODUCED and "CONTRADICTS" in verdict.detail
-    assert "a - b = +9.12 [Welch 95% CI +7.79, +10.5]" in verdict.detail  # shown in the metric's own direction
-    assert "rests on normality" in verdict.method  # the toy environment declares no return_range
-    [lower] = judge_claims(spec, "cpu", cells({("a", "catch"): LOW, ("b", "catch"): HIGH}))
-    assert lower.verdict == REPRODUCED
+    # shown in the metric's own direction: a's error is higher by 0.9, at least by 0.9 - 1.9 d_64 = 0.554
+    assert "a - b = +0.9 [distribution-free 95% CI +0.554, +0.918]" in verdict.detail
+    assert "Anderson's bounds" in verdict.method
+    [lower] = judge_claims(spec, "cpu", cells({("a", "catch"): [0.05] * 64, ("b", "catch"): [0.3] * 64}))
+    assert lower.verdict == REPRODUCED and "a - b = -0.25 [distribution-free 95% CI -0.387, -0.0224]" in lower.detail
+    # b at 0.95, 0.05 from the range's worse end, is not shown better than that end by the margin: no claim
+    [trivial] = judge_claims(spec, "cpu", cells({("a", "catch"): [0.05] * 64, ("b", "catch"): [0.95] * 64}))
+    assert trivial.verdict == UNINFORMATIVE and "trivial level catch 1 (the range's worse end)" in trivial.detail
+
+
+def test_matches_with_no_declared_range_is_never_decided() -> None:
+    """Welch's interval read RL's collapse shapes at the margin as reproduced up to 0.47 of the time: without a
+    range the verdict shows it for reference and says what would decide the claim."""
+    spec = make_spec(ordering(relation="matches_or_beats", margin=1.0))  # the toy environment declares no range
+    [verdict] = judge_claims(spec, "cpu", cells({("a", "catch"): HIGH, ("b", "catch"): LOW}))
+    assert verdict.verdict == INCONCLUSIVE
+    assert "a - b = +9.12 [Welch, for reference 95% CI +7.79, +10.5] undecided (no declared range)" in verdict.detail
+    assert "a metric_range (judged by a bound valid for any distribution on it) would" in verdict.detail
+    assert verdict.method.startswith("none: the metric has no declared range")
 
 
 def test_both_sides_at_the_floor_never_match() -> None:
