@@ -385,22 +385,32 @@ def decided_lines(plans: list, scale: str, left_out: list, *, detail: bool = Tru
     from rlrepro.workflow import DEFAULT_SET, PATH_CHECK_MINUTES, cannot_run
 
     runnable = [(e, *_time_cell(e, scale)) for e in plans if not cannot_run(e)]
-    deciding = [row for row in runnable if row[0].claims_judged]
-    idle = [row for row in runnable if not row[0].claims_judged]
+    deciding = [row for row in runnable if row[0].claims_decided]
+    idle = [row for row in runnable if not row[0].claims_decided]
     checks = [row for row in idle if row[2] is not None and row[2] * 60 <= PATH_CHECK_MINUTES]
     long_idle = [row for row in idle if row not in checks and row[0].job_set == DEFAULT_SET]
-    claims = sum(len(e.claims_judged) for e, _, _ in deciding)
+    claims = sum(len(e.claims_decided) for e, _, _ in deciding)
     lines = wrap(f"claims decided at scale '{scale}': {claims} by {len(deciding)} experiment(s) of {len(runnable)}, in "
                  f"{hours_text(sum(h or 0.0 for _, _, h in runnable))}"
                  + ("" if detail or not claims else " (their ids: --detail)") + ":", hanging="  ")
     if detail:
         for e, time, hours in deciding:
-            lines += wrap(f"{e.key} ({len(e.claims_judged)}, {hours_text(hours) if hours is not None else time}): "
-                          + ", ".join(e.claims_judged), indent="  ")
+            lines += wrap(f"{e.key} ({len(e.claims_decided)}, {hours_text(hours) if hours is not None else time}): "
+                          + ", ".join(e.claims_decided), indent="  ")
     else:
         for paper in dict.fromkeys(e.spec.paper for e, _, _ in deciding):
-            mine = [f"{e.spec.experiment} {len(e.claims_judged)}" for e, _, _ in deciding if e.spec.paper == paper]
+            mine = [f"{e.spec.experiment} {len(e.claims_decided)}" for e, _, _ in deciding if e.spec.paper == paper]
             lines += wrap(f"{paper}: {', '.join(mine)}", indent="  ")
+    undecidable = [(e, e.claims_undecidable) for e, _, _ in runnable if e.claims_undecidable]
+    if undecidable:
+        count = sum(len(reasons) for _, reasons in undecidable)
+        lines += wrap(f"judged here, not decidable by its seeds ({count}: inconclusive whatever the runs show"
+                      + ("):" if detail else "; why: --detail): " + ", ".join(f"{e.key} {len(r)}" for e, r in undecidable)),
+                      indent="  ")
+        if detail:
+            for e, reasons in undecidable:
+                for key, why in reasons.items():
+                    lines += wrap(f"{e.key} {key}: {why}", indent="    ")
     if checks and len(checks) == len(runnable):
         lines += wrap("every experiment is a path check: none decides a claim at this scale", indent="  ")
     elif checks:
@@ -414,7 +424,7 @@ def decided_lines(plans: list, scale: str, left_out: list, *, detail: bool = Tru
         if not cannot_run(e):
             sets.setdefault(e.job_set, []).append((e, *_time_cell(e, scale)))
     for name, rows in sets.items():
-        decided = sum(len(e.claims_judged) for e, _, _ in rows)
+        decided = sum(len(e.claims_decided) for e, _, _ in rows)
         what = "the default job" if name == DEFAULT_SET else f"the opt-in set '{name}'"
         lines += wrap(f"left out of this job: {what} ({len(rows)} experiment(s), "
                       f"{hours_text(sum(h or 0.0 for _, _, h in rows))}, "

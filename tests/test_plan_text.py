@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from rlrepro.results.claims import undecidable_at
 from rlrepro.workflow.cost import COLUMNS
 from rlrepro.cli import main
 from rlrepro.plan_text import WIDTH, by_paper, cost_lines, hours_text, table, unit_lines, wrap
@@ -137,7 +138,7 @@ def test_the_plan_of_every_spec_reads_on_one_screen_and_detail_gives_each_experi
     assert main(["plan", "--scale", "cpu"]) == 0
     out = capsys.readouterr().out
     lines = out.splitlines()
-    assert len(lines) < 70 and max(map(len, lines)) <= WIDTH
+    assert len(lines) < 75 and max(map(len, lines)) <= WIDTH
     header = lines[lines.index("time and device-hours per paper (per experiment: --detail):") + 1]
     assert header.split() == ["paper", "experiments", "runs", "time", "here", "GPU/TPU-hours"]  # one time column
     assert "It is the CPU machine-hours too" in " ".join(out.split())
@@ -153,11 +154,17 @@ def test_the_plan_of_every_spec_reads_on_one_screen_and_detail_gives_each_experi
     text = " ".join(out.split())
     every = load_specs([REPO / "specs"])
     default = [spec for _, spec in every if spec.scales["cpu"].opt_in is None]
-    claims = sum("cpu" in claim.judged_at for spec in default for claim in spec.claims)
-    deciding = sum(any("cpu" in claim.judged_at for claim in spec.claims) for spec in default)
+    judged = [[claim for claim in spec.claims if "cpu" in claim.judged_at] for spec in default]
+    undecidable = sum(bool(undecidable_at(spec, c, "cpu")) for spec, claims in zip(default, judged) for c in claims)
+    claims = sum(map(len, judged)) - undecidable
+    deciding = sum(any(not undecidable_at(spec, c, "cpu") for c in claims) for spec, claims in zip(default, judged))
     assert f"claims decided at scale 'cpu': {claims} by {deciding} experiment(s) of " in text
     assert "frodo: catch 5, random_walk 3" in text and "path checks (no claim decided here, at most 10 min each):" in text
     assert "longer than a path check" not in text
+    # judged there, but no runs at the cpu scale's seeds could decide them: counted apart, reasons with --detail
+    assert f"judged here, not decidable by its seeds ({undecidable}: inconclusive whatever the runs show; why: " \
+        "--detail): " in text
+    assert "impala/atari57_multitask 3" in text.partition("not decidable by its seeds")[2]
     opt_in = sorted(f"{spec.paper}/{spec.experiment}" for _, spec in every if spec.scales["cpu"].opt_in == "curves")
     assert len(opt_in) == 6 and f"left out of this job: the opt-in set 'curves' ({len(opt_in)} experiment(s)," in text
     assert all(key in text.partition("the opt-in set 'curves'")[2] for key in opt_in)
@@ -169,6 +176,7 @@ def test_the_plan_of_every_spec_reads_on_one_screen_and_detail_gives_each_experi
     assert "cluster memory per training job (profiles/slurm):" in detail
     assert any(line.startswith("sources") for line in detail)
     assert "  frodo/random_walk (3, 10 min): frodo_below_every_td_lambda," in detail  # --detail: the claims' ids
+    assert "    impala/atari57_multitask above_random_pong_cpu: a mean over seeds of a" in detail  # and why not
     assert main(["plan", "--scale", "cpu", "--set", "curves"]) == 0
     curves = " ".join(capsys.readouterr().out.split())
     assert f"claims decided at scale 'cpu': 0 by 0 experiment(s) of {len(opt_in)}" in curves

@@ -70,6 +70,52 @@ def detail_with_method(claim: dict[str, str]) -> str:
     return f"{claim['detail']}. Test: {method}" if method else claim["detail"]
 
 
+def undecidable_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
+    """Why no data the scale's seeds could produce would decide ``claim`` there ('' when some data could), by the
+    rules the verdicts apply: a mean or an equivalence on a metric with no declared range; one seed for a mean;
+    fewer seeds than the permutation test needs to reach 0.025; a share of seeds the scale's count cannot bound;
+    a range too wide for the seeds' distribution-free bounds to clear the bar or the margin even with every seed
+    at its best. `rlrepro plan` lists these apart from the claims a run decides."""
+    n = spec.scale(scale).seeds
+    if isinstance(claim, ThresholdClaim):
+        if claim.best_of is not None:
+            return ""
+        if claim.seeds_share is not None:
+            if stats.decide_share(n, n, claim.seeds_share) == stats.UNDECIDED == stats.decide_share(0, n, claim.seeds_share):
+                return (f"{n} seed(s) cannot bound a share of {claim.seeds_share:g} (all passing: Clopper-Pearson lower "
+                        f"end {stats.binomial_interval(n, n)[0]:.2f})")
+            return ""
+        bounds = metric_bounds(spec, claim, claim.environment)
+        if bounds is None:
+            return "a mean over seeds of a metric with no declared range (metric_range)"
+        if n < 2:
+            return "a mean over one seed has no interval"
+        best, worst = (bounds[1], bounds[0]) if claim.op == ">=" else (bounds[0], bounds[1])
+        reach = [int(stats.decide_threshold_values(np.full(n, v), claim.op, claim.bound, bounds)[0]) for v in (best, worst)]
+        if reach == [stats.UNDECIDED] * 2:
+            return (f"{n} seeds' distribution-free bound on [{bounds[0]:g}, {bounds[1]:g}] cannot reach {claim.op} "
+                    f"{claim.bound:g} even with every seed at the range's end")
+        return ""
+    if not isinstance(claim, OrderingClaim):
+        return ""
+    if claim.relation == "beats":
+        if stats.smallest_permutation_p(n, n) > stats.ALPHA:
+            return f"{n} seeds per side: the permutation test's smallest p is {stats.smallest_permutation_p(n, n):.3g}"
+        return ""
+    if claim.holds_on == "aggregate":
+        return ""
+    for env in claim.environments or [e.id for e in spec.environments]:
+        bounds = metric_bounds(spec, claim, env)
+        if bounds is None:
+            return f"an equivalence of means over seeds on a metric with no declared range (metric_range; {env})"
+        ends = [np.full(n, v) for v in bounds]
+        codes = {int(stats.decide_ordering(claim.relation, a, b, claim.margin, bounds)) for a in ends for b in ends}
+        if codes == {stats.UNDECIDED}:
+            return (f"{n} seeds' distribution-free interval on [{bounds[0]:g}, {bounds[1]:g}] cannot decide the margin "
+                    f"{claim.margin:g} even with every seed at an end of the range ({env})")
+    return ""
+
+
 def judge_claims(
     spec: ExperimentSpec, scale: str, cells: dict[tuple[str, str], CellResult], *, reps: int = 2000
 ) -> list[Verdict]:
@@ -581,11 +627,13 @@ def _threshold_seeds_note(claim: ThresholdClaim, values: list[float], bounds: tu
 
 
 def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult], *, runs: int) -> Verdict:
-    """'The best k of the n runs reach the value' (the paper's selection): a count of runs, not a mean.
+    """'The best k of the n runs reach the value': a count of runs, not a mean (the paper's selection of its best
+    k, or a mechanism seen in at least k runs, k = 1: 'PBT copied a member', 'the search found TD').
 
     At least k passing runs reproduce it whatever the missing runs would show; fewer than k, with too few runs
     missing to make up the count, do not. The share of passing runs gets a Clopper-Pearson interval: what a
-    reader should expect of one more seed, which the best k alone hide.
+    reader should expect of one more seed, which the best k alone hide. A search whose best program is its
+    unchanged bootstrap seed found nothing: it counts as a run that does not pass.
     """
     k = claim.best_of
     cell = cells.get((claim.variant, claim.environment))
@@ -594,15 +642,18 @@ def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResul
     if not values:
         return Verdict(claim.id, claim.statement, NOT_JUDGED, f"{claim.variant} on {claim.environment} not run at this scale",
                        claim.paper_evidence, method=BEST_OF_METHOD)
+    counted, seed_note = (_drop_unchanged_seeds(cell, claim.metric) if claim.metric in FOUND_PROGRAM_METRICS
+                          else (values, ""))
     runs = max(runs, len(values))
-    passing = sum(claim.passes(v) for v in values)
-    best = sorted(values, reverse=claim.op == ">=")[:k]
+    passing = sum(claim.passes(v) for v in counted)
+    best = sorted(counted, reverse=claim.op == ">=")[:k]
     low, high = stats.binomial_interval(passing, len(values))
     facts = (
         f"{where}: {passing} of {len(values)} finished runs (of {runs}) reach {claim.op} {claim.value:g} (tolerance "
-        f"{claim.tolerance:g}); the best {min(k, len(values))}: {', '.join(f'{v:.4g}' for v in best)}; the claim is "
-        f"the paper's selection, the best {k} of the runs. All {len(values)} runs: median {float(np.median(values)):.4g}; "
-        f"share of runs that reach it {passing / len(values):.2f} [95% Clopper-Pearson {low:.2f}, {high:.2f}]"
+        f"{claim.tolerance:g})" + (f" ({seed_note}: not a finding, counted as not reaching it)" if seed_note else "")
+        + f"; the best {len(best)}: {', '.join(f'{v:.4g}' for v in best) or 'none'}; the claim counts the best {k} of "
+        f"the runs, not their mean. All {len(values)} runs: median {float(np.median(values)):.4g}; share of runs that "
+        f"reach it {passing / len(values):.2f} [95% Clopper-Pearson {low:.2f}, {high:.2f}]"
     )
     if passing >= k:
         return _threshold_verdict(claim, stats.SUPPORTED, facts)
@@ -654,7 +705,8 @@ def _drop_unchanged_seeds(cell: CellResult, metric: str) -> tuple[list[float], s
     return kept, f"the best program is the unchanged bootstrap seed in {seeded} of {len(pairs)} search(es)"
 
 
-BEST_OF_METHOD = "count of runs that pass (the paper's selection of its best k); share of runs: Clopper-Pearson (exact)"
+BEST_OF_METHOD = ("count of runs that pass (the best k: the paper's selection, or a mechanism seen in k runs); share of "
+                  "runs: Clopper-Pearson (exact)")
 
 
 def _threshold_verdict(claim: ThresholdClaim, code: int, detail: str, method: str = BEST_OF_METHOD) -> Verdict:

@@ -265,11 +265,12 @@ class ThresholdClaim(SpecModel):
     informative_reason: str = Field("", description="Why the claim is kept although a trivial policy passes it.")
     best_of: PositiveCount | None = Field(
         None,
-        description="The paper's seed selection, when it reports only its best k runs (e.g. Synthetic Returns' "
-        "Skiing: 'the best 4 of 40 seeds'): the claim reads 'the best k of the n runs reach the value', i.e. at "
-        "least k runs pass on their own. Reproduced when at least k of our runs pass, not reproduced when the "
-        "finished runs cannot reach k; never a statement about the mean. Every scale in judged_at must run at "
-        "least k seeds. Default: the mean over all seeds (a t interval).",
+        description="A count of runs: the claim reads 'the best k of the n runs reach the value', i.e. at least k "
+        "runs pass on their own. For the paper's seed selection, when it reports only its best k runs (e.g. "
+        "Synthetic Returns' Skiing: 'the best 4 of 40 seeds'), or a mechanism seen in a run (k = 1: 'PBT copied a "
+        "member', 'the search found a TD loss'). Reproduced when at least k of our runs pass, not reproduced when "
+        "the finished runs cannot reach k; never a statement about the mean. Every scale in judged_at must run at "
+        "least k seeds. Default: the mean over all seeds (decided only on a declared range).",
     )
     seeds_share: float | None = Field(
         None,

@@ -457,6 +457,25 @@ def test_best_k_of_n_waits_for_the_runs_that_could_still_make_the_count() -> Non
     assert verdict.verdict == NOT_REPRODUCED
 
 
+def test_best_1_of_n_is_a_program_a_search_found_not_its_seed() -> None:
+    """'The search found a TD loss' (best_of: 1 on best_td_like): a search whose best program is its unchanged
+    DQN seed is TD by construction and counts as finding nothing."""
+    claim = threshold(">=", 1.0, 0.0, metric="best_td_like", best_of=1)
+
+    def searches(*pairs: tuple[float, float]) -> dict[tuple[str, str], CellResult]:
+        finals = [{"best_td_like": td, "best_is_seed": seed} for td, seed in pairs]
+        return {("a", "catch"): CellResult("a", "catch", seeds=list(range(len(pairs))), final=[0.0] * len(pairs),
+                                           finals=finals, frames=[200] * len(pairs))}
+
+    [found] = judge_claims(make_spec(claim), "cpu", searches((0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 0.0)))
+    assert found.verdict == REPRODUCED
+    assert "1 of 4 finished runs (of 4) reach >= 1 (tolerance 0) (the best program is the unchanged bootstrap seed " \
+        "in 1 of 4 search(es): not a finding, counted as not reaching it); the best 1: 1;" in found.detail
+    [seed_only] = judge_claims(make_spec(claim), "cpu", searches((1.0, 1.0), (0.0, 0.0), (1.0, 1.0), (0.0, 0.0)))
+    assert seed_only.verdict == NOT_REPRODUCED and "0 of 4 finished runs" in seed_only.detail
+    assert "the best 1: 0;" in seed_only.detail  # of the searches that found a program of their own
+
+
 def test_best_k_of_n_needs_k_seeds_at_every_judged_scale() -> None:
     with pytest.raises(ValueError, match=r"best_of 5 needs at least 5 seeds at every scale in judged_at; cpu runs 4"):
         make_spec(best_of(5))
@@ -487,3 +506,60 @@ def test_a_bar_within_five_percent_of_the_trivial_level_is_reported_as_weak() ->
     assert "weak bar" not in fine.detail
     # bounded returns: Anderson's bound over 4 seeds on [0, 500], not a t interval
     assert "Anderson's distribution-free bound" in fine.method and fine.verdict == REPRODUCED
+
+
+# --- claims no data at a scale's seeds can decide (`rlrepro plan` lists them apart) ------------------------------
+
+
+def _spec_at(seeds: int, *claims: dict[str, Any]) -> ExperimentSpec:
+    return validate_spec(toy_spec_data(
+        variants=[{"name": "a"}, {"name": "b"}], environments=SCORED_ENVS[:1],
+        scales={"smoke": {"frames": 100, "seeds": 1}, "cpu": {"frames": 200, "seeds": seeds}}, claims=list(claims),
+    ))
+
+
+def test_a_claim_the_seeds_cannot_decide_is_named_and_its_best_data_stay_inconclusive() -> None:
+    """Each reason, with the data most in the claim's favour: undecided, and decided one step past the reason."""
+    from rlrepro.results.claims import undecidable_at
+
+    def verdict(spec: ExperimentSpec, a: list[float], b: list[float]) -> str:
+        [v] = judge_claims(spec, "cpu", cells({("a", "catch"): a, ("b", "catch"): b}))
+        return v.verdict
+
+    beats = ordering(environments=["catch"])
+    spec = _spec_at(3, beats)
+    assert undecidable_at(spec, spec.claims[0], "cpu") == "3 seeds per side: the permutation test's smallest p is 0.05"
+    assert verdict(spec, [0.9] * 3, [-0.9] * 3) == INCONCLUSIVE
+    spec = _spec_at(4, beats)
+    assert undecidable_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9] * 4, [-0.9] * 4) == REPRODUCED
+    # a mean on Catch's range [-1, 1]: 4 seeds at 1 give Anderson's 1 - 2 d_4 = -0.248 (d = 0.6239), below 0;
+    # 5 seeds 1 - 2 * 0.5633 = -0.127 < 0 too; 6 seeds 1 - 2 * 0.5193 = -0.039; 7 seeds 1 - 2 * 0.4834 = 0.033 >= 0
+    mean = threshold(">=", 0.0, 0.0)
+    for n, why in ((6, "6 seeds' distribution-free bound on [-1, 1] cannot reach >= 0 even with every seed at the "
+                       "range's end"), (7, "")):
+        spec = _spec_at(n, mean)
+        assert undecidable_at(spec, spec.claims[0], "cpu") == why
+        assert verdict(spec, [1.0] * n, [0.0] * n) == (INCONCLUSIVE if why else REPRODUCED)
+    # no range (metric_range absent, not a return): never decided
+    spec = _spec_at(8, threshold(">=", 0.0, 0.0, metric="loss"))
+    assert undecidable_at(spec, spec.claims[0], "cpu") == "a mean over seeds of a metric with no declared range (metric_range)"
+    # a share: all of 4 passing bound it from 0.025^(1/4) = 0.398, not above 0.5; of 6, from 0.541
+    share = threshold(">=", 0.0, 0.0, seeds_share=0.5)
+    spec = _spec_at(4, share)
+    assert undecidable_at(spec, spec.claims[0], "cpu").startswith("4 seed(s) cannot bound a share of 0.5")
+    assert verdict(spec, [1.0] * 4, [0.0] * 4) == INCONCLUSIVE
+    spec = _spec_at(6, share)
+    assert undecidable_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [1.0] * 6, [0.0] * 6) == REPRODUCED
+    # an equivalence within 0.4 on [-1, 1]: shown when the half-width 2 d < 0.4 (64 seeds, d = 0.182), refuted when
+    # seeds at the two ends give -2 + 4 d < -0.4, d < 0.4 (16 seeds: d = 0.357); at 4 seeds (d = 0.733) neither
+    match = ordering(environments=["catch"], relation="matches", margin=0.4)
+    spec = _spec_at(4, match)
+    assert undecidable_at(spec, spec.claims[0], "cpu") == (
+        "4 seeds' distribution-free interval on [-1, 1] cannot decide the margin 0.4 even with every seed at an end of "
+        "the range (catch)")
+    assert verdict(spec, [0.9] * 4, [0.9] * 4) == verdict(spec, [-1.0] * 4, [1.0] * 4) == INCONCLUSIVE
+    spec = _spec_at(16, match)
+    assert undecidable_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [-1.0] * 16, [1.0] * 16) == NOT_REPRODUCED
+    # the best k of the runs: a count, always decidable
+    spec = _spec_at(1, threshold(">=", 0.5, 0.0, best_of=1))
+    assert undecidable_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9], [0.0]) == REPRODUCED
