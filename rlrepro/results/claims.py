@@ -633,7 +633,8 @@ def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResul
     At least k passing runs reproduce it whatever the missing runs would show; fewer than k, with too few runs
     missing to make up the count, do not. The share of passing runs gets a Clopper-Pearson interval: what a
     reader should expect of one more seed, which the best k alone hide. A search whose best program is its
-    unchanged bootstrap seed found nothing: it counts as a run that does not pass.
+    unchanged bootstrap seed found nothing to judge: where only such searches could make up the count, the claim
+    is inconclusive (a longer search would decide), never contradicted.
     """
     k = claim.best_of
     cell = cells.get((claim.variant, claim.environment))
@@ -650,7 +651,7 @@ def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResul
     low, high = stats.binomial_interval(passing, len(values))
     facts = (
         f"{where}: {passing} of {len(values)} finished runs (of {runs}) reach {claim.op} {claim.value:g} (tolerance "
-        f"{claim.tolerance:g})" + (f" ({seed_note}: not a finding, counted as not reaching it)" if seed_note else "")
+        f"{claim.tolerance:g})" + (f" ({seed_note}: not a finding, not counted)" if seed_note else "")
         + f"; the best {len(best)}: {', '.join(f'{v:.4g}' for v in best) or 'none'}; the claim counts the best {k} of "
         f"the runs, not their mean. All {len(values)} runs: median {float(np.median(values)):.4g}; share of runs that "
         f"reach it {passing / len(values):.2f} [95% Clopper-Pearson {low:.2f}, {high:.2f}]"
@@ -661,6 +662,10 @@ def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResul
     if passing + missing >= k:
         detail = f"{facts}; {missing} run(s) missing: they decide whether {k} reach it"
         return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence, method=BEST_OF_METHOD)
+    if passing + missing + len(values) - len(counted) >= k:
+        detail = (f"{facts}; only searches that returned their seed could make up the count: a longer search (more "
+                  "proposals) would decide")
+        return _threshold_verdict(claim, stats.UNDECIDED, detail)
     return _threshold_verdict(claim, stats.CONTRADICTED, f"{facts}; fewer than {k} can reach it")
 
 

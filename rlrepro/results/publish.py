@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from rlrepro.jobs.run_folder import SUMMARY
+from rlrepro.results.collect import MissingRunsError
 from rlrepro.results.claims import INCONCLUSIVE, NOT_JUDGED, NOT_REPRODUCED, REPRODUCED, UNINFORMATIVE
 
 #: What a published folder holds besides ``tables/``; the standalone page (every figure inlined) is left out.
@@ -176,7 +177,10 @@ def publish(root: Path, dest: Path, specs: list[str | Path] | None = None) -> tu
     "Generated at" line). A job that runs across sessions on fresh machines publishes what each session finished:
     the tables ``dest`` already holds for experiments ``root`` lacks are kept (when their spec is unchanged),
     ``root``'s replace the rest, and REPORT.md, report.html and verdicts.json are written anew over the union.
-    Returns the files of the published folder and a note per published table left out (its spec changed since).
+    An experiment whose runs under ``root`` are not all finished (a session that ended mid-experiment) is not
+    published from it: the earlier publication's table stays where its spec is unchanged.
+    Returns the files of the published folder and a note per experiment not published from ``root`` and per
+    published table left out (its spec changed since).
     """
     from rlrepro.results.report import write_report  # noqa: PLC0415 -- report imports the planner
     from rlrepro.results.tables import aggregate_experiment  # noqa: PLC0415 -- matplotlib
@@ -194,13 +198,21 @@ def publish(root: Path, dest: Path, specs: list[str | Path] | None = None) -> tu
     by_key = {p.key: p for p in plans}
     if missing := [key for key in new if key not in by_key]:
         raise ValueError(f"{', '.join(missing)}: tables under {root / 'tables'} with no spec in {', '.join(map(str, specs))}")
+    unfinished = []
     for key in new:  # judged anew: this checkout's claims and rules on the runs' numbers
-        aggregate_experiment(by_key[key].spec_path, scale=root.name, results=root.parent)
+        try:
+            aggregate_experiment(by_key[key].spec_path, scale=root.name, results=root.parent)
+        except MissingRunsError as error:  # the session ended mid-experiment: its table in root is an older one's
+            unfinished.append(f"{str(error).splitlines()[0].rstrip(':')}: not published from {root} (its runs finish first)")
+    new = [key for key in new if not any(note.startswith(f"{key}:") for note in unfinished)]
+    if not new:
+        raise MissingRunsError("nothing to publish: " + "; ".join(unfinished))
     dest.parent.mkdir(parents=True, exist_ok=True)
     # The new folder is written beside ``dest`` and swapped in whole: an interrupted publication leaves the old one.
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.") as tmp:
         stage = Path(tmp) / root.name
         kept, dropped = _stage_tables(root, dest, stage, new, {p.key: spec_hash(p.spec) for p in plans})
+        dropped = unfinished + dropped
         write_report(specs, scale=root.name, results=Path(tmp))
         for path in stage.iterdir():
             if path.is_file() and path.name not in REPORT_FILES:

@@ -470,10 +470,14 @@ def test_best_1_of_n_is_a_program_a_search_found_not_its_seed() -> None:
     [found] = judge_claims(make_spec(claim), "cpu", searches((0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 0.0)))
     assert found.verdict == REPRODUCED
     assert "1 of 4 finished runs (of 4) reach >= 1 (tolerance 0) (the best program is the unchanged bootstrap seed " \
-        "in 1 of 4 search(es): not a finding, counted as not reaching it); the best 1: 1;" in found.detail
+        "in 1 of 4 search(es): not a finding, not counted); the best 1: 1;" in found.detail
+    # no search found a TD-like program of its own, but two returned their seed: nothing to judge, not a refutation
     [seed_only] = judge_claims(make_spec(claim), "cpu", searches((1.0, 1.0), (0.0, 0.0), (1.0, 1.0), (0.0, 0.0)))
-    assert seed_only.verdict == NOT_REPRODUCED and "0 of 4 finished runs" in seed_only.detail
+    assert seed_only.verdict == INCONCLUSIVE and "0 of 4 finished runs" in seed_only.detail
     assert "the best 1: 0;" in seed_only.detail  # of the searches that found a program of their own
+    assert seed_only.detail.endswith("a longer search (more proposals) would decide")
+    [refuted] = judge_claims(make_spec(claim), "cpu", searches((0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)))
+    assert refuted.verdict == NOT_REPRODUCED and refuted.detail.endswith("fewer than 1 can reach it")
 
 
 def test_best_k_of_n_needs_k_seeds_at_every_judged_scale() -> None:

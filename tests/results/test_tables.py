@@ -532,6 +532,21 @@ def test_a_job_published_a_session_at_a_time_keeps_what_earlier_sessions_publish
     source = {c["claim"]: c["verdict"] for c in json.loads(
         (roots["first"] / "cpu" / "tables" / "toy" / "mini.json").read_text())["claims"]}
     assert verdict["a_reaches_2"] == source["a_reaches_2"] == "inconclusive"  # the source's table is judged anew too
+    # a session that ended mid-experiment: its unfinished runs are not published; the earlier table stays
+    roots["both"] = tmp_path / "both"
+    for spec in sorted(specs.rglob("*.yaml")):
+        fabricate_all(spec, roots["both"])
+        aggregate_experiment(spec, scale="cpu", results=roots["both"])
+    published = (dest / "tables" / "toy" / "mini.json").read_bytes()
+    summary = next((roots["both"] / "cpu" / "runs" / "toy" / "mini").rglob("summary.json"))
+    summary.unlink()
+    out = publish("both")
+    assert "toy/mini: 1 run(s) not finished (no summary.json): not published from" in out
+    assert (dest / "tables" / "toy" / "mini.json").read_bytes() == published
+    assert experiments_with_tables(dest) == ["toy/mini", "toy/other"] and sessions() == [["toy/mini"], ["toy/other"]]
+    (roots["both"] / "cpu" / "tables" / "toy" / "other.json").unlink()
+    with pytest.raises(MissingRunsError, match="nothing to publish: toy/mini: 1 run"):  # a root with nothing finished
+        publish_folder(roots["both"] / "cpu", dest, [specs])
     # a publication that fails half way leaves the published folder as it was, and nothing beside it
     before = {path: path.read_bytes() for path in dest.rglob("*") if path.is_file()}
 
