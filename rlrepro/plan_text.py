@@ -401,14 +401,14 @@ def decided_lines(plans: list, scale: str, left_out: list, *, detail: bool = Tru
         for paper in dict.fromkeys(e.spec.paper for e, _, _ in deciding):
             mine = [f"{e.spec.experiment} {len(e.claims_decided)}" for e, _, _ in deciding if e.spec.paper == paper]
             lines += wrap(f"{paper}: {', '.join(mine)}", indent="  ")
-    undecidable = [(e, e.claims_undecidable) for e, _, _ in runnable if e.claims_undecidable]
-    if undecidable:
-        count = sum(len(reasons) for _, reasons in undecidable)
-        lines += wrap(f"judged here, not decidable by its seeds ({count}: inconclusive whatever the runs show"
-                      + ("):" if detail else "; why: --detail): " + ", ".join(f"{e.key} {len(r)}" for e, r in undecidable)),
-                      indent="  ")
+    out_of_reach = [(e, e.claims_out_of_reach) for e, _, _ in runnable if e.claims_out_of_reach]
+    if out_of_reach:
+        count = sum(len(reasons) for _, reasons in out_of_reach)
+        lines += wrap(f"judged here, but its seeds cannot show them reproduced ({count}: inconclusive, at most refuted, "
+                      "whatever the runs show" + ("):" if detail else "; why: --detail): " + ", ".join(
+                          f"{e.key} {len(r)}" for e, r in out_of_reach)), indent="  ")
         if detail:
-            for e, reasons in undecidable:
+            for e, reasons in out_of_reach:
                 for key, why in reasons.items():
                     lines += wrap(f"{e.key} {key}: {why}", indent="    ")
     if checks and len(checks) == len(runnable):

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rlrepro.results.claims import undecidable_at
+from rlrepro.results.claims import cannot_show_at
 from rlrepro.workflow.cost import COLUMNS
 from rlrepro.cli import main
 from rlrepro.plan_text import WIDTH, by_paper, cost_lines, hours_text, table, unit_lines, wrap
@@ -155,16 +155,16 @@ def test_the_plan_of_every_spec_reads_on_one_screen_and_detail_gives_each_experi
     every = load_specs([REPO / "specs"])
     default = [spec for _, spec in every if spec.scales["cpu"].opt_in is None]
     judged = [[claim for claim in spec.claims if "cpu" in claim.judged_at] for spec in default]
-    undecidable = sum(bool(undecidable_at(spec, c, "cpu")) for spec, claims in zip(default, judged) for c in claims)
-    claims = sum(map(len, judged)) - undecidable
-    deciding = sum(any(not undecidable_at(spec, c, "cpu") for c in claims) for spec, claims in zip(default, judged))
+    out_of_reach = sum(bool(cannot_show_at(spec, c, "cpu")) for spec, claims in zip(default, judged) for c in claims)
+    claims = sum(map(len, judged)) - out_of_reach
+    deciding = sum(any(not cannot_show_at(spec, c, "cpu") for c in claims) for spec, claims in zip(default, judged))
     assert f"claims decided at scale 'cpu': {claims} by {deciding} experiment(s) of " in text
     assert "frodo: catch 5, random_walk 3" in text and "path checks (no claim decided here, at most 10 min each):" in text
     assert "longer than a path check" not in text
     # judged there, but no runs at the cpu scale's seeds could decide them: counted apart, reasons with --detail
-    assert f"judged here, not decidable by its seeds ({undecidable}: inconclusive whatever the runs show; why: " \
-        "--detail): " in text
-    assert "impala/atari57_multitask 3" in text.partition("not decidable by its seeds")[2]
+    assert f"judged here, but its seeds cannot show them reproduced ({out_of_reach}: inconclusive, at most refuted, " \
+        "whatever the runs show; why: --detail): " in text
+    assert "impala/atari57_multitask 3" in text.partition("cannot show them reproduced")[2]
     opt_in = sorted(f"{spec.paper}/{spec.experiment}" for _, spec in every if spec.scales["cpu"].opt_in == "curves")
     assert len(opt_in) == 6 and f"left out of this job: the opt-in set 'curves' ({len(opt_in)} experiment(s)," in text
     assert all(key in text.partition("the opt-in set 'curves'")[2] for key in opt_in)

@@ -70,21 +70,24 @@ def detail_with_method(claim: dict[str, str]) -> str:
     return f"{claim['detail']}. Test: {method}" if method else claim["detail"]
 
 
-def undecidable_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
-    """Why no data the scale's seeds could produce would decide ``claim`` there ('' when some data could), by the
-    rules the verdicts apply: a mean or an equivalence on a metric with no declared range; one seed for a mean;
-    fewer seeds than the permutation test needs to reach 0.025; a share of seeds the scale's count cannot bound;
-    a range too wide for the seeds' distribution-free bounds to clear the bar or the margin even with every seed
-    at its best. `rlrepro plan` lists these apart from the claims a run decides."""
+def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
+    """Why no data the scale's seeds could produce would show ``claim`` reproduced there ('' when some data could),
+    by the rules the verdicts apply: a mean or an equivalence on a metric with no declared range; one seed for a
+    mean; fewer seeds than the permutation test needs to reach 0.025; a share of seeds the scale's count cannot
+    bound; a range too wide for the seeds' distribution-free bounds to clear the bar or the margin even with every
+    seed at its best (such a claim can at most be refuted: the reason says so). `rlrepro plan` lists these apart
+    from the claims a run decides."""
     n = spec.scale(scale).seeds
+    refutable = " (at most refuted)"
     if isinstance(claim, ThresholdClaim):
         if claim.best_of is not None:
             return ""
         if claim.seeds_share is not None:
-            if stats.decide_share(n, n, claim.seeds_share) == stats.UNDECIDED == stats.decide_share(0, n, claim.seeds_share):
-                return (f"{n} seed(s) cannot bound a share of {claim.seeds_share:g} (all passing: Clopper-Pearson lower "
-                        f"end {stats.binomial_interval(n, n)[0]:.2f})")
-            return ""
+            if stats.decide_share(n, n, claim.seeds_share) == stats.SUPPORTED:
+                return ""
+            can_refute = stats.decide_share(0, n, claim.seeds_share) == stats.CONTRADICTED
+            return (f"{n} seed(s) cannot show a share above {claim.seeds_share:g} (all passing: Clopper-Pearson lower "
+                    f"end {stats.binomial_interval(n, n)[0]:.2f})" + (refutable if can_refute else ""))
         bounds = metric_bounds(spec, claim, claim.environment)
         if bounds is None:
             return "a mean over seeds of a metric with no declared range (metric_range)"
@@ -92,10 +95,11 @@ def undecidable_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
             return "a mean over one seed has no interval"
         best, worst = (bounds[1], bounds[0]) if claim.op == ">=" else (bounds[0], bounds[1])
         reach = [int(stats.decide_threshold_values(np.full(n, v), claim.op, claim.bound, bounds)[0]) for v in (best, worst)]
-        if reach == [stats.UNDECIDED] * 2:
-            return (f"{n} seeds' distribution-free bound on [{bounds[0]:g}, {bounds[1]:g}] cannot reach {claim.op} "
-                    f"{claim.bound:g} even with every seed at the range's end")
-        return ""
+        if reach[0] == stats.SUPPORTED:
+            return ""
+        return (f"{n} seeds' distribution-free bound on [{bounds[0]:g}, {bounds[1]:g}] cannot reach {claim.op} "
+                f"{claim.bound:g} even with every seed at the range's end"
+                + (refutable if reach[1] == stats.CONTRADICTED else ""))
     if not isinstance(claim, OrderingClaim):
         return ""
     if claim.relation == "beats":
@@ -110,9 +114,10 @@ def undecidable_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
             return f"an equivalence of means over seeds on a metric with no declared range (metric_range; {env})"
         ends = [np.full(n, v) for v in bounds]
         codes = {int(stats.decide_ordering(claim.relation, a, b, claim.margin, bounds)) for a in ends for b in ends}
-        if codes == {stats.UNDECIDED}:
-            return (f"{n} seeds' distribution-free interval on [{bounds[0]:g}, {bounds[1]:g}] cannot decide the margin "
-                    f"{claim.margin:g} even with every seed at an end of the range ({env})")
+        if stats.SUPPORTED not in codes:
+            return (f"{n} seeds' distribution-free interval on [{bounds[0]:g}, {bounds[1]:g}] cannot show the margin "
+                    f"{claim.margin:g} even with every seed at an end of the range ({env})"
+                    + (refutable if stats.CONTRADICTED in codes else ""))
     return ""
 
 

@@ -113,19 +113,19 @@ class ExperimentPlan:
         return [claim.id for claim in self.spec.claims if self.scale in claim.judged_at]
 
     @property
-    def claims_undecidable(self) -> dict[str, str]:
-        """Claims judged at its scale that no data its seeds could produce would decide: id -> why
-        (``rlrepro.results.claims.undecidable_at``)."""
-        from rlrepro.results.claims import undecidable_at  # noqa: PLC0415 -- results import the workflow's specs
+    def claims_out_of_reach(self) -> dict[str, str]:
+        """Claims judged at its scale that no data its seeds could produce would show reproduced: id -> why
+        (``rlrepro.results.claims.cannot_show_at``)."""
+        from rlrepro.results.claims import cannot_show_at  # noqa: PLC0415 -- results import the workflow's specs
 
-        reasons = {c.id: undecidable_at(self.spec, c, self.scale) for c in self.spec.claims if self.scale in c.judged_at}
+        reasons = {c.id: cannot_show_at(self.spec, c, self.scale) for c in self.spec.claims if self.scale in c.judged_at}
         return {key: why for key, why in reasons.items() if why}
 
     @property
     def claims_decided(self) -> list[str]:
-        """The claims judged at its scale that its runs can decide: what running it decides."""
-        undecidable = self.claims_undecidable
-        return [key for key in self.claims_judged if key not in undecidable]
+        """The claims judged at its scale that its runs can show reproduced (or refute): what running it decides."""
+        out_of_reach = self.claims_out_of_reach
+        return [key for key in self.claims_judged if key not in out_of_reach]
 
     def table_paths(self, root: Path | str) -> dict[str, str]:
         base = Path(root) / "tables" / self.spec.paper / self.spec.experiment

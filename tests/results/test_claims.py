@@ -512,7 +512,7 @@ def test_a_bar_within_five_percent_of_the_trivial_level_is_reported_as_weak() ->
     assert "Anderson's distribution-free bound" in fine.method and fine.verdict == REPRODUCED
 
 
-# --- claims no data at a scale's seeds can decide (`rlrepro plan` lists them apart) ------------------------------
+# --- claims no data at a scale's seeds can show reproduced (`rlrepro plan` lists them apart) ---------------------
 
 
 def _spec_at(seeds: int, *claims: dict[str, Any]) -> ExperimentSpec:
@@ -522,9 +522,9 @@ def _spec_at(seeds: int, *claims: dict[str, Any]) -> ExperimentSpec:
     ))
 
 
-def test_a_claim_the_seeds_cannot_decide_is_named_and_its_best_data_stay_inconclusive() -> None:
-    """Each reason, with the data most in the claim's favour: undecided, and decided one step past the reason."""
-    from rlrepro.results.claims import undecidable_at
+def test_a_claim_the_seeds_cannot_show_is_named_and_its_best_data_stay_inconclusive() -> None:
+    """Each reason, with the data most in the claim's favour: not reproduced, and reproduced one step past it."""
+    from rlrepro.results.claims import cannot_show_at
 
     def verdict(spec: ExperimentSpec, a: list[float], b: list[float]) -> str:
         [v] = judge_claims(spec, "cpu", cells({("a", "catch"): a, ("b", "catch"): b}))
@@ -532,38 +532,41 @@ def test_a_claim_the_seeds_cannot_decide_is_named_and_its_best_data_stay_inconcl
 
     beats = ordering(environments=["catch"])
     spec = _spec_at(3, beats)
-    assert undecidable_at(spec, spec.claims[0], "cpu") == "3 seeds per side: the permutation test's smallest p is 0.05"
+    assert cannot_show_at(spec, spec.claims[0], "cpu") == "3 seeds per side: the permutation test's smallest p is 0.05"
     assert verdict(spec, [0.9] * 3, [-0.9] * 3) == INCONCLUSIVE
     spec = _spec_at(4, beats)
-    assert undecidable_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9] * 4, [-0.9] * 4) == REPRODUCED
+    assert cannot_show_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9] * 4, [-0.9] * 4) == REPRODUCED
     # a mean on Catch's range [-1, 1]: 4 seeds at 1 give Anderson's 1 - 2 d_4 = -0.248 (d = 0.6239), below 0;
     # 5 seeds 1 - 2 * 0.5633 = -0.127 < 0 too; 6 seeds 1 - 2 * 0.5193 = -0.039; 7 seeds 1 - 2 * 0.4834 = 0.033 >= 0
     mean = threshold(">=", 0.0, 0.0)
     for n, why in ((6, "6 seeds' distribution-free bound on [-1, 1] cannot reach >= 0 even with every seed at the "
                        "range's end"), (7, "")):
         spec = _spec_at(n, mean)
-        assert undecidable_at(spec, spec.claims[0], "cpu") == why
+        assert cannot_show_at(spec, spec.claims[0], "cpu") == why
         assert verdict(spec, [1.0] * n, [0.0] * n) == (INCONCLUSIVE if why else REPRODUCED)
     # no range (metric_range absent, not a return): never decided
     spec = _spec_at(8, threshold(">=", 0.0, 0.0, metric="loss"))
-    assert undecidable_at(spec, spec.claims[0], "cpu") == "a mean over seeds of a metric with no declared range (metric_range)"
+    assert cannot_show_at(spec, spec.claims[0], "cpu") == "a mean over seeds of a metric with no declared range (metric_range)"
     # a share: all of 4 passing bound it from 0.025^(1/4) = 0.398, not above 0.5; of 6, from 0.541
     share = threshold(">=", 0.0, 0.0, seeds_share=0.5)
     spec = _spec_at(4, share)
-    assert undecidable_at(spec, spec.claims[0], "cpu").startswith("4 seed(s) cannot bound a share of 0.5")
+    assert cannot_show_at(spec, spec.claims[0], "cpu").startswith("4 seed(s) cannot show a share above 0.5")
     assert verdict(spec, [1.0] * 4, [0.0] * 4) == INCONCLUSIVE
     spec = _spec_at(6, share)
-    assert undecidable_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [1.0] * 6, [0.0] * 6) == REPRODUCED
+    assert cannot_show_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [1.0] * 6, [0.0] * 6) == REPRODUCED
     # an equivalence within 0.4 on [-1, 1]: shown when the half-width 2 d < 0.4 (64 seeds, d = 0.182), refuted when
     # seeds at the two ends give -2 + 4 d < -0.4, d < 0.4 (16 seeds: d = 0.357); at 4 seeds (d = 0.733) neither
     match = ordering(environments=["catch"], relation="matches", margin=0.4)
     spec = _spec_at(4, match)
-    assert undecidable_at(spec, spec.claims[0], "cpu") == (
-        "4 seeds' distribution-free interval on [-1, 1] cannot decide the margin 0.4 even with every seed at an end of "
+    assert cannot_show_at(spec, spec.claims[0], "cpu") == (
+        "4 seeds' distribution-free interval on [-1, 1] cannot show the margin 0.4 even with every seed at an end of "
         "the range (catch)")
     assert verdict(spec, [0.9] * 4, [0.9] * 4) == verdict(spec, [-1.0] * 4, [1.0] * 4) == INCONCLUSIVE
-    spec = _spec_at(16, match)
-    assert undecidable_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [-1.0] * 16, [1.0] * 16) == NOT_REPRODUCED
+    spec = _spec_at(16, match)  # refutable, never shown
+    assert cannot_show_at(spec, spec.claims[0], "cpu").endswith("(catch) (at most refuted)")
+    assert verdict(spec, [-1.0] * 16, [1.0] * 16) == NOT_REPRODUCED and verdict(spec, [0.9] * 16, [0.9] * 16) == INCONCLUSIVE
+    spec = _spec_at(64, match)  # both at 0.9: 0.9 - 1.9 d - (0.9 + 0.1 d) = -2 d = -0.364, inside -0.4
+    assert cannot_show_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9] * 64, [0.9] * 64) == REPRODUCED
     # the best k of the runs: a count, always decidable
     spec = _spec_at(1, threshold(">=", 0.5, 0.0, best_of=1))
-    assert undecidable_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9], [0.0]) == REPRODUCED
+    assert cannot_show_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9], [0.0]) == REPRODUCED
