@@ -76,7 +76,8 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
     mean; fewer seeds than the permutation test needs to reach 0.025; a share of seeds the scale's count cannot
     bound; a range too wide for the seeds' distribution-free bounds to clear the bar or the margin even with every
     seed at its best (such a claim can at most be refuted: the reason says so). `rlrepro plan` lists these apart
-    from the claims a run decides."""
+    from the claims a run decides. Seeds "at an end" of a return's range stand for seeds just inside it: a verdict
+    leaves undecided a comparison whose seeds all sit at the floor or ceiling (``_at_bound``)."""
     n = spec.scale(scale).seeds
     refutable = " (at most refuted)"
     if isinstance(claim, ThresholdClaim):
