@@ -198,21 +198,21 @@ def publish(root: Path, dest: Path, specs: list[str | Path] | None = None) -> tu
     by_key = {p.key: p for p in plans}
     if missing := [key for key in new if key not in by_key]:
         raise ValueError(f"{', '.join(missing)}: tables under {root / 'tables'} with no spec in {', '.join(map(str, specs))}")
-    unfinished = []
+    unfinished = {}
     for key in new:  # judged anew: this checkout's claims and rules on the runs' numbers
         try:
             aggregate_experiment(by_key[key].spec_path, scale=root.name, results=root.parent)
         except MissingRunsError as error:  # the session ended mid-experiment: its table in root is an older one's
-            unfinished.append(f"{str(error).splitlines()[0].rstrip(':')}: not published from {root} (its runs finish first)")
-    new = [key for key in new if not any(note.startswith(f"{key}:") for note in unfinished)]
+            unfinished[key] = f"{str(error).splitlines()[0].rstrip(':')}: not published from {root} (its runs finish first)"
+    new = [key for key in new if key not in unfinished]
     if not new:
-        raise MissingRunsError("nothing to publish: " + "; ".join(unfinished))
+        raise MissingRunsError("nothing to publish: " + "; ".join(unfinished.values()))
     dest.parent.mkdir(parents=True, exist_ok=True)
     # The new folder is written beside ``dest`` and swapped in whole: an interrupted publication leaves the old one.
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.") as tmp:
         stage = Path(tmp) / root.name
         kept, dropped = _stage_tables(root, dest, stage, new, {p.key: spec_hash(p.spec) for p in plans})
-        dropped = unfinished + dropped
+        dropped = [*unfinished.values(), *dropped]
         write_report(specs, scale=root.name, results=Path(tmp))
         for path in stage.iterdir():
             if path.is_file() and path.name not in REPORT_FILES:

@@ -18,6 +18,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 
 from rlrepro.jobs.run_folder import SUMMARY
@@ -112,7 +113,7 @@ class ExperimentPlan:
         """The ids of the claims judged at its scale (their ``judged_at``)."""
         return [claim.id for claim in self.spec.claims if self.scale in claim.judged_at]
 
-    @property
+    @cached_property  # read several times per experiment by the plan's text
     def claims_out_of_reach(self) -> dict[str, str]:
         """Claims judged at its scale that no data its seeds could produce would show reproduced: id -> why
         (``rlrepro.results.claims.cannot_show_at``)."""
