@@ -570,3 +570,23 @@ def test_a_claim_the_seeds_cannot_show_is_named_and_its_best_data_stay_inconclus
     # the best k of the runs: a count, always decidable
     spec = _spec_at(1, threshold(">=", 0.5, 0.0, best_of=1))
     assert cannot_show_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9], [0.0]) == REPRODUCED
+
+
+@pytest.mark.parametrize("experiment", ["atari57_deep", "atari57_shallow", "atari57_multitask"])
+def test_the_paper_scale_atari_game_scores_are_counted_per_run_and_decided(experiment: str) -> None:
+    """Table C.1 gives one run per game: each game's claim counts that run (best_of 1), so the paper scale decides it,
+    where a mean over one seed of an unbounded score never could. Alien's bar: 15962.1 - 3933.58 = 12028.52 (deep)."""
+    from rlrepro.results.claims import cannot_show_at
+    from rlrepro.specs.loading import load_spec
+
+    spec = load_spec(f"specs/impala/{experiment}.yaml")
+    games = [c for c in spec.claims if c.id.startswith("score_")]
+    assert len(games) == 57 and spec.scale("paper").seeds == 1
+    assert all(c.best_of == 1 and cannot_show_at(spec, c, "paper") == "" for c in games)
+    alien = next(c for c in games if c.id == "score_alien")
+    bar = alien.value - alien.tolerance
+    for score, expected in ((bar, REPRODUCED), (bar - 1.0, NOT_REPRODUCED)):
+        finals = cells({(alien.variant, "alien"): [score]})
+        finals[(alien.variant, "alien")].report_metric = alien.metric
+        [verdict] = [v for v in judge_claims(spec, "paper", finals) if v.claim == "score_alien"]
+        assert verdict.verdict == expected, verdict.detail
