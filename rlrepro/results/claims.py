@@ -105,7 +105,8 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
         return ""
     if claim.relation == "beats":
         if stats.smallest_permutation_p(n, n) > stats.ALPHA:
-            return f"{n} seeds per side: the permutation test's smallest p is {stats.smallest_permutation_p(n, n):.3g}"
+            seeds = f"{n} seed{'s' if n != 1 else ''}"
+            return f"{seeds} per side: the permutation test's smallest p is {stats.smallest_permutation_p(n, n):.3g}"
         return ""
     if claim.holds_on == "aggregate":
         return ""
