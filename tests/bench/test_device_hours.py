@@ -11,7 +11,7 @@ import pytest
 
 from rlrepro.workflow.cost import COLUMNS, THROUGHPUT_CSV, load_throughput
 from rlrepro.cli import main
-from rlrepro.specs import load_specs
+from rlrepro.specs import load_spec, load_specs
 from rlrepro.workflow import plan
 
 REPO = Path(__file__).resolve().parents[2]
@@ -112,12 +112,14 @@ def test_the_stored_cpu_atari_rows_give_paper_hours_and_the_cpu_scale_keeps_its_
 
 def test_a_multitask_experiment_counts_frames_the_same_way_in_time_and_machine_hours(monkeypatch, capsys):
     """impala/atari57_multitask: its jobs' frames count once for all their games (``Job.frames_emulated``), 400,000 at
-    cpu scale (measured 35 min) and 285e9 at paper scale, so both columns are 285e9 / (400,000 / 2,100 s) / 3,600 =
-    415,625 h. The machine-hours used to divide by the sum of per-game frames (277,083.3 h beside 415,625.0 h)."""
+    cpu scale (in the spec's cpu ``expected_minutes``) and 285e9 at paper scale, so both columns are
+    285e9 / (400,000 / (60 * minutes)) / 3,600 h (415,625 h when it read 35 min). The machine-hours used to divide by
+    the sum of per-game frames (277,083.3 h beside 415,625.0 h at 35 min): 2/3 of the time."""
     monkeypatch.chdir(REPO)
+    minutes = load_spec(REPO / "specs/impala/atari57_multitask.yaml").scales["cpu"].expected_minutes
+    hours = 285e9 / (400_000 / (60 * minutes)) / 3_600
     assert main(["plan", "--scale", "paper", "--only", "impala/atari57_multitask"]) == 0
     out = capsys.readouterr().out
     # the machine-hours equal the time: one column shows both (issue 31), and the CPU total says the same figure
-    assert _cost_row(out, "impala/atari57_multitask")[1] == "415,625.0 h" and "CPU machine-hours" not in out
-    assert "  415,625.0 h CPU-hours on 2-core x86-64 CPU, 24 GiB, no GPU" in out.splitlines()
-    assert 285e9 / (400_000 / 2_100) / 3_600 == 415_625
+    assert _cost_row(out, "impala/atari57_multitask")[1] == f"{hours:,.1f} h" and "CPU machine-hours" not in out
+    assert f"  {hours:,.1f} h CPU-hours on 2-core x86-64 CPU, 24 GiB, no GPU" in out.splitlines()
