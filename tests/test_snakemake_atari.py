@@ -42,6 +42,9 @@ def test_the_whole_impala_paper_at_smoke_scale(tmp_path: Path, subprocess_env: d
         for game in ("pong", "breakout"):
             summary = json.loads((root / f"runs/impala/atari57_multitask/{variant}/{game}/seed0/summary.json").read_text())
             assert summary["frames"] == 4000 and summary["final"]["eval_return"] == summary["final"]["eval_return"]
+            # each evaluation game's score (the spec's smoke evaluation.episodes), their mean the eval_return
+            scores = summary["eval_scores"]
+            assert len(scores) == 2 and abs(sum(scores) / 2 - summary["final"]["eval_return"]) < 1e-9
         assert (root / f"checkpoints/impala/atari57_multitask/{variant}/all_environments/seeds0.ckpt").exists()
     pbt = json.loads((root / "runs/impala/atari57_multitask/pbt/pong/seed0/summary.json").read_text())["final"]
     assert pbt["pbt_steps"] > 0 and pbt["best_fitness"] == pbt["best_fitness"]  # PBT stepped and scored members

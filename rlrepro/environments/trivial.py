@@ -194,7 +194,8 @@ def measure(env_spec: Any, policy: str, *, episodes: int, seed: int = 0, command
     returns, mean_steps = MEASURERS[kind](env_spec, policy, episodes, seed)
     mean, sd, low, high, method = summarize(returns)
     score = TrivialScore(policy=policy, mean=mean, sd=sd, episodes=len(returns), low=low, high=high,
-                         protocol=protocol_json(env_spec, policy), command=command, commit=commit, date=date, interval=method)
+                         protocol=protocol_json(env_spec, policy), command=command, commit=commit, date=date, interval=method,
+                         scores=tuple(float(r) for r in returns))
     extra = {"mean_steps": f"{mean_steps:.1f}", "versions": backend_versions(kind),
              "seconds": f"{time.monotonic() - start:.1f}"}
     return score, extra

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
-    "LOCK", "METRICS", "RESOLVED", "SUMMARY", "MetricsFileError", "TornLineWarning", "append_metrics", "read_json",
+    "EVAL_SCORES", "LOCK", "METRICS", "RESOLVED", "SUMMARY", "MetricsFileError", "TornLineWarning", "append_metrics", "read_json",
     "cut_metrics", "read_metrics", "write_json_atomic",
 ]
 
@@ -35,6 +35,9 @@ RESOLVED = "spec.resolved.json"
 METRICS = "metrics.jsonl"
 SUMMARY = "summary.json"
 LOCK = ".train.lock"
+#: A metric kept as a list per run, not a number: the scores of the games of the last evaluation, one per game (the
+#: agent's ``evaluation.episodes``), in the last chunk's record and in summary.json.
+EVAL_SCORES = "eval_scores"
 
 
 class MetricsFileError(ValueError):

@@ -32,7 +32,7 @@ from rlrepro.jobs import checkpoint
 from rlrepro.jobs.memory import PeakMemory, memory_line
 from rlrepro.jobs.progress import Progress
 from rlrepro.jobs.run_folder import (
-    METRICS, RESOLVED, SUMMARY, append_metrics, cut_metrics, read_json, read_metrics, write_json_atomic,
+    EVAL_SCORES, METRICS, RESOLVED, SUMMARY, append_metrics, cut_metrics, read_json, read_metrics, write_json_atomic,
 )
 from rlrepro.jobs.run_lock import FinishedRunError, own_run_dir
 from rlrepro.provenance import git_commit
@@ -318,7 +318,12 @@ def _records(metrics: Any, chunk: int, program: TrainerProgram, wall_time: float
             "episodes": int(values["episodes"][i]),
         }
         for name, value in values.items():
-            if name not in ("mean_return", "episodes", "frames"):
+            if name in ("mean_return", "episodes", "frames"):
+                continue
+            if value.ndim == 2:  # one list per run: the evaluation games' scores (EVAL_SCORES), none before the last chunk
+                if value.shape[1]:
+                    record[name] = [float(v) for v in value[i]]
+            else:
                 record[name] = float(value[i])
         records.append(record)
     return records
@@ -340,7 +345,7 @@ def final_values(records: list[dict], fraction: float) -> dict[str, float]:
     window = [r for r in records if r["frames"] > start]
     values: dict[str, float] = {}
     for name in window[0]:
-        if name in ("frames", "updates", "wall_time", "episode_return", "episodes"):
+        if name in ("frames", "updates", "wall_time", "episode_return", "episodes") or isinstance(window[0][name], list):
             continue
         finite = [r[name] for r in window if isinstance(r.get(name), (int, float)) and math.isfinite(r[name])]
         values[name] = sum(finite) / len(finite) if finite else math.nan
@@ -370,6 +375,10 @@ def _write_summary(
         "final": {**final, **final_values(records, final_fraction)},
         "completed_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
     }
+    # The scores of the games the last evaluation played (agents that keep them), each game's own: a claim can test
+    # the run's policy against a trivial policy's games (rlrepro.results.claims, kind above_trivial).
+    if (scores := next((r[EVAL_SCORES] for r in reversed(records) if isinstance(r.get(EVAL_SCORES), list)), None)):
+        summary[EVAL_SCORES] = scores
     if memory is not None:
         summary["memory"] = memory
     if attempts is not None:

@@ -331,13 +331,74 @@ def rl_table(seed_counts: tuple[int, ...] = RL_SEED_COUNTS, *, sims: int = 2000,
     return "\n".join(lines)
 
 
+# --- a run's policy against a trivial policy's games (claim kind above_trivial) ------------------------------------
+
+#: Score distributions of one policy's games: Pong-like (the floor -21 and a few points), Breakout-like (few, small
+#: counts), Boxing-like (normal), heavy-tailed, one big score now and then (bimodal), and every game the same.
+GAME_SHAPES = ("pong_like", "counts", "normal", "lognormal", "t2", "rare_big", "no_spread")
+GAMES, TRIVIAL_GAMES = 3, 30  # the multi-task cpu scale's evaluation games and the trivial rows' games
+
+
+def game_draw(rng: np.random.Generator, shape: str, size: tuple[int, ...]) -> np.ndarray:
+    """Scores of games of one policy (``GAME_SHAPES``)."""
+    if shape == "pong_like":
+        return rng.choice([-21.0, -20.0, -19.0], size=size, p=[0.6, 0.35, 0.05])
+    if shape == "counts":
+        return rng.poisson(1.5, size).astype(np.float64)
+    if shape == "rare_big":
+        return np.where(rng.random(size) < 0.2, 10.0, 0.0)
+    if shape == "no_spread":
+        return np.full(size, -21.0)
+    return draw(rng, shape, size)
+
+
+def games_rate(shape: str, *, shift: float = 0.0, learned_share: float | None = None, reverse_gain: float | None = None,
+               games: int = GAMES, trivial_games: int = TRIVIAL_GAMES, sims: int = 2000, seed: int = 0) -> float:
+    """P(reproduced) of ``stats.decide_games_above_trivial`` when the run's games are the trivial policy's shifted by
+    ``shift``; with ``learned_share``, instead that share of the run's games scores ``shift / learned_share`` more
+    (the same mean gain: a policy that plays some games well). With ``reverse_gain``: P(the reverse test, not used
+    by the verdict, shows the games below the trivial policy's plus that gain): why the kind is never contradicted."""
+    rng = np.random.default_rng(seed)
+    trivial = game_draw(rng, shape, (sims, trivial_games))
+    run = game_draw(rng, shape, (sims, games))
+    if learned_share is None:
+        run = run + shift
+    else:
+        run = run + np.where(rng.random(run.shape) < learned_share, shift / learned_share, 0.0)
+    if reverse_gain is not None:
+        return float(np.mean(stats.permutation_p(trivial + reverse_gain, run) <= stats.ALPHA))
+    code, _ = stats.decide_games_above_trivial(run, trivial)
+    return float(np.mean(code == stats.SUPPORTED))
+
+
+def games_table(*, sims: int = 2000) -> str:
+    """Markdown: the above_trivial verdict's error rates per game shape (3 games v 30; shifts in the shape's units)."""
+    rows = [
+        ("false reproduced: the run plays like the trivial policy", dict()),
+        ("power: the run's games shifted up by 3", dict(shift=3.0)),
+        ("power: 1 game in 5 scores 15 more (mean gain 3)", dict(shift=3.0, learned_share=0.2)),
+        ("(not used) reverse test 'below trivial + 1', true gain 1 in 1 game of 5", dict(shift=1.0, learned_share=0.2,
+                                                                                         reverse_gain=1.0)),
+    ]
+    lines = ["| rate | " + " | ".join(GAME_SHAPES) + " |", "|---" + "|---" * len(GAME_SHAPES) + "|"]
+    for label, kwargs in rows:
+        lines.append(f"| {label} | " + " | ".join(f"{games_rate(shape, sims=sims, **kwargs):.3f}" for shape in GAME_SHAPES) + " |")
+    return "\n".join(lines)
+
+
 def _main() -> None:
     import argparse  # noqa: PLC0415 -- the CLI only
 
     parser = argparse.ArgumentParser(description="Error rates of the claim verdicts by simulation.")
     parser.add_argument("--rl", action="store_true", help="issue #25's grid over RL's shapes and every claim kind")
     parser.add_argument("--sims", type=int, default=2000, help="simulated experiments per cell of the --rl grid")
+    parser.add_argument("--games", action="store_true", help="kind above_trivial: a run's games against a trivial policy's")
     args = parser.parse_args()
+    if args.games:
+        print(f"above_trivial: {GAMES} games of the run v {TRIVIAL_GAMES} of the trivial policy; "
+              f"{args.sims} simulated runs per cell.\n")
+        print(games_table(sims=args.sims))
+        return
     if args.rl:
         print(f"P(reproduced) at each kind's least favourable null; {args.sims} simulated experiments per cell "
               f"(aggregates {max(args.sims // 5, 100)}).\n")

@@ -26,7 +26,7 @@ from rlrepro.results import stats, trivial
 from rlrepro.results.aggregation import batched_aggregate, corrected_bootstrap_ci, stratified_bootstrap_difference
 from rlrepro.results.collect import CellResult
 from rlrepro.results.normalization import human_normalized_scores
-from rlrepro.specs import AggregateClaim, ExperimentSpec, OrderingClaim, ThresholdClaim
+from rlrepro.specs import AboveTrivialClaim, AggregateClaim, ExperimentSpec, OrderingClaim, ThresholdClaim, resolve_env
 from rlrepro.specs.experiment import RETURN_METRICS
 from rlrepro.workflow import frame_count
 
@@ -101,6 +101,10 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
         return (f"{n} seeds' distribution-free bound on [{bounds[0]:g}, {bounds[1]:g}] cannot reach {claim.op} "
                 f"{claim.bound:g} even with every seed at the range's end"
                 + (refutable if reach[1] == stats.CONTRADICTED else ""))
+    if isinstance(claim, AboveTrivialClaim):
+        games = resolve_env(spec, claim.environment, scale).evaluation.episodes
+        return "" if games >= 2 else ("one evaluation game per run: the permutation test against 30 games of a "
+                                      "trivial policy cannot reach 0.025 (1/31)")
     if not isinstance(claim, OrderingClaim):
         return ""
     if claim.relation == "beats":
@@ -146,6 +150,8 @@ def judge_claims(
             verdicts.append(_judge_share(claim, cells))
         elif isinstance(claim, ThresholdClaim):
             verdicts.append(_judge_threshold(claim, spec, cells))
+        elif isinstance(claim, AboveTrivialClaim):
+            verdicts.append(_judge_above_trivial(claim, spec, scale, cells))
         else:
             verdicts.append(_judge_aggregate(claim, spec, cells, reps))
     return verdicts
@@ -729,6 +735,51 @@ def _threshold_verdict(claim: ThresholdClaim, code: int, detail: str, method: st
         )
         return Verdict(claim.id, claim.statement, UNINFORMATIVE, detail, claim.paper_evidence, method=method)
     return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, method=method)
+
+
+# --- a run's policy against the trivial policies' games ----------------------------------------------------------
+
+ABOVE_TRIVIAL_METHOD = (
+    "two-sample permutation test of each run's evaluation games against each trivial policy's games (same protocol), "
+    "one-sided 0.025, exact for any score distribution; every (run, policy) pair must hold (intersection-union); never "
+    "'not reproduced' (a handful of games cannot rule out a policy that plays some games well)"
+)
+
+
+def _judge_above_trivial(claim: AboveTrivialClaim, spec: ExperimentSpec, scale: str, cells: dict[tuple[str, str], CellResult]) -> Verdict:
+    """Each run's last evaluation games (summary.json ``eval_scores``) against the games of every trivial policy
+    measured under the run's protocol (``rlrepro.results.trivial``): ``stats.decide_games_above_trivial`` per
+    (run, policy), combined by intersection-union."""
+    cell = cells.get((claim.variant, claim.environment))
+    not_judged = lambda detail: Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence,  # noqa: E731
+                                        method=ABOVE_TRIVIAL_METHOD)
+    if cell is None or not cell.seeds:
+        return not_judged(f"{claim.variant} on {claim.environment} not run at this scale")
+    if lacking := [seed for seed, games in zip(cell.seeds, cell.eval_scores) if not games]:
+        return not_judged(f"the run(s) of seed(s) {', '.join(map(str, lacking))} keep no evaluation games (summary.json "
+                          "eval_scores; runs finished before they were kept): training them again would decide")
+    env = resolve_env(spec, claim.environment, scale)
+    try:
+        scores = trivial.trivial_scores(env)
+    except trivial.TrivialScoresError as error:
+        return not_judged(str(error))
+    if short := [policy for policy, score in scores.items() if len(score.scores) < 2]:
+        return not_judged(f"the stored {', '.join(short)} row(s) of {env.game} keep no per-game scores; measure them "
+                          f"with: {trivial.measure_command(env)} --episodes 30")
+    codes, lines = [], []
+    for seed, games in zip(cell.seeds, cell.eval_scores):
+        for policy, score in sorted(scores.items()):
+            code, p = stats.decide_games_above_trivial(games, score.scores)
+            codes.append(int(code))
+            lines.append(f"seed {seed} ({len(games)} games, mean {np.mean(games):.4g}) v {policy} ({len(score.scores)} "
+                         f"games, mean {score.mean:.4g}): p {float(p):.3g}, {_LINE[int(code)]}")
+    code = int(stats.combine_each(np.array(codes)))
+    detail = (f"{claim.environment} at the {scale} protocol ({env.max_episode_frames:,} frames per game at most); "
+              + "; ".join(lines))
+    if code == stats.UNDECIDED:
+        detail += (". Games at the trivial level show no gain but cannot rule one out (a policy that plays some games "
+                   "well): more evaluation games (evaluation.episodes at this scale) would decide")
+    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, method=ABOVE_TRIVIAL_METHOD)
 
 
 AGGREGATES = {"median_hns": "median", "mean_hns": "mean", "iqm_hns": "iqm"}

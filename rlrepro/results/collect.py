@@ -7,7 +7,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlrepro.jobs.run_folder import METRICS, SUMMARY, read_json, read_metrics
+from rlrepro.jobs.run_folder import EVAL_SCORES, METRICS, SUMMARY, read_json, read_metrics
 from rlrepro.workflow import ExperimentPlan
 
 
@@ -20,6 +20,7 @@ class CellResult:
     seeds: list[int] = field(default_factory=list)
     final: list[float] = field(default_factory=list)  # values of report_metric, one per seed
     finals: list[dict[str, float]] = field(default_factory=list)  # summary.json 'final', one per seed
+    eval_scores: list[list[float]] = field(default_factory=list)  # summary.json 'eval_scores' (each game's), per seed
     frames: list[int] = field(default_factory=list)
     curves: list[list[tuple[int, float]]] = field(default_factory=list)
     diagnostics: dict[str, list[list[tuple[int, float]]]] = field(default_factory=dict)  # run.diagnostic_curves
@@ -68,6 +69,7 @@ def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResul
             summary = read_json(summary_path)
             cell.seeds.append(unit.seed)
             cell.finals.append(summary["final"])
+            cell.eval_scores.append([float(x) for x in summary.get(EVAL_SCORES, [])])
             cell.final.append(float(summary["final"].get(report, math.nan)))
             cell.frames.append(summary["frames"])
             cell.commits.add(summary["run"]["git_commit"])

@@ -62,6 +62,7 @@ COLUMNS: tuple[str, ...] = (
     "date",
     "versions",
     "seconds",
+    "scores",
 )
 
 # Kinds that cannot be measured here, and why (a row with status 'not_measurable' records it for each env).
@@ -93,6 +94,8 @@ class TrivialScore:
     """One trivial policy's mean undiscounted episode return under one protocol, with its provenance.
 
     ``low``/``high``: the 95% Student-t interval of the mean over ``episodes`` (``interval`` names the method).
+    ``scores``: each episode's return, in order (empty in rows measured before they were kept): what a claim of kind
+    ``above_trivial`` tests a run's evaluation games against.
     """
 
     policy: str
@@ -106,6 +109,7 @@ class TrivialScore:
     commit: str
     date: str
     interval: str = "student_t_95"
+    scores: tuple[float, ...] = ()
 
 
 # --- protocol -----------------------------------------------------------------------------------------------
@@ -257,6 +261,7 @@ def _score(row: Mapping[str, str]) -> TrivialScore:
         commit=row["commit"],
         date=row["date"],
         interval=row["interval"],
+        scores=tuple(float(x) for x in json.loads(row.get("scores") or "[]")),
     )
 
 
@@ -310,6 +315,7 @@ def score_row(env_spec: Any, score: TrivialScore, **extra: Any) -> dict[str, Any
     }
     for field in ("mean", "sd", "low", "high"):
         row[field] = repr(float(row[field]))
+    row["scores"] = json.dumps([float(x) for x in score.scores], separators=(",", ":"))
     return row
 
 

@@ -4,6 +4,7 @@ from rlrepro.specs.agents import AgentSpec, ImpalaAgentSpec
 from rlrepro.specs.common import SCALES, Scale
 from rlrepro.specs.environments import DmlabEnvSpec, EnvSpec, JaxEnvSpec
 from rlrepro.specs.experiment import (
+    AboveTrivialClaim,
     AggregateClaim,
     ClaimSpec,
     ExperimentSpec,
@@ -26,6 +27,7 @@ from rlrepro.specs.loading import (
 
 __all__ = [
     "SCALES",
+    "AboveTrivialClaim",
     "AggregateClaim",
     "AgentSpec",
     "ClaimSpec",

@@ -305,6 +305,30 @@ class ThresholdClaim(SpecModel):
         return self.value - self.tolerance if self.op == ">=" else self.value + self.tolerance
 
 
+#: Agents whose Atari runs keep each evaluation game's score (summary.json ``eval_scores``): the host trainers on
+#: ``rlrepro.training.actor_learner`` (IMPALA, IMPALA + synthetic returns, FRODO) and IMPALA's multi-task trainer.
+EVAL_SCORE_AGENTS = ("impala", "impala_sr", "frodo")
+
+
+class AboveTrivialClaim(SpecModel):
+    """Each run's trained policy plays an Atari game better than every trivial policy does.
+
+    Not a bar typed by hand: the run's last evaluation games (summary.json ``eval_scores``, the scale's
+    ``evaluation.episodes``) against the games of each trivial policy measured under the same protocol (uniform random
+    and always NOOP, ``rlrepro trivial-scores`` with per-episode scores), one-sided two-sample permutation test per run
+    and policy. It asks whether this run's policy learned something, not whether the paper's training reproduces on
+    average: a reduced run with one seed can decide it.
+    """
+
+    kind: Literal["above_trivial"] = Field(description="Claim kind.")
+    id: Name = Field(description="Claim id.")
+    statement: str = Field(description="The claim in words.")
+    variant: str = Field(description="Variant name.")
+    environment: str = Field(description="Environment id (an Atari game).")
+    judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
+    paper_evidence: str = Field("", description="Where the paper shows it.")
+
+
 class AggregateClaim(SpecModel):
     """An aggregate over environments (e.g. the median human-normalised score over Atari games) against a value."""
 
@@ -329,7 +353,7 @@ class AggregateClaim(SpecModel):
     paper_evidence: str = Field("", description="Where the paper shows it.")
 
 
-ClaimSpec = Annotated[Union[OrderingClaim, ThresholdClaim, AggregateClaim], Field(discriminator="kind")]
+ClaimSpec = Annotated[Union[OrderingClaim, ThresholdClaim, AboveTrivialClaim, AggregateClaim], Field(discriminator="kind")]
 
 
 class PaperTableSpec(SpecModel):
@@ -413,6 +437,16 @@ class ExperimentSpec(SpecModel):
                 _check_subset(f"claims[{i}].environment", [claim.environment], env_ids)
                 uninformative += self._uninformative(i, claim)
                 self._check_best_of(i, claim)
+            elif isinstance(claim, AboveTrivialClaim):
+                _check_subset(f"claims[{i}].variant", [claim.variant], names)
+                _check_subset(f"claims[{i}].environment", [claim.environment], env_ids)
+                env = next(e for e in self.environments if e.id == claim.environment)
+                if env.kind != "atari" or self.agent.kind not in EVAL_SCORE_AGENTS:
+                    raise ValueError(
+                        f"claims[{i}] ({claim.id}): kind above_trivial tests a run's evaluation games, which only "
+                        f"{', '.join(EVAL_SCORE_AGENTS)} keep on Atari; here agent {self.agent.kind} on {env.kind} "
+                        f"environment {env.id}"
+                    )
             else:
                 _check_subset(f"claims[{i}].variant", [claim.variant], names)
         if uninformative:

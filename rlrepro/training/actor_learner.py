@@ -631,7 +631,7 @@ class HostActorLearner:
         jax.block_until_ready((params, learner_metrics))
         elapsed = time.monotonic() - started
         final = version >= total_updates
-        eval_return = self.evaluate(params, version) if final else math.nan
+        scores = self.evaluate_scores(params, version) if final else []
         if final:
             self.stop()
         values = {k: float(np.mean([getattr(m, k) for m in learner_metrics])) for k in learner_metrics[0]._fields}
@@ -641,7 +641,8 @@ class HostActorLearner:
             mean_return=float(np.mean(returns)) if returns else math.nan,
             fps=len(learner_metrics) * frames_per_update / elapsed,
             policy_lag=float(np.mean(lags)),
-            eval_return=eval_return,
+            eval_return=float(np.mean(scores)) if scores else math.nan,
+            eval_scores=scores,  # each game's own (metrics types that keep them: EVAL_SCORES)
         )
         return metrics_type(**{name: np.asarray([values[name]]) for name in metrics_type._fields})
 
@@ -651,7 +652,11 @@ class HostActorLearner:
             self._source = None
 
     def evaluate(self, params: Any, version: int, rng: Any = None) -> float:
-        """Mean raw score of ``evaluation.episodes`` whole games (no life-loss ends, up to ``noop_max`` no-ops).
+        """Mean raw score of ``evaluation.episodes`` whole games: ``evaluate_scores``' mean."""
+        return float(np.mean(self.evaluate_scores(params, version, rng)))
+
+    def evaluate_scores(self, params: Any, version: int, rng: Any = None) -> list[float]:
+        """Raw scores of ``evaluation.episodes`` whole games (no life-loss ends, up to ``noop_max`` no-ops), in order.
 
         The games' emulator seeds and the policy's sampling key come from ``evaluation_keys(rng, version)``,
         ``rng`` being the run's raw key data (default: the one the actors were started with): each seed of an
@@ -686,7 +691,7 @@ class HostActorLearner:
             env.close()
             scores.extend(round_scores[: spec.episodes - len(scores)].tolist())
             round_index += 1
-        return float(np.mean(scores))
+        return scores
 
 
 def _next_result(results: queue.Queue, errors: list, timeout: float, failed: str, silent: str) -> Any:

@@ -36,12 +36,19 @@ def make_trainer(mode: str, *, total_updates: int = 4, lag: int = 1, num_actors:
     return HostImpalaTrainer(config, env_spec, ActorSpec(mode=mode, num_actors=num_actors), updates_per_chunk=2)
 
 
+def row(metrics) -> dict[str, float]:
+    """One chunk's metrics as numbers; ``eval_scores`` ([1, games]: each evaluation game's score, none before the
+    last chunk) as ``eval_score_<i>``."""
+    out = {k: float(v[0]) for k, v in metrics._asdict().items() if k != "eval_scores"}
+    return {**out, **{f"eval_score_{i}": float(x) for i, x in enumerate(metrics.eval_scores[0])}}
+
+
 def run(trainer: HostImpalaTrainer, chunks: int) -> list[dict]:
     state = trainer.init(jax.random.key_data(jax.random.key(0)))
     out = []
     for _ in range(chunks):
         state, metrics = trainer.run_chunk(state)
-        out.append({k: float(v[0]) for k, v in metrics._asdict().items() if k != "fps"})
+        out.append({k: v for k, v in row(metrics).items() if k != "fps"})
     trainer.stop()
     return out
 
@@ -53,6 +60,10 @@ def test_the_synchronous_mode_is_deterministic_and_evaluates_at_the_end():
         assert a == pytest.approx(b, nan_ok=True)
     assert first[-1]["frames"] == 4 * 5 * 4 * 4  # updates x T x B x action repeat
     assert np.isnan(first[0]["eval_return"]) and -21 <= first[-1]["eval_return"] <= 21
+    # each evaluation game's score, kept for the tests against a trivial policy's games (kind above_trivial)
+    games = [first[-1][f"eval_score_{i}"] for i in range(2)]
+    assert "eval_score_0" not in first[0] and "eval_score_2" not in first[-1]
+    assert np.mean(games) == pytest.approx(first[-1]["eval_return"])
     assert first[0]["policy_lag"] == 0.5  # updates 1, 2 act with version 0: lags 0 and 1
     assert first[-1]["policy_lag"] == 1.0  # then always exactly 1
 
@@ -259,9 +270,9 @@ def test_a2c_sync_traj_trains_on_policy():
     before = state.learner.params
     state, m = trainer.run_chunk(state)
     actors = trainer._source  # the last chunk stops the actors (and lets them go)
-    metrics = [{k: float(v[0]) for k, v in m._asdict().items()}]
+    metrics = [row(m)]
     state, m = trainer.run_chunk(state)
-    metrics.append({k: float(v[0]) for k, v in m._asdict().items()})
+    metrics.append(row(m))
     waits = dict(actors.barrier_waits)
     assert [m["policy_lag"] for m in metrics] == [0.0, 0.0]
     assert metrics[-1]["frames"] == 4 * 5 * 4 * 4 and all(np.isfinite(m["total_loss"]) for m in metrics)
@@ -280,7 +291,7 @@ def test_a3c_workers_train_the_shared_parameters():
     metrics = []
     for _ in range(2):
         state, m = trainer.run_chunk(state)
-        metrics.append({k: float(v[0]) for k, v in m._asdict().items()})
+        metrics.append(row(m))
     trainer.stop()
     assert int(state.version) == 16 and int(state.learner.step) == 16
     assert metrics[-1]["frames"] == 4 * 5 * 4 * 4

@@ -88,6 +88,8 @@ def test_population_trains_on_every_game_steps_pbt_and_resumes_from_its_checkpoi
     restored, metrics = resumed_trainer.run_chunk(restored)  # the last chunk: evaluation of the best member
     assert int(restored.version) == 8 and int(restored.pbt_round) >= int(state.pbt_round)
     assert np.isfinite(metrics.eval_return).all() and metrics.eval_return.shape == (2,)
+    # each game's evaluation scores (a claim tests them against a trivial policy's games): evaluation.episodes per game
+    assert metrics.eval_scores.shape == (2, 2) and np.allclose(metrics.eval_scores.mean(axis=1), metrics.eval_return)
     assert metrics.best_member[0] == resumed_trainer.best_member(restored)
 
 

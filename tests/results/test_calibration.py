@@ -309,3 +309,21 @@ def test_two_agents_at_the_random_level_do_not_match() -> None:
     assert verdict.verdict == INCONCLUSIVE and "undecided (no declared range)" in verdict.detail
     assert "a metric_range (judged by a bound valid for any distribution on it) would" in verdict.detail
     assert verdict.method.startswith("none: the metric has no declared range")
+
+
+@pytest.mark.parametrize("shape", cal.GAME_SHAPES)
+def test_a_runs_games_against_a_trivial_policys_games_false_reproduced_rate(shape: str) -> None:
+    """Kind above_trivial (3 evaluation games of one run v 30 of a trivial policy): a run that plays like the trivial
+    policy reads reproduced at most 0.025 of the time on every shape of game scores (the floor with a few points,
+    small counts, heavy tails, a rare big score, no spread); a run shifted up by 3 units is found on the shapes whose
+    spread is about 1, and one big score in 5 games is the case 3 games cannot find."""
+    assert cal.games_rate(shape, sims=SIMS) <= BOUND
+    if shape in ("pong_like", "normal", "no_spread"):
+        assert cal.games_rate(shape, shift=3.0, sims=1000) >= 0.95
+    assert cal.games_rate(shape, shift=3.0, learned_share=0.2, sims=1000) < 0.3
+
+
+def test_the_reverse_test_would_read_a_gain_in_some_games_as_none() -> None:
+    """Why above_trivial is never 'not reproduced': a policy that gains 5 points in 1 game of 5 (mean gain 1) is shown
+    'below the trivial level + 1' by the reverse permutation test far above 0.025 of the time at 3 games."""
+    assert cal.games_rate("pong_like", shift=1.0, learned_share=0.2, reverse_gain=1.0, sims=1000) > 0.2

@@ -22,7 +22,7 @@ from rlrepro.results.claims import (
     judge_claims,
 )
 from rlrepro.results.collect import CellResult
-from rlrepro.specs import ExperimentSpec, validate_spec
+from rlrepro.specs import ExperimentSpec, SpecError, validate_spec
 from tests.factories import toy_spec_data
 
 SCORED_ENVS = [
@@ -590,3 +590,38 @@ def test_the_paper_scale_atari_game_scores_are_counted_per_run_and_decided(exper
         finals[(alien.variant, "alien")].report_metric = alien.metric
         [verdict] = [v for v in judge_claims(spec, "paper", finals) if v.claim == "score_alien"]
         assert verdict.verdict == expected, verdict.detail
+
+
+def test_the_multitask_agents_games_are_tested_against_the_trivial_policies_games() -> None:
+    """Kind above_trivial (issue 28): the run's evaluation games against 30 stored games of uniform random and of
+    always-NOOP under the cpu protocol. Three games each above every trivial game: p = 1 / C(33, 3) = 1/5,456 =
+    0.000183 against each policy, reproduced with one seed; three games at Pong's floor (NOOP's -21 in every game):
+    inconclusive, never reproduced and never 'not reproduced'."""
+    from rlrepro.results.claims import cannot_show_at
+    from rlrepro.specs.loading import load_spec
+
+    spec = load_spec("specs/impala/atari57_multitask.yaml")
+    claim = next(c for c in spec.claims if c.id == "above_trivial_pong_cpu")
+    assert spec.scale("cpu").seeds == 1 and cannot_show_at(spec, claim, "cpu") == ""
+
+    def verdict(games: list[float]):
+        cell = CellResult("pbt", "pong", seeds=[0], final=[float(np.mean(games)) if games else math.nan],
+                          frames=[128_000], eval_scores=[games])
+        return next(v for v in judge_claims(spec, "cpu", {("pbt", "pong"): cell}) if v.claim == claim.id)
+
+    good = verdict([-15.0, -12.0, -17.0])
+    assert good.verdict == REPRODUCED and good.detail.count("p 0.000183, supports") == 2, good.detail
+    assert "v noop (30 games, mean -21)" in good.detail and "v uniform_random (30 games" in good.detail
+    floor = verdict([-21.0, -21.0, -21.0])
+    assert floor.verdict == INCONCLUSIVE and "more evaluation games" in floor.detail and "p 1, undecided" in floor.detail
+    assert verdict([]).verdict == NOT_JUDGED  # a run finished before the games were kept
+    assert "keep no evaluation games" in verdict([]).detail
+
+
+def test_a_claim_on_a_runs_games_needs_an_agent_that_keeps_them() -> None:
+    """above_trivial reads summary.json's eval_scores, which the Atari host trainers keep: a JAX environment is
+    rejected at validation, naming the claim."""
+    data = toy_spec_data(claims=[{"kind": "above_trivial", "id": "learned", "statement": "s", "variant": "a",
+                                  "environment": "catch", "judged_at": ["cpu"]}])
+    with pytest.raises(SpecError, match=r"claims\[0\] \(learned\): kind above_trivial tests a run's evaluation games"):
+        validate_spec(data)

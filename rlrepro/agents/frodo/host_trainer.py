@@ -57,6 +57,7 @@ class FrodoHostMetrics(NamedTuple):
     vtrace_g_mse: np.ndarray
     meta_grad_norm: np.ndarray
     eval_return: np.ndarray
+    eval_scores: np.ndarray  # [1, games] at the last chunk, [1, 0] before (rlrepro.jobs.run_folder.EVAL_SCORES)
 
 
 def _policy_step(

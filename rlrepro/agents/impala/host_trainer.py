@@ -7,7 +7,8 @@ the games themselves are not checkpointed: after a resume the actors start new g
 
 Metrics per chunk: frames consumed (T x B x action repeat per update), finished games and their mean
 raw score, learner frames per second (``fps``), the mean policy lag of the batches, the learner's
-loss terms, and at the last chunk ``eval_return``: the mean score of separate evaluation games.
+loss terms, and at the last chunk ``eval_return``: the mean score of separate evaluation games (``eval_scores``:
+each game's).
 """
 
 from __future__ import annotations
@@ -45,6 +46,7 @@ class HostMetrics(NamedTuple):
     mean_rho: np.ndarray
     learning_rate: np.ndarray
     eval_return: np.ndarray
+    eval_scores: np.ndarray  # [1, games] at the last chunk, [1, 0] before (rlrepro.jobs.run_folder.EVAL_SCORES)
 
 
 class HostImpalaTrainer(HostActorLearner):

@@ -22,8 +22,9 @@ PBT round and ancestry counters; the games themselves are not checkpointed (acto
 Metrics come as one row per game ([G] arrays; the runner writes row g to game g's run folder): that game's
 training episodes and mean raw score in the chunk (all members), the population's learner and PBT figures
 (the same in every row: copies, perturbations, how many member hyper-parameters moved from their draws, and every
-member's hyper-parameters as ``member<m>_<name>`` curves, App. F / Fig. F.1), and at the last chunk ``eval_return``: the score of evaluation games of that game
-played by the member with the best fitness.
+member's hyper-parameters as ``member<m>_<name>`` curves, App. F / Fig. F.1), and at the last chunk ``eval_return``:
+the mean score of evaluation games of that game played by the member with the best fitness (``eval_scores``: each
+game's).
 """
 
 from __future__ import annotations
@@ -91,6 +92,7 @@ class MultiTaskMetrics(NamedTuple):
     best_rmsprop_epsilon: np.ndarray
     best_max_grad_norm: np.ndarray
     eval_return: np.ndarray
+    eval_scores: np.ndarray
 
 
 class _GameActors(HostActorLearner):
@@ -296,10 +298,10 @@ class MultiTaskTrainer:
         games = len(self.env_specs)
         best = self.best_member(state)
         final = version >= self.config.total_updates
-        evals = [math.nan] * games
+        scores: list[list[float]] = [[] for _ in range(games)]
         if final:
             params = self._member_params(state.learner, best)
-            evals = [self._actors[best][g].evaluate(params, version) for g in range(games)]
+            scores = [self._actors[best][g].evaluate_scores(params, version) for g in range(games)]
             self.stop()
         mean = lambda name: float(np.mean([np.mean(getattr(m, name)) for m in learner_metrics]))  # noqa: E731
         hyper = {k: float(np.asarray(v)[best]) for k, v in hyper_dict(state.learner).items()}
@@ -322,7 +324,8 @@ class MultiTaskTrainer:
         rows = {name: np.full(games, value, np.float64) for name, value in shared.items()}
         rows["episodes"] = np.array([len(r) for r in returns], np.float64)
         rows["mean_return"] = np.array([np.mean(r) if r else math.nan for r in returns])
-        rows["eval_return"] = np.array(evals, np.float64)
+        rows["eval_return"] = np.array([np.mean(s) if s else math.nan for s in scores], np.float64)
+        rows["eval_scores"] = np.array(scores, np.float64)  # [games, episodes] at the last chunk, [games, 0] before
         return self.metrics_type(**{name: rows[name] for name in self.metrics_type._fields})
 
     def _moved(self, state: MultiTaskState) -> int:

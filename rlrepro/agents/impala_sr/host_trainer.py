@@ -61,6 +61,7 @@ class SRHostMetrics(NamedTuple):
     synthetic_return_sd: np.ndarray  # sd of c(s_t) over the batch's states
     gate: np.ndarray  # mean g(s_t)
     eval_return: np.ndarray
+    eval_scores: np.ndarray  # [1, games] at the last chunk, [1, 0] before (rlrepro.jobs.run_folder.EVAL_SCORES)
 
 
 def write_host_memory(memory: EpisodicMemory, rows: np.ndarray) -> EpisodicMemory:
