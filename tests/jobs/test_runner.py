@@ -636,3 +636,34 @@ def test_a_run_of_a_budget_between_chunks_states_the_frames_it_trained_and_its_b
     assert (summary["frames"], summary["frames_budget"], summary["frames_unit"]) == (300, 250, "frames")
     params = flatten_config(json.loads((run_dir / "spec.resolved.json").read_text())["config"])
     assert (params["frames"], params["frames_budget"]) == ("300", "250")
+
+
+def test_each_evaluation_games_score_reaches_the_last_record_and_the_summary_apart_from_the_means(tmp_path: Path):
+    """A metric of shape [runs, games] (``eval_scores``: each evaluation game's score, none before the last chunk) is
+    kept as a list in the last chunk's record and in summary.json, never averaged into ``final``."""
+    from types import SimpleNamespace
+
+    from rlrepro.jobs.run_folder import EVAL_SCORES, RESOLVED, SUMMARY, append_metrics, read_json, write_json_atomic
+
+    class Metrics(NamedTuple):
+        mean_return: np.ndarray
+        episodes: np.ndarray
+        eval_return: np.ndarray
+        eval_scores: np.ndarray
+
+    program = SimpleNamespace(frames_per_chunk=100, updates_per_chunk=2)
+    chunks = [
+        Metrics(np.array([1.0, 2.0]), np.array([3, 4]), np.full(2, np.nan), np.zeros((2, 0))),
+        Metrics(np.array([1.5, 2.5]), np.array([3, 4]), np.array([-20.0, 3.0]), np.array([[-21.0, -19.0], [2.0, 4.0]])),
+    ]
+    records = [runner._records(m, chunk, program, wall_time=1.0, num_seeds=2) for chunk, m in enumerate(chunks, start=1)]
+    assert EVAL_SCORES not in records[0][0] and records[1][1][EVAL_SCORES] == [2.0, 4.0]
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    write_json_atomic(run_dir / RESOLVED, {"run": {"frames": 200}})
+    for chunk in records:
+        append_metrics(run_dir, chunk[0])
+    runner._write_summary(run_dir, final_fraction=0.5)
+    summary = read_json(run_dir / SUMMARY)
+    assert summary[EVAL_SCORES] == [-21.0, -19.0] and EVAL_SCORES not in summary["final"]
+    assert summary["final"]["eval_return"] == -20.0
