@@ -399,7 +399,7 @@ def decide_games_above_trivial(games: npt.ArrayLike, trivial: npt.ArrayLike) -> 
     Supported when the permutation test of the policy's games against the trivial policy's has p <= alpha: exact for
     any distribution of scores under "the policy plays like the trivial one". Never contradicted: a policy that plays
     a share of its games well passes a handful of games unseen (one game in five: a reverse test against the trivial
-    level plus a gain reads "no gain" 0.09 to 0.48 of the time at 3 games; ``calibration.games_table``).
+    level plus a gain reads "no gain" 0.07 to 0.49 of the time at 3 games; ``calibration.games_table``).
     """
     p = permutation_p(np.asarray(games, dtype=np.float64), np.asarray(trivial, dtype=np.float64))
     return np.where(p <= ALPHA, SUPPORTED, UNDECIDED), p
