@@ -432,14 +432,14 @@ class ExperimentSpec(SpecModel):
                 _check_subset(f"claims[{i}].worse", claim.worse, names)
                 _check_subset(f"claims[{i}].environments", claim.environments, env_ids)
                 self._check_ordering_form(i, claim)
-            elif isinstance(claim, ThresholdClaim):
-                _check_subset(f"claims[{i}].variant", [claim.variant], names)
+                continue
+            _check_subset(f"claims[{i}].variant", [claim.variant], names)  # threshold, above_trivial, aggregate
+            if isinstance(claim, (ThresholdClaim, AboveTrivialClaim)):
                 _check_subset(f"claims[{i}].environment", [claim.environment], env_ids)
+            if isinstance(claim, ThresholdClaim):
                 uninformative += self._uninformative(i, claim)
                 self._check_best_of(i, claim)
             elif isinstance(claim, AboveTrivialClaim):
-                _check_subset(f"claims[{i}].variant", [claim.variant], names)
-                _check_subset(f"claims[{i}].environment", [claim.environment], env_ids)
                 env = next(e for e in self.environments if e.id == claim.environment)
                 if env.kind != "atari" or self.agent.kind not in EVAL_SCORE_AGENTS:
                     raise ValueError(
@@ -447,8 +447,6 @@ class ExperimentSpec(SpecModel):
                         f"{', '.join(EVAL_SCORE_AGENTS)} keep on Atari; here agent {self.agent.kind} on {env.kind} "
                         f"environment {env.id}"
                     )
-            else:
-                _check_subset(f"claims[{i}].variant", [claim.variant], names)
         if uninformative:
             raise ValueError(
                 "a trivial policy (uniform random, always action 0, zero action) already satisfies these threshold "
