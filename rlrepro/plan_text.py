@@ -80,7 +80,11 @@ def wrap(text: str, indent: str = "", hanging: str = "    ") -> list[str]:
 
 
 def hours_text(hours: float) -> str:
-    return f"{hours:,.1f} h" if hours >= 1 else f"{hours * 60:,.0f} min"
+    """Minutes under an hour, tenths of an hour under 1,000 h, whole hours above (a tenth of a thousand-hour
+    estimate is noise, and the per-paper table must fit 80 columns at paper scale)."""
+    if hours < 1:
+        return f"{hours * 60:,.0f} min"
+    return f"{hours:,.1f} h" if hours < 1_000 else f"{hours:,.0f} h"
 
 
 def trained_by_unit(plans: list, scale: str) -> dict:

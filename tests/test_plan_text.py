@@ -34,6 +34,11 @@ def test_every_line_of_the_plan_of_the_real_specs_fits_80_columns(monkeypatch, c
     assert not too_wide, f"{len(too_wide)} line(s) wider than {WIDTH}:\n" + "\n".join(too_wide[:5])
 
 
+def test_hours_read_in_minutes_tenths_or_whole_hours_by_size():
+    assert [hours_text(h) for h in (0.25, 1.0, 914.44, 999.94, 1_440_058.4)] == [
+        "15 min", "1.0 h", "914.4 h", "999.9 h", "1,440,058 h"]
+
+
 def test_a_table_aligns_figures_apart_from_their_markers_and_words_flush_right():
     lines = table(("name", "time"), [("a", "1 min [m]"), ("bb", "12.5 h"), ("c", "cannot run"), ("d", "-")])
     assert lines == [

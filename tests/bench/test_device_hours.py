@@ -11,6 +11,7 @@ import pytest
 
 from rlrepro.workflow.cost import COLUMNS, THROUGHPUT_CSV, load_throughput
 from rlrepro.cli import main
+from rlrepro.plan_text import hours_text
 from rlrepro.specs import load_spec, load_specs
 from rlrepro.workflow import plan
 
@@ -121,5 +122,5 @@ def test_a_multitask_experiment_counts_frames_the_same_way_in_time_and_machine_h
     assert main(["plan", "--scale", "paper", "--only", "impala/atari57_multitask"]) == 0
     out = capsys.readouterr().out
     # the machine-hours equal the time: one column shows both (issue 31), and the CPU total says the same figure
-    assert _cost_row(out, "impala/atari57_multitask")[1] == f"{hours:,.1f} h" and "CPU machine-hours" not in out
-    assert f"  {hours:,.1f} h CPU-hours on 2-core x86-64 CPU, 24 GiB, no GPU" in out.splitlines()
+    assert _cost_row(out, "impala/atari57_multitask")[1] == hours_text(hours) and "CPU machine-hours" not in out
+    assert f"  {hours_text(hours)} CPU-hours on 2-core x86-64 CPU, 24 GiB, no GPU" in out.splitlines()
