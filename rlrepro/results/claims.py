@@ -543,6 +543,7 @@ def _aggregate_trivial_check(
 
 
 SEED_FLAG = "best_is_seed"  # a search's summary: 1 when its best program is the unchanged bootstrap seed
+HURDLE_REJECTS = "hurdle_reject_fraction"  # a search's summary: 1 when no program it trained cleared the hurdle
 FOUND_PROGRAM_METRICS = ("best_td_like",)  # properties of the program a search found, not of its seed
 
 
@@ -562,10 +563,10 @@ def _judge_threshold(claim: ThresholdClaim, spec: ExperimentSpec, cells: dict[tu
     needs = f"needs {claim.op} {claim.value:g} (tolerance {claim.tolerance:g})"
     seed_note = ""
     if claim.metric in FOUND_PROGRAM_METRICS:
-        values, seed_note = _drop_unchanged_seeds(cell, claim.metric)
+        values, seed_note = _drop_searches_that_found_nothing(cell, claim.metric)
         if not values:
             detail = (
-                f"{seed_note}: its {claim.metric} is the seed's (DQN is TD by construction), not a finding; a longer "
+                f"{seed_note}: no search found a program of its own, so its {claim.metric} is no finding; a longer "
                 "search (more proposals) would decide"
             )
             return _threshold_verdict(claim, stats.UNDECIDED, detail, method)
@@ -645,9 +646,10 @@ def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResul
 
     At least k passing runs reproduce it whatever the missing runs would show; fewer than k, with too few runs
     missing to make up the count, do not. The share of passing runs gets a Clopper-Pearson interval: what a
-    reader should expect of one more seed, which the best k alone hide. A search whose best program is its
-    unchanged bootstrap seed found nothing to judge: where only such searches could make up the count, the claim
-    is inconclusive (a longer search would decide), never contradicted.
+    reader should expect of one more seed, which the best k alone hide. A search that found nothing (its best
+    program is its unchanged bootstrap seed, or no program cleared the hurdle) has nothing to judge: where only
+    such searches could make up the count, the claim is inconclusive (a longer search would decide), never
+    contradicted.
     """
     k = claim.best_of
     cell = cells.get((claim.variant, claim.environment))
@@ -656,7 +658,7 @@ def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResul
     if not values:
         return Verdict(claim.id, claim.statement, NOT_JUDGED, f"{claim.variant} on {claim.environment} not run at this scale",
                        claim.paper_evidence, method=BEST_OF_METHOD)
-    counted, seed_note = (_drop_unchanged_seeds(cell, claim.metric) if claim.metric in FOUND_PROGRAM_METRICS
+    counted, seed_note = (_drop_searches_that_found_nothing(cell, claim.metric) if claim.metric in FOUND_PROGRAM_METRICS
                           else (values, ""))
     runs = max(runs, len(values))
     passing = sum(claim.passes(v) for v in counted)
@@ -676,7 +678,7 @@ def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResul
         detail = f"{facts}; {missing} run(s) missing: they decide whether {k} reach it"
         return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence, method=BEST_OF_METHOD)
     if passing + missing + len(values) - len(counted) >= k:
-        detail = (f"{facts}; only searches that returned their seed could make up the count: a longer search (more "
+        detail = (f"{facts}; only searches that found nothing could make up the count: a longer search (more "
                   "proposals) would decide")
         return _threshold_verdict(claim, stats.UNDECIDED, detail)
     return _threshold_verdict(claim, stats.CONTRADICTED, f"{facts}; fewer than {k} can reach it")
@@ -712,15 +714,18 @@ def _judge_share(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult]
     return _threshold_verdict(claim, code, detail, SHARE_METHOD)
 
 
-def _drop_unchanged_seeds(cell: CellResult, metric: str) -> tuple[list[float], str]:
-    """The metric of the searches whose best program is not the unchanged seed, and a note on the others."""
-    flags = cell.values(SEED_FLAG)
-    pairs = [(v, f) for v, f in zip(cell.values(metric), flags) if v is not None and math.isfinite(v)]
-    kept = [v for v, f in pairs if not f == 1.0]
-    seeded = len(pairs) - len(kept)
-    if not seeded:
-        return kept, ""
-    return kept, f"the best program is the unchanged bootstrap seed in {seeded} of {len(pairs)} search(es)"
+def _drop_searches_that_found_nothing(cell: CellResult, metric: str) -> tuple[list[float], str]:
+    """The metric of the searches that found a program of their own, and a note on the others: a search found
+    nothing when its best program is its unchanged bootstrap seed (DQN: TD by construction) or when no program it
+    trained cleared the hurdle (its best is the least bad of losses that do not train: no finding either way)."""
+    rows = [(v, s, h) for v, s, h in zip(cell.values(metric), cell.values(SEED_FLAG), cell.values(HURDLE_REJECTS))
+            if v is not None and math.isfinite(v)]
+    seeded = sum(s == 1.0 for _, s, _ in rows)
+    no_hurdle = sum(s != 1.0 and h == 1.0 for _, s, h in rows)
+    kept = [v for v, s, h in rows if s != 1.0 and h != 1.0]
+    notes = ([f"the best program is the unchanged bootstrap seed in {seeded} of {len(rows)} search(es)"] if seeded
+             else []) + ([f"no program cleared the hurdle in {no_hurdle} of {len(rows)} search(es)"] if no_hurdle else [])
+    return kept, "; ".join(notes)
 
 
 BEST_OF_METHOD = ("count of runs that pass (the best k: the paper's selection, or a mechanism seen in k runs); share of "

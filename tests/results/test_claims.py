@@ -480,6 +480,36 @@ def test_best_1_of_n_is_a_program_a_search_found_not_its_seed() -> None:
     assert refuted.verdict == NOT_REPRODUCED and refuted.detail.endswith("fewer than 1 can reach it")
 
 
+def test_a_search_in_which_no_program_cleared_the_hurdle_found_nothing() -> None:
+    """The cpu from-scratch search of 2026-11-28: 105 programs trained, every one rejected by the hurdle; its best
+    (fitness 0.34, not TD-like) is the least bad of losses that do not train. It counts as finding nothing, like a
+    search that returned its seed: inconclusive, never a refutation of 'the search finds TD'."""
+    claim = threshold(">=", 1.0, 0.0, metric="best_td_like", best_of=1)
+
+    def searches(*rows: tuple[float, float]) -> dict[tuple[str, str], CellResult]:
+        finals = [{"best_td_like": td, "best_is_seed": 0.0, "hurdle_reject_fraction": rejects} for td, rejects in rows]
+        return {("a", "catch"): CellResult("a", "catch", seeds=list(range(len(rows))), final=[0.0] * len(rows),
+                                           finals=finals, frames=[200] * len(rows))}
+
+    [nothing] = judge_claims(make_spec(claim), "cpu", searches((0.0, 1.0), (0.0, 1.0), (0.0, 1.0), (0.0, 1.0)))
+    assert nothing.verdict == INCONCLUSIVE
+    assert "(no program cleared the hurdle in 4 of 4 search(es): not a finding, not counted)" in nothing.detail
+    assert nothing.detail.endswith("only searches that found nothing could make up the count: a longer search "
+                                   "(more proposals) would decide")
+    # one search got programs past the hurdle (60% rejected) and its best is not TD-like; the other three could
+    # still have made the count: inconclusive. Four such findings refute it.
+    [open_] = judge_claims(make_spec(claim), "cpu", searches((0.0, 1.0), (0.0, 0.6), (0.0, 1.0), (0.0, 1.0)))
+    assert open_.verdict == INCONCLUSIVE and "no program cleared the hurdle in 3 of 4 search(es)" in open_.detail
+    [refuted] = judge_claims(make_spec(claim), "cpu", searches(*[(0.0, 0.6)] * 4))
+    assert refuted.verdict == NOT_REPRODUCED and "0 of 4 finished runs" in refuted.detail
+    [found] = judge_claims(make_spec(claim), "cpu", searches((0.0, 1.0), (1.0, 0.4), (0.0, 1.0), (0.0, 1.0)))
+    assert found.verdict == REPRODUCED
+    # a mean claim on the found program (no best_of) with every search finding nothing: no finding to average
+    [mean] = judge_claims(make_spec(threshold(">=", 0.5, 0.0, metric="best_td_like")), "cpu",
+                          searches((0.0, 1.0), (0.0, 1.0), (0.0, 1.0), (0.0, 1.0)))
+    assert mean.verdict == INCONCLUSIVE and "no search found a program of its own" in mean.detail
+
+
 def test_best_k_of_n_needs_k_seeds_at_every_judged_scale() -> None:
     with pytest.raises(ValueError, match=r"best_of 5 needs at least 5 seeds at every scale in judged_at; cpu runs 4"):
         make_spec(best_of(5))
