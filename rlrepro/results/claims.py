@@ -667,7 +667,7 @@ def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResul
     facts = (
         f"{where}: {passing} of {len(values)} finished runs (of {runs}) reach {claim.op} {claim.value:g} (tolerance "
         f"{claim.tolerance:g})" + (f" ({seed_note}: not a finding, not counted)" if seed_note else "")
-        + f"; the best {len(best)}: {', '.join(f'{v:.4g}' for v in best) or 'none'}; the claim counts the best {k} of "
+        + f"; the best {len(best) or k}: {', '.join(f'{v:.4g}' for v in best) or 'none'}; the claim counts the best {k} of "
         f"the runs, not their mean. All {len(values)} runs: median {float(np.median(values)):.4g}; share of runs that "
         f"reach it {passing / len(values):.2f} [95% Clopper-Pearson {low:.2f}, {high:.2f}]"
     )
