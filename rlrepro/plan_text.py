@@ -84,7 +84,7 @@ def hours_text(hours: float) -> str:
     estimate is noise, and the per-paper table must fit 80 columns at paper scale)."""
     if hours < 1:
         return f"{hours * 60:,.0f} min"
-    return f"{hours:,.1f} h" if hours < 1_000 else f"{hours:,.0f} h"
+    return f"{hours:,.1f} h" if round(hours, 1) < 1_000 else f"{hours:,.0f} h"  # 999.96 h: "1,000 h"
 
 
 def trained_by_unit(plans: list, scale: str) -> dict:

@@ -718,13 +718,14 @@ def _drop_searches_that_found_nothing(cell: CellResult, metric: str) -> tuple[li
     """The metric of the searches that found a program of their own, and a note on the others: a search found
     nothing when its best program is its unchanged bootstrap seed (DQN: TD by construction) or when no program it
     trained cleared the hurdle (its best is the least bad of losses that do not train: no finding either way)."""
-    rows = [(v, s, h) for v, s, h in zip(cell.values(metric), cell.values(SEED_FLAG), cell.values(HURDLE_REJECTS))
+    # per search: (value, best is its seed, no program cleared the hurdle); a search counts as one or the other
+    rows = [(v, s == 1.0, s != 1.0 and h == 1.0)
+            for v, s, h in zip(cell.values(metric), cell.values(SEED_FLAG), cell.values(HURDLE_REJECTS))
             if v is not None and math.isfinite(v)]
-    seeded = sum(s == 1.0 for _, s, _ in rows)
-    no_hurdle = sum(s != 1.0 and h == 1.0 for _, s, h in rows)
-    kept = [v for v, s, h in rows if s != 1.0 and h != 1.0]
-    notes = ([f"the best program is the unchanged bootstrap seed in {seeded} of {len(rows)} search(es)"] if seeded
-             else []) + ([f"no program cleared the hurdle in {no_hurdle} of {len(rows)} search(es)"] if no_hurdle else [])
+    kept = [v for v, seeded, no_hurdle in rows if not (seeded or no_hurdle)]
+    notes = [f"{text} in {count} of {len(rows)} search(es)" for text, count in (
+        ("the best program is the unchanged bootstrap seed", sum(r[1] for r in rows)),
+        ("no program cleared the hurdle", sum(r[2] for r in rows))) if count]
     return kept, "; ".join(notes)
 
 
