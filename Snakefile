@@ -3,6 +3,7 @@
 #   snakemake -c2 --config scale=smoke only=impala   a quick look at one paper
 #   snakemake -c2 --config specs=/path/to/my/specs   specs outside the repository
 #   snakemake -c2 --config set=curves                the cpu scale's opt-in runs (curves; no claim decided there)
+#   snakemake -c2 --config set=search                the cpu scale's small loss searches (no claim decided there)
 # Config keys: scale (smoke|cpu|paper), specs (comma-separated files/dirs), only (PAPER[/EXPERIMENT],...),
 # set (the experiments' sets, comma-separated: default, a scale's opt_in name such as curves, or all),
 # results (base folder; a scale writes to <results>/<scale>/), gpus (per training job, for cluster profiles),
