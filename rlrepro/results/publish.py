@@ -142,13 +142,17 @@ def provenance_line(dest: Path) -> str:
     found = [m for s in sessions for m in s["machines"]]
     date = max((s["finished"] for s in sessions), default=datetime.now(timezone.utc).date().isoformat())
     replaced = sum(s["busy_h"] for s in sessions if s.get("replaced"))
+    job = set(json.loads((Path(dest) / MANIFEST).read_text(encoding="utf-8"))["job"]) if sessions else set()
+    beside = [key for key in experiments_with_tables(dest) if key not in job]
+    extra = sum(s.get("opt_in_busy_h", 0.0) for s in sessions)
     return (f"{PROVENANCE_MARK} {_coverage(dest)}; runs at commit{'s' if len(commits) != 1 else ''} "
             f"{', '.join(f'`{c[:12]}`' for c in commits) or 'unknown'}, finished {date}, on "
             f"{'; '.join(dict.fromkeys(found)) or 'an unrecorded machine'}; wall time {busy:.1f} h while training "
             f"({span:.1f} h from the first start to the last end, pauses included"
             + (f"; in {len(sessions)} sessions, {MANIFEST} lists each" if len(sessions) > 1 else "")
             + (f"; {replaced:.1f} h of it in sessions whose tables were partly replaced since" if replaced else "")
-            + ").")
+            + ")" + (f"; published beside it: {len(beside)} experiment(s) of opt-in sets ({extra:.1f} h while "
+                     "training)" if beside else "") + ".")
 
 
 def summary_line(dest: Path, scale: str = "cpu") -> str:
@@ -271,11 +275,14 @@ def _record_publication(root: Path, dest: Path, stage: Path, new: list[str], kep
             gone = [key for key in session["experiments"] if key not in left]
             sessions.append({**session, "experiments": left,
                              **({"replaced": session.get("replaced", []) + gone} if gone else {})})
-    busy, span, last = run_span(root, set(new))
+    in_job = {key for key in new if key in job}  # the main job's wall time; opt-in experiments published beside it apart
+    busy, span, last = run_span(root, in_job) if in_job else (0.0, 0.0, None)
+    extra = run_span(root, set(new) - in_job)[0] if set(new) - in_job else 0.0
     commits = sorted({c for key in new for c in json.loads((root / "tables" / f"{key}.json").read_text(
         encoding="utf-8")).get("provenance", {}).get("run_commits", [])})
     sessions.append({"finished": (last or datetime.now(timezone.utc)).date().isoformat(), "busy_h": round(busy, 3),
-                     "span_h": round(span, 3), "machines": machines(root), "run_commits": commits,
+                     "span_h": round(span, 3), "opt_in_busy_h": round(extra, 3), "machines": machines(root),
+                     "run_commits": commits,
                      "experiments": new})
     (stage / MANIFEST).write_text(json.dumps({"job": job, "sessions": sessions}, indent=2) + "\n", encoding="utf-8")
 

@@ -474,6 +474,37 @@ def test_a_published_report_compares_equal_to_its_source_and_shows_a_changed_ver
     assert "publish to a folder outside it" in capsys.readouterr().err
 
 
+def test_a_publication_gives_the_main_jobs_wall_time_and_the_opt_in_experiments_apart(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 32: the published report's first line gives the main job's wall time; the runs of opt-in experiments
+    published beside it (the small loss searches after they left the job) are counted apart, not in it."""
+    from datetime import datetime, timedelta
+
+    curves = _toy()
+    curves["experiment"] = "curves"
+    curves["scales"]["cpu"]["opt_in"] = "curves"
+    for claim in curves["claims"]:
+        claim["judged_at"] = ["paper"]
+    specs = tmp_path / "specs"
+    for data, hours in ((_toy(), 1.0), (curves, 2.0)):
+        spec = write_spec(specs, data)
+        fabricate_all(spec, tmp_path / "results")
+        for path in (tmp_path / "results" / "cpu" / "runs" / "toy" / data["experiment"]).rglob("summary.json"):
+            summary = json.loads(path.read_text(encoding="utf-8"))  # every run of an experiment over the same hours
+            end = datetime(2024, 1, 1, 12) + timedelta(hours=3 * (data["experiment"] == "curves"))
+            summary.update(completed_at=end.isoformat(), wall_time=hours * 3600)
+            path.write_text(json.dumps(summary), encoding="utf-8")
+        aggregate_experiment(spec, scale="cpu", results=tmp_path / "results")
+    dest = tmp_path / "docs" / "cpu"
+    assert main(["publish", "--scale", "cpu", "--results", str(tmp_path / "results"), "--to", str(dest),
+                 "--specs", str(specs)]) == 0
+    first = (dest / "REPORT.md").read_text(encoding="utf-8").splitlines()[0]
+    assert first.startswith("Published: all 1 experiments of the main job; ")
+    assert first.endswith("wall time 1.0 h while training (1.0 h from the first start to the last end, pauses "
+                          "included); published beside it: 1 experiment(s) of opt-in sets (2.0 h while training).")
+
+
 def test_a_job_published_a_session_at_a_time_keeps_what_earlier_sessions_published(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
