@@ -12,7 +12,9 @@ verdict shows there.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 import shutil
 import tempfile
 from datetime import datetime, timedelta, timezone
@@ -223,8 +225,13 @@ def publish(root: Path, dest: Path, specs: list[str | Path] | None = None) -> tu
                 path.unlink()  # spec_sets.json (this machine's paths), the standalone page (every figure inlined)
         job = [p.key for p in plans if p.job_set == DEFAULT_SET and not cannot_run(p)]
         _record_publication(root, dest, stage, new, kept, job)
+        line = provenance_line(stage)
         report = stage / "REPORT.md"
-        report.write_text(provenance_line(stage) + "\n\n" + report.read_text(encoding="utf-8"), encoding="utf-8")
+        report.write_text(line + "\n\n" + report.read_text(encoding="utf-8"), encoding="utf-8")
+        page = stage / "report.html"  # the same line under the page's title, the commits as code
+        shown = re.sub(r"`([^`]*)`", r"<code>\1</code>", html.escape(line, quote=False))
+        page.write_text(page.read_text(encoding="utf-8").replace("</h1>", f"</h1><p class='meta'>{shown}</p>", 1),
+                        encoding="utf-8")
         old = Path(tmp) / "old"
         if dest.exists():
             dest.rename(old)

@@ -503,6 +503,9 @@ def test_a_publication_gives_the_main_jobs_wall_time_and_the_opt_in_experiments_
     assert first.startswith("Published: all 1 experiments of the main job; ")
     assert first.endswith("wall time 1.0 h while training (1.0 h from the first start to the last end, pauses "
                           "included); published beside it: 1 experiment(s) of opt-in sets (2.0 h while training).")
+    page = (dest / "report.html").read_text(encoding="utf-8")  # the same line under the page's title
+    assert "</h1><p class='meta'>Published: all 1 experiments of the main job; runs at commit <code>" in page
+    assert "published beside it: 1 experiment(s) of opt-in sets (2.0 h while training).</p>" in page
 
 
 def test_a_job_published_a_session_at_a_time_keeps_what_earlier_sessions_published(
