@@ -176,6 +176,13 @@ def test_the_plan_of_every_spec_reads_on_one_screen_and_detail_gives_each_experi
     opt_in = sorted(f"{spec.paper}/{spec.experiment}" for _, spec in every if spec.scales["cpu"].opt_in == "curves")
     assert len(opt_in) == 6 and f"left out of this job: the opt-in set 'curves' ({len(opt_in)} experiment(s)," in text
     assert all(key in text.partition("the opt-in set 'curves'")[2] for key in opt_in)
+    # the four small loss searches decide none of their claims at 200 or 2,000 proposals: their own opt-in set
+    searches = sorted(f"{spec.paper}/{spec.experiment}" for _, spec in every if spec.scales["cpu"].opt_in == "search")
+    assert searches == ["evolving_rl/search_dqnclipped", "evolving_rl/search_dqnreg", "evolving_rl/search_from_scratch",
+                        "evolving_rl/search_scratch_cartpole"]
+    assert "left out of this job: the opt-in set 'search' (4 experiment(s), 1.3 h, no claim decided at this scale; " \
+        "run it with --config set=search): " in text
+    assert all(key in text.partition("the opt-in set 'search'")[2] for key in searches)
     assert main(["plan", "--scale", "cpu", "--detail"]) == 0
     detail = capsys.readouterr().out.splitlines()
     assert max(map(len, detail)) <= WIDTH
