@@ -283,8 +283,8 @@ def _record_publication(root: Path, dest: Path, stage: Path, new: list[str], kep
             sessions.append({**session, "experiments": left,
                              **({"replaced": session.get("replaced", []) + gone} if gone else {})})
     in_job = {key for key in new if key in job}  # the main job's wall time; opt-in experiments published beside it apart
-    busy, span, last = run_span(root, in_job) if in_job else (0.0, 0.0, None)
-    extra = run_span(root, set(new) - in_job)[0] if set(new) - in_job else 0.0
+    busy, span, last = run_span(root, in_job)
+    extra = run_span(root, set(new) - in_job)[0]
     commits = sorted({c for key in new for c in json.loads((root / "tables" / f"{key}.json").read_text(
         encoding="utf-8")).get("provenance", {}).get("run_commits", [])})
     sessions.append({"finished": (last or datetime.now(timezone.utc)).date().isoformat(), "busy_h": round(busy, 3),
