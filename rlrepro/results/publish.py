@@ -138,14 +138,14 @@ def provenance_line(dest: Path) -> str:
     publications recorded in ``dest``'s :data:`MANIFEST`: a job run across sessions sums their training hours)."""
     commits = sorted({c for path in (Path(dest) / "tables").glob("*/*.json")
                       for c in json.loads(path.read_text(encoding="utf-8")).get("provenance", {}).get("run_commits", [])})
-    sessions = _manifest(dest)
+    manifest = _manifest(dest)
+    sessions = manifest["sessions"]
     busy = sum(s["busy_h"] for s in sessions)
     span = sum(s["span_h"] for s in sessions)
     found = [m for s in sessions for m in s["machines"]]
     date = max((s["finished"] for s in sessions), default=datetime.now(timezone.utc).date().isoformat())
     replaced = sum(s["busy_h"] for s in sessions if s.get("replaced"))
-    job = set(json.loads((Path(dest) / MANIFEST).read_text(encoding="utf-8"))["job"]) if sessions else set()
-    beside = [key for key in experiments_with_tables(dest) if key not in job]
+    beside = [key for key in experiments_with_tables(dest) if key not in manifest["job"]]
     extra = sum(s.get("opt_in_busy_h", 0.0) for s in sessions)
     return (f"{PROVENANCE_MARK} {_coverage(dest)}; runs at commit{'s' if len(commits) != 1 else ''} "
             f"{', '.join(f'`{c[:12]}`' for c in commits) or 'unknown'}, finished {date}, on "
@@ -265,9 +265,10 @@ def _stage_tables(root: Path, dest: Path, stage: Path, new: list[str], hashes: d
     return kept, dropped
 
 
-def _manifest(dest: Path) -> list[dict]:
+def _manifest(dest: Path) -> dict:
+    """``dest``'s :data:`MANIFEST` (the default job's experiments, the publications), empty before the first."""
     path = Path(dest) / MANIFEST
-    return json.loads(path.read_text(encoding="utf-8"))["sessions"] if path.exists() else []
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {"job": [], "sessions": []}
 
 
 def _record_publication(root: Path, dest: Path, stage: Path, new: list[str], kept: list[str], job: list[str]) -> None:
@@ -276,7 +277,7 @@ def _record_publication(root: Path, dest: Path, stage: Path, new: list[str], kep
     holds); earlier publications lose the experiments this one replaces (one left with none is removed; one left
     with some is marked, its hours counted still)."""
     sessions = []
-    for session in _manifest(dest):
+    for session in _manifest(dest)["sessions"]:
         left = [key for key in session["experiments"] if key in kept]
         if left:
             gone = [key for key in session["experiments"] if key not in left]
