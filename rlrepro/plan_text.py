@@ -14,7 +14,9 @@ from collections.abc import Collection, Iterable, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from rlrepro.workflow.cost import GPU_HOST_MB, MEM_FACTOR, MEM_MB, MEM_OVERHEAD_MB, cpu_rate, frames_of, memory_mb
+from rlrepro.workflow.cost import (
+    GPU_HOST_MB, MEM_FACTOR, MEM_MB, MEM_OVERHEAD_MB, cpu_rate, experiment_hours, frames_of, memory_mb,
+)
 
 #: The terminal width every line of ``rlrepro plan`` fits (tested on every scale of the real specs).
 WIDTH = 80
@@ -155,13 +157,10 @@ def _time_cell(experiment, scale: str) -> tuple[str, float | None]:
 
     if cannot_run(experiment):
         return "cannot run", None
-    if measured := experiment.spec.scale(scale).expected_minutes:
-        return hours_text(measured / 60.0) + " [m]", measured / 60.0
-    rate = cpu_rate(experiment.spec)
-    if rate is None:
+    hours, measured = experiment_hours(experiment, scale)
+    if hours is None:
         return "unknown", None
-    hours = frames_of(experiment) / rate / 3600.0
-    return hours_text(hours), hours
+    return hours_text(hours) + (" [m]" if measured else ""), hours
 
 
 class _Cost(NamedTuple):
@@ -259,7 +258,8 @@ def cost_lines(plans: list, scale: str, throughput: Path | None = None, *, detai
     lines.append(f"estimated total time: {hours_text(sum(c.hours or 0.0 for c in costs))}{note}.")
     lines += wrap(f"time here: on {REFERENCE_MACHINE}, 2 jobs at a time: "
                   + ("[m] " if detail else "") + "the spec's minutes measured at this "
-                  "scale; else (paper scale) its cpu-scale minutes scaled by frames, at the cpu scale's batch sizes"
+                  "scale; else (paper scale) its cpu-scale minutes scaled by frames, at the cpu scale's batch sizes; "
+                  "the frozen arm (each variant a claim reads, learning off) added at its kind's measured cost"
                   + ("; unknown: the spec states no measured minutes." if unknown else ".")
                   + (" It is the CPU machine-hours too: the jobs take the whole machine." if one_column else ""),
                   hanging="  ")

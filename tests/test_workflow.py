@@ -68,12 +68,17 @@ def _only_plan(spec_dir: Path, scale: str):
     return experiment
 
 
+def _own(jobs) -> list:
+    """The jobs of the spec's own variants (the frozen arm's: ``test_the_plan_adds_the_frozen_arm_...``)."""
+    return [job for job in jobs if "@" not in job.variant]
+
+
 # --- units, seeds, frames and jobs at each scale ---------------------------------------------------------------
 
 
 def test_smoke_plan_keeps_the_selected_variants_and_environments(spec_dir: Path) -> None:
     experiment = _only_plan(spec_dir, "smoke")
-    assert [(j.variant, j.env, j.seeds, j.frames) for j in experiment.jobs] == [("a", "cartpole", (0,), 100)]
+    assert [(j.variant, j.env, j.seeds, j.frames) for j in _own(experiment.jobs)] == [("a", "cartpole", (0,), 100)]
     [unit] = experiment.jobs[0].units
     assert unit.relpath == "toy/mini/a/cartpole/seed0"
 
@@ -81,9 +86,10 @@ def test_smoke_plan_keeps_the_selected_variants_and_environments(spec_dir: Path)
 def test_cpu_plan_groups_seeds_into_jobs_of_seeds_per_job(spec_dir: Path) -> None:
     experiment = _only_plan(spec_dir, "cpu")
     # 3 variants x 2 envs, 4 seeds in jobs of 3: (0, 1, 2) and (3,)
-    assert len(experiment.jobs) == 12
-    assert {j.seeds for j in experiment.jobs} == {(0, 1, 2), (3,)}
-    units = [u for j in experiment.jobs for u in j.units]
+    jobs = _own(experiment.jobs)
+    assert len(jobs) == 12
+    assert {j.seeds for j in jobs} == {(0, 1, 2), (3,)}
+    units = [u for j in jobs for u in j.units]
     assert len(units) == 3 * 2 * 4
     assert {u.frames for u in units} == {200}
     assert len({u.relpath for u in units}) == len(units)
@@ -104,7 +110,7 @@ def test_without_seeds_per_job_all_seeds_of_a_cell_are_one_job(tmp_path: Path) -
     del data["run"]
     path = write_spec(tmp_path, data)
     experiment = plan_experiment(path, load_spec(path), "cpu")
-    assert len(experiment.jobs) == 6
+    assert len(_own(experiment.jobs)) == 6
     assert all(j.seeds == (0, 1, 2, 3) for j in experiment.jobs)
 
 
@@ -113,7 +119,7 @@ def test_real_toy_spec_at_smoke_scale() -> None:
     variants = ("corr=vtrace__lag=32__replay=0.0__B=32", "corr=none__lag=32__replay=0.0__B=32",
                 "corr=vtrace__lag=0__replay=0.5__B=32", "corr=none__lag=0__replay=0.5__B=32",
                 "corr=vtrace__lag=0__replay=0.0__B=16")
-    assert {(j.variant, j.env) for j in experiment.jobs} == {(v, e) for v in variants for e in ("catch", "cartpole")}
+    assert {(j.variant, j.env) for j in _own(experiment.jobs)} == {(v, e) for v in variants for e in ("catch", "cartpole")}
     assert all(j.seeds == (0, 1) and j.frames == 12_800 for j in experiment.jobs)
 
 
@@ -283,7 +289,7 @@ def test_config_hash_changes_with_what_changes_the_run(edit) -> None:
 def test_config_hash_differs_between_cells_and_is_set_on_jobs(spec_dir: Path) -> None:
     experiment = _only_plan(spec_dir, "cpu")
     by_cell = {(j.variant, j.env): j.config_hash for j in experiment.jobs}
-    assert len(set(by_cell.values())) == len(by_cell) == 6
+    assert len(set(by_cell.values())) == len(by_cell) == 6 + 4  # and the frozen arms of a and b (the claim's)
     spec = experiment.spec
     assert by_cell[("b", "cartpole")] == config_hash(spec, "b", "cartpole", "cpu")
     assert config_hash(spec, "a", "catch", "smoke") != config_hash(spec, "a", "catch", "cpu")
@@ -415,14 +421,14 @@ def test_a_multitask_variant_is_one_job_per_seed_with_a_run_unit_per_game() -> N
     from rlrepro.workflow import MULTITASK_ENV
 
     (experiment,) = plan(["specs/impala/atari57_multitask.yaml"], "smoke")
-    assert [(job.variant, job.env, job.seeds) for job in experiment.jobs] == [
+    assert [(job.variant, job.env, job.seeds) for job in _own(experiment.jobs)] == [
         ("pbt", MULTITASK_ENV, (0,)),
         ("no_pbt", MULTITASK_ENV, (0,)),
     ]
     for job in experiment.jobs:
         assert [unit.env for unit in job.units] == ["pong", "breakout"]
         assert [Path(s).parts[-3] for s in job.summaries("results/smoke")] == ["pong", "breakout"]
-    pbt, no_pbt = experiment.jobs
+    pbt, no_pbt = _own(experiment.jobs)
     assert pbt.config_hash != no_pbt.config_hash  # the PBT switch changes the run
     (paper,) = plan(["specs/impala/atari57_multitask.yaml"], "paper")
     assert {len(job.units) for job in paper.jobs} == {57}
@@ -441,7 +447,8 @@ def test_a_multitask_jobs_runs_are_collected_as_one_cell_per_game(tmp_path: Path
             (run_dir / "summary.json").write_text(json.dumps(summary))
             (run_dir / "metrics.jsonl").write_text("")
     cells = collect(experiment, tmp_path)
-    assert sorted(cells) == [("no_pbt", "breakout"), ("no_pbt", "pong"), ("pbt", "breakout"), ("pbt", "pong")]
+    own = sorted(key for key in cells if "@" not in key[0])
+    assert own == [("no_pbt", "breakout"), ("no_pbt", "pong"), ("pbt", "breakout"), ("pbt", "pong")]
     assert cells[("pbt", "pong")].final == [0.0] and cells[("pbt", "breakout")].final == [1.0]
 
 
@@ -455,3 +462,26 @@ def test_impala_sr_on_a_pure_jax_task_hashes_as_before_the_actor_field_existed()
     actor = {"mode": "threaded"}
     with_actor = spec.model_copy(update={"agent": spec.agent.model_validate({**spec.agent.model_dump(), "actor": actor})})
     assert config_hash(with_actor, "sr", "chain", "cpu") != "7173bf216841"
+
+
+def test_the_plan_adds_the_frozen_arm_of_every_variant_a_claim_judged_there_reads(spec_dir: Path) -> None:
+    """rlrepro.specs.control: each variant a claim judged at the scale reads (smoke: any claim) trains again as
+    '<variant>@frozen' with learning false, on every environment, with at most CONTROL_SEEDS seeds; its own hash."""
+    from rlrepro.specs import resolve_agent
+    from rlrepro.specs.control import CONTROL_SEEDS
+
+    experiment = _only_plan(spec_dir, "cpu")
+    claimed = {name for claim in experiment.spec.claims if "cpu" in claim.judged_at
+               for name in [getattr(claim, "better", None), *getattr(claim, "worse", []), getattr(claim, "variant", None)]
+               if name}
+    frozen = [job for job in experiment.jobs if "@" not in job.variant] != experiment.jobs
+    arms = {(job.variant, job.env) for job in experiment.jobs if job.variant.endswith("@frozen")}
+    assert frozen and arms == {(f"{v}@frozen", env) for v in claimed for env in ("catch", "cartpole")}
+    seeds = {job.seeds for job in experiment.jobs if job.variant.endswith("@frozen")}
+    assert {seed for group in seeds for seed in group} == set(range(min(4, CONTROL_SEEDS)))
+    spec = experiment.spec
+    variant, control = spec.variant_named("a@frozen")
+    assert control == "frozen" and resolve_agent(spec, variant, "cpu", control=control).learning is False
+    assert config_hash(spec, "a@frozen", "catch", "cpu") != config_hash(spec, "a", "catch", "cpu")
+    with pytest.raises(ValueError, match="'chilled' is no control arm"):
+        spec.variant_named("a@chilled")

@@ -17,6 +17,7 @@ BENCHMARKS = {
     "impala-sr": "rlrepro.bench.impala_sr",
     "sr-grad-norms": "rlrepro.bench.sr_grad_norms",
     "slurm-startup": "rlrepro.bench.slurm_startup",
+    "frozen": "rlrepro.bench.frozen",
 }
 
 

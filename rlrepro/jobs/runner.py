@@ -37,6 +37,7 @@ from rlrepro.jobs.run_folder import (
 from rlrepro.jobs.run_lock import FinishedRunError, own_run_dir
 from rlrepro.provenance import git_commit
 from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, resolve_agent, resolve_env, spec_hash
+from rlrepro.specs.control import split_variant
 from rlrepro.training.placement import actor_device_setting
 from rlrepro.training.program import ChunkPlan, TrainerProgram, seed_keys
 from rlrepro.workflow import MULTITASK_ENV, RunUnit, config_hash, multitask_env_ids, results_root
@@ -62,10 +63,11 @@ def train_job(
         RunBusyError: another process is training one of these run folders.
     """
     spec = load_spec(spec_path)
-    variant_spec = _pick([v.name for v in spec.variant_list()], variant, "variant", spec_path)
+    base, control = split_variant(variant)  # '<variant>@frozen': its control arm (rlrepro.specs.control)
+    variant_spec = _pick([v.name for v in spec.variant_list()], base, "variant", spec_path)
     size = spec.scale(scale)
     seeds = seeds if seeds is not None else tuple(range(size.seeds))
-    agent = resolve_agent(spec, spec.variant_list()[variant_spec], scale, source=str(spec_path))
+    agent = resolve_agent(spec, spec.variant_list()[variant_spec], scale, source=str(spec_path), control=control)
     root = results_root(results, scale)
     if env == MULTITASK_ENV:  # one agent on every environment of the scale; one run folder per environment
         if getattr(agent, "multitask", None) is None:

@@ -9,6 +9,9 @@ A threshold claim that a uniform-random policy already passes (``informative: fa
 reported apart, never counted as reproduced. So is a matches / matches_or_beats claim (per environment or on an
 aggregate) whose variants are not shown above the trivial-policy level (``rlrepro.results.trivial``: the best of
 uniform random, always action 0 and zero action) by the claim's margin: two agents that learned nothing "match".
+And every claim is judged a second time on its frozen arm, the same variants trained with learning switched off
+(``rlrepro.specs.control``, ``rlrepro.results.control``): one that a frozen agent also passes is uninformative, and
+a reproduced one must show the runs beyond the frozen arm.
 Every verdict names its test and what it assumes (``Verdict.method``). The statistics are in ``rlrepro.results.stats`` and their error
 rates are measured by ``rlrepro.results.calibration``.
 """
@@ -22,11 +25,12 @@ from pathlib import Path
 
 import numpy as np
 
-from rlrepro.results import stats, trivial
+from rlrepro.results import control, stats, trivial
 from rlrepro.results.aggregation import batched_aggregate, corrected_bootstrap_ci, stratified_bootstrap_difference
 from rlrepro.results.collect import CellResult
 from rlrepro.results.normalization import human_normalized_scores
 from rlrepro.specs import AboveTrivialClaim, AggregateClaim, ExperimentSpec, OrderingClaim, ThresholdClaim, resolve_env
+from rlrepro.specs.control import FROZEN, claim_variants, control_name, control_seeds, split_variant
 from rlrepro.specs.experiment import RETURN_METRICS
 from rlrepro.workflow import frame_count
 
@@ -42,8 +46,9 @@ VERDICT_MEANING = {
     NOT_REPRODUCED: "the data contradict the claim (its 95% interval lies wholly on the other side)",
     INCONCLUSIVE: "this scale cannot decide (the detail says about how many seeds would)",
     NOT_JUDGED: "not run, below the claim's scale, or missing runs",
-    UNINFORMATIVE: "a trivial policy (uniform random, always action 0, zero action) already passes the claim, or the "
-    "variants that match are not shown above it: never counted as reproduced",
+    UNINFORMATIVE: "a trivial policy (uniform random, always action 0, zero action) or the same agent with its "
+    "learning switched off (the frozen arm) already passes the claim, or the variants that match are not shown above "
+    "them: never counted as reproduced",
 }
 
 _OUTCOME = {stats.SUPPORTED: REPRODUCED, stats.CONTRADICTED: NOT_REPRODUCED, stats.UNDECIDED: INCONCLUSIVE}
@@ -80,6 +85,9 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
     leaves undecided a comparison whose seeds all sit at the floor or ceiling (``_at_bound``)."""
     n = spec.scale(scale).seeds
     refutable = " (at most refuted)"
+    if _frozen_rule_applies(claim) and control.smallest_beyond_p(n, control_seeds(n)) > stats.ALPHA:
+        return (f"{n} seed(s), {control_seeds(n)} in the frozen arm: the runs cannot be shown beyond it (smallest p "
+                f"{control.smallest_beyond_p(n, control_seeds(n)):.3g}; rlrepro.results.control)")
     if isinstance(claim, ThresholdClaim):
         if claim.best_of is not None:
             return ""
@@ -127,34 +135,159 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
     return ""
 
 
+def _frozen_rule_applies(claim: object) -> bool:
+    """Whether a reproduced verdict needs the runs shown beyond the frozen arm (rule 2 of ``results.control``)."""
+    if getattr(claim, "control", None) != FROZEN or isinstance(claim, AboveTrivialClaim):
+        return False
+    return not (isinstance(claim, ThresholdClaim) and claim.best_of is not None)
+
+
 def judge_claims(
     spec: ExperimentSpec, scale: str, cells: dict[tuple[str, str], CellResult], *, reps: int = 2000
 ) -> list[Verdict]:
-    """A verdict for every claim of the spec, from the finished runs in ``cells``."""
+    """A verdict for every claim of the spec, from the finished runs in ``cells``: each judged on the runs, then
+    (``control: frozen``) on the frozen arm in their place (``rlrepro.results.control``)."""
+    runs = {key: cell for key, cell in cells.items() if split_variant(key[0])[1] is None}
+    frozen = {(split_variant(name)[0], env): cell for (name, env), cell in cells.items()
+              if split_variant(name)[1] == FROZEN}
     verdicts = []
     for claim in spec.claims:
-        if scale not in claim.judged_at:
-            seeds = spec.scale(scale).seeds
-            detail = (
-                f"the claim is judged at scale(s) {', '.join(claim.judged_at)}; at '{scale}' {seeds} "
-                f"seed{'s' if seeds != 1 else ''} of {frame_count(spec, scale).text()} are too small to tell"
-            )
-            verdicts.append(Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence))
-        elif isinstance(claim, OrderingClaim) and claim.holds_on == "aggregate":
-            verdicts.append(_judge_ordering_aggregate(claim, spec, cells, reps))
-        elif isinstance(claim, OrderingClaim):
-            verdicts.append(_judge_ordering(claim, spec, cells))
-        elif isinstance(claim, ThresholdClaim) and claim.best_of is not None:
-            verdicts.append(_judge_best_of(claim, cells, runs=spec.scale(scale).seeds))
-        elif isinstance(claim, ThresholdClaim) and claim.seeds_share is not None:
-            verdicts.append(_judge_share(claim, cells))
-        elif isinstance(claim, ThresholdClaim):
-            verdicts.append(_judge_threshold(claim, spec, cells))
-        elif isinstance(claim, AboveTrivialClaim):
-            verdicts.append(_judge_above_trivial(claim, spec, scale, cells))
-        else:
-            verdicts.append(_judge_aggregate(claim, spec, cells, reps))
+        verdict = _judge(claim, spec, scale, runs, reps)
+        if claim.control == FROZEN and verdict.verdict in OUTCOMES[:3]:
+            verdict = _beside_frozen(claim, spec, scale, verdict, runs, frozen, reps)
+        verdicts.append(verdict)
     return verdicts
+
+
+def _judge(claim: object, spec: ExperimentSpec, scale: str, cells: dict[tuple[str, str], CellResult], reps: int) -> Verdict:
+    """One claim's verdict on ``cells`` alone."""
+    if scale not in claim.judged_at:
+        seeds = spec.scale(scale).seeds
+        detail = (
+            f"the claim is judged at scale(s) {', '.join(claim.judged_at)}; at '{scale}' {seeds} "
+            f"seed{'s' if seeds != 1 else ''} of {frame_count(spec, scale).text()} are too small to tell"
+        )
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence)
+    if isinstance(claim, OrderingClaim) and claim.holds_on == "aggregate":
+        return _judge_ordering_aggregate(claim, spec, cells, reps)
+    if isinstance(claim, OrderingClaim):
+        return _judge_ordering(claim, spec, cells)
+    if isinstance(claim, ThresholdClaim) and claim.best_of is not None:
+        return _judge_best_of(claim, cells, runs=spec.scale(scale).seeds)
+    if isinstance(claim, ThresholdClaim) and claim.seeds_share is not None:
+        return _judge_share(claim, cells)
+    if isinstance(claim, ThresholdClaim):
+        return _judge_threshold(claim, spec, cells)
+    if isinstance(claim, AboveTrivialClaim):
+        return _judge_above_trivial(claim, spec, scale, cells)
+    return _judge_aggregate(claim, spec, cells, reps)
+
+
+# --- the frozen arm beside every claim (rlrepro.results.control) -------------------------------------------------
+
+_CODE = {REPRODUCED: stats.SUPPORTED, NOT_REPRODUCED: stats.CONTRADICTED, INCONCLUSIVE: stats.UNDECIDED}
+
+
+def _beside_frozen(claim: object, spec: ExperimentSpec, scale: str, verdict: Verdict,
+                   runs: dict[tuple[str, str], CellResult], frozen: dict[tuple[str, str], CellResult], reps: int) -> Verdict:
+    """The runs' verdict read beside the frozen arm's: rule 1 (the frozen arm passes it: uninformative) and rule 2
+    (reproduced only when the runs are shown beyond the frozen arm), as ``rlrepro.results.control`` says."""
+    needed = [(v, env) for (v, env) in runs if v in claim_variants(claim)]
+    if not needed or any(key not in frozen for key in needed):
+        missing = sorted({control_name(v) for v, env in needed if (v, env) not in frozen})
+        note = (f"the frozen arm ({', '.join(missing)}) was not run, so whether a frozen agent passes it too is "
+                "not known: run the experiment again (the plan makes the arm) to decide")
+        if verdict.verdict != REPRODUCED:
+            return _with(verdict, verdict.verdict, f"{verdict.detail}. Control: {note}")
+        return _with(verdict, INCONCLUSIVE, f"the runs alone would read {REPRODUCED}, but {note}. {verdict.detail}")
+    frozen_verdict = _judge(claim, spec, scale, frozen, reps)
+    matches = isinstance(claim, OrderingClaim) and claim.relation != "beats"
+    beyond, test = _beyond_frozen(claim, spec, runs, frozen) if verdict.verdict == REPRODUCED else (None, "")
+    outcome = control.combine(_CODE[verdict.verdict], _CODE.get(frozen_verdict.verdict, stats.UNDECIDED), beyond,
+                              matches=matches)
+    frozen_text = f"the frozen arm reads {frozen_verdict.verdict}: {frozen_verdict.detail}"
+    beyond_text = f"; the runs beyond the frozen arm: p = {beyond:.3g} ({test})" if beyond is not None else ""
+    if outcome == "uninformative" and not matches:
+        return _with(verdict, UNINFORMATIVE, f"uninformative: a frozen agent also passes it ({frozen_text}); the runs "
+                     f"alone would read {verdict.verdict}. {verdict.detail}")
+    if outcome == "uninformative":
+        return _with(verdict, UNINFORMATIVE, f"uninformative: the variants that match are not shown beyond their frozen "
+                     f"arms{beyond_text}: agents that learned nothing match; the runs alone would read "
+                     f"{REPRODUCED}. {verdict.detail}")
+    if outcome == "inconclusive":
+        return _with(verdict, INCONCLUSIVE, f"the runs alone would read {REPRODUCED}, but they are not shown beyond "
+                     f"the frozen arm{beyond_text}: more seeds (of both arms) would decide whether learning, not the "
+                     f"design, passes it. {verdict.detail}. Control: {frozen_text}")
+    return _with(verdict, verdict.verdict, f"{verdict.detail}. Control: {frozen_text}{beyond_text}")
+
+
+def _with(verdict: Verdict, outcome: str, detail: str) -> Verdict:
+    return Verdict(verdict.claim, verdict.statement, outcome, detail, verdict.paper_evidence, verdict.power,
+                   verdict.method + ("; beside the frozen arm (rlrepro.results.control)" if verdict.method else ""))
+
+
+def _beyond_frozen(claim: object, spec: ExperimentSpec, runs: dict, frozen: dict) -> tuple[float | None, str]:
+    """Rule 2's p-value for a claim the runs support, and its test; (None, '') where rule 1 alone applies."""
+    if isinstance(claim, OrderingClaim):
+        return _ordering_beyond(claim, spec, runs, frozen)
+    if isinstance(claim, AggregateClaim):
+        sign = 1.0 if claim.op == ">=" else -1.0
+        _, real = hns_matrix(spec, runs, claim.variant, claim.metric, claim.hns_table)
+        _, still = hns_matrix(spec, frozen, claim.variant, claim.metric, claim.hns_table)
+        if real.shape[1] != still.shape[1]:
+            return None, ""
+        p = float(stats.aggregate_permutation_p(sign * real, sign * still, AGGREGATES[claim.aggregate]))
+        return p, "whole runs permuted between the runs and the frozen arm, one-sided 0.025"
+    if not isinstance(claim, ThresholdClaim) or claim.best_of is not None:
+        return None, ""
+    values = _finite(runs[(claim.variant, claim.environment)].values(claim.metric))
+    still = _finite(frozen[(claim.variant, claim.environment)].values(claim.metric))
+    if not values or not still:
+        return None, ""
+    if claim.seeds_share is not None:
+        passing, frozen_passing = sum(map(claim.passes, values)), sum(map(claim.passes, still))
+        return (control.share_beyond_p(passing, len(values), frozen_passing, len(still)),
+                f"{passing} of {len(values)} runs pass, {frozen_passing} of {len(still)} frozen runs; "
+                + control.SHARE_BEYOND_METHOD)
+    sign = 1.0 if claim.op == ">=" else -1.0
+    return (control.beyond_p(sign * np.asarray(values), sign * np.asarray(still)),
+            f"mean {np.mean(values):.4g} over {len(values)} runs, {np.mean(still):.4g} over {len(still)} frozen runs; "
+            + control.BEYOND_METHOD)
+
+
+def _ordering_beyond(claim: OrderingClaim, spec: ExperimentSpec, runs: dict, frozen: dict) -> tuple[float | None, str]:
+    """'beats': the difference-in-differences against the frozen arm per comparison; 'matches': each variant's runs
+    against its frozen runs. Combined as the claim combines its comparisons (each: all; at least k: the k-th)."""
+    sign = 1.0 if claim.higher_is_better else -1.0
+    envs = claim.environments or sorted({env for (_, env) in runs})
+    if claim.holds_on == "aggregate":
+        mats = {name: (_variant_matrix(spec, runs, name, envs, claim.metric),
+                       _variant_matrix(spec, frozen, name, envs, claim.metric)) for name in claim_variants(claim)}
+        if any(a is None or b is None for a, b in mats.values()):
+            return None, ""
+        if claim.relation == "beats":  # each run's mean normalised score over the environments
+            (a, fa), worst = mats[claim.better], 0.0
+            for name in claim.worse:
+                b, fb = mats[name]
+                worst = max(worst, control.did_p(sign * a.mean(1), sign * b.mean(1), sign * fa.mean(1), sign * fb.mean(1)))
+            return worst, "on each run's mean normalised score, " + control.DID_METHOD
+        p = max(float(stats.aggregate_permutation_p(sign * a, sign * b, claim.aggregate)) for a, b in mats.values())
+        return p, f"each variant's {claim.aggregate} against its frozen arm's, whole runs permuted, one-sided 0.025"
+    by_env: dict[str, float] = {}
+    for env in envs:
+        get = lambda cells, name: sign * np.asarray(_finite(cells[(name, env)].values(claim.metric)))  # noqa: E731
+        if claim.relation == "beats":
+            p = max(control.did_p(get(runs, claim.better), get(runs, w), get(frozen, claim.better), get(frozen, w))
+                    for w in claim.worse)
+        else:
+            p = max(control.beyond_p(get(runs, name), get(frozen, name)) for name in claim_variants(claim))
+        by_env[env] = p
+    ranked = sorted(by_env.values())
+    p = ranked[claim.at_least - 1] if claim.holds_on == "at_least" else ranked[-1]
+    test = control.DID_METHOD if claim.relation == "beats" else ("each variant's runs against its frozen runs, "
+                                                                 + control.BEYOND_METHOD)
+    return p, test + (f", on at least {claim.at_least} of {len(by_env)} environments" if claim.holds_on == "at_least"
+                      else "")
 
 
 # --- ordering claims per environment ---------------------------------------------------------------------------

@@ -501,14 +501,14 @@ def hyperparameter_lines(spec: ExperimentSpec, scale: Scale, variants: list[str]
     agent and the environments. Common changes are listed once above the table."""
     from rlrepro.specs import resolve_agent, resolve_env  # noqa: PLC0415
 
-    by_name = {v.name: v for v in spec.variant_list()}
     base = _flatten(spec.agent.model_dump(mode="json"))
     rows = []
     for name in variants:
-        paper = _flatten(resolve_agent(spec, by_name[name], "paper").model_dump(mode="json"))
-        run = _flatten(resolve_agent(spec, by_name[name], scale).model_dump(mode="json"))
+        variant, control = spec.variant_named(name)  # a control arm: its variant with learning false
+        paper = _flatten(resolve_agent(spec, variant, "paper", control=control).model_dump(mode="json"))
+        run = _flatten(resolve_agent(spec, variant, scale, control=control).model_dump(mode="json"))
         own = _changes(base, paper) if paper.get("kind") == base.get("kind") else [
-            f"{key} {_setting(value)}" for key, value in _flatten(by_name[name].agent).items()]  # an agent of its own
+            f"{key} {_setting(value)}" for key, value in _flatten(variant.agent).items()]  # an agent of its own
         rows.append((name, own, _changes(paper, run)))
     common = set.intersection(*(set(r[2]) for r in rows)) if rows else set()
     env_changes = [f"{env}: " + ", ".join(c) for env in envs

@@ -71,7 +71,8 @@ def eval_task(agent: Any, env_spec: Any, seed: int) -> EvalTask:
     elif agent.hurdle_batch != 1:
         raise UnsupportedSetupError(f"agent.hurdle_batch {agent.hurdle_batch}: batching needs hurdle_backend 'jax'")
     return EvalTask(members, tuple(agent.env_steps[env.id] for env in members),
-                    tuple(dqn_config(agent.inner, env.id) for env in members), agent.hurdle_threshold, agent.fitness, seed,
+                    tuple(dqn_config(agent.inner, env.id, learning=agent.learning) for env in members),
+                    agent.hurdle_threshold, agent.fitness, seed,
                     agent.hurdle_backend, agent.hurdle_batch)
 
 

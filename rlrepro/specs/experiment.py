@@ -9,6 +9,7 @@ from pydantic import Field, model_validator
 
 from rlrepro.specs.agents import AgentSpec
 from rlrepro.specs.common import Name, PositiveCount, Scale, SpecModel
+from rlrepro.specs.control import split_variant
 from rlrepro.specs.environments import EnvSpec
 
 Overrides = dict[str, Any]
@@ -154,7 +155,30 @@ _RANGE_TEXT = (
 )
 
 
-class OrderingClaim(SpecModel):
+class ControlledClaim(SpecModel):
+    """What every claim kind says about its control arm (``rlrepro.specs.control``): a claim is judged a second time
+    on the same variants trained with their learning switched off, and one that this frozen arm also passes reads
+    uninformative. A claim about the system rather than learning (frames per second) says ``control: none`` and why."""
+
+    control: Literal["frozen", "none"] = Field(
+        "frozen",
+        description="'frozen': judged beside the frozen arm (each variant it reads, trained again with learning: "
+        "false); a claim the frozen arm also passes, or (matches) whose variants are not shown above it, reads "
+        "uninformative. 'none': a claim about the system, not what was learned (control_reason says why).",
+    )
+    control_reason: str = Field("", description="With control: none, why no frozen arm can test the claim.")
+
+    @model_validator(mode="after")
+    def _check_control(self) -> "ControlledClaim":
+        if self.control == "none" and not self.control_reason.strip():
+            raise ValueError(f"claim {self.id}: control: none needs a control_reason (why a frozen agent cannot pass "
+                             "it: e.g. a claim about frames per second, not about what was learned)")
+        if self.control == "frozen" and self.control_reason.strip():
+            raise ValueError(f"claim {self.id}: control_reason is only for control: none")
+        return self
+
+
+class OrderingClaim(ControlledClaim):
     """A variant beats, matches, or matches or beats others on a metric: on each environment, on at least k of
     them, or on an aggregate over them (e.g. "V-trace is best on 3 of 5 tasks")."""
 
@@ -237,7 +261,7 @@ def _check_range(claim_id: str, metric_range: tuple[float, float] | None) -> Non
         raise ValueError(f"claim {claim_id}: metric_range must be [low, high] with low < high; got {list(metric_range)}")
 
 
-class ThresholdClaim(SpecModel):
+class ThresholdClaim(ControlledClaim):
     """A variant's metric on an environment is at least (or at most) a value, within a tolerance."""
 
     kind: Literal["threshold"] = Field(description="Claim kind.")
@@ -310,7 +334,7 @@ class ThresholdClaim(SpecModel):
 EVAL_SCORE_AGENTS = ("impala", "impala_sr", "frodo")
 
 
-class AboveTrivialClaim(SpecModel):
+class AboveTrivialClaim(ControlledClaim):
     """Each run's trained policy plays an Atari game better than every trivial policy does.
 
     Not a bar typed by hand: the run's last evaluation games (summary.json ``eval_scores``, the scale's
@@ -329,7 +353,7 @@ class AboveTrivialClaim(SpecModel):
     paper_evidence: str = Field("", description="Where the paper shows it.")
 
 
-class AggregateClaim(SpecModel):
+class AggregateClaim(ControlledClaim):
     """An aggregate over environments (e.g. the median human-normalised score over Atari games) against a value."""
 
     kind: Literal["aggregate"] = Field(description="Claim kind.")
@@ -530,6 +554,20 @@ class ExperimentSpec(SpecModel):
     def variant_list(self) -> list[VariantSpec]:
         """The variants, with a grid expanded."""
         return self.variants.expand() if isinstance(self.variants, VariantGridSpec) else list(self.variants)
+
+    def variant_named(self, name: str) -> tuple[VariantSpec, str | None]:
+        """The variant a run's name stands for, and its control arm (``vtrace@frozen`` -> vtrace, 'frozen'; a
+        variant of the spec's own -> it, None: ``rlrepro.specs.control``).
+
+        Raises:
+            KeyError: no variant of the spec has that name (the known names listed).
+        """
+        base, control = split_variant(name)
+        for variant in self.variant_list():
+            if variant.name == base:
+                return variant, control
+        known = [v.name for v in self.variant_list()]
+        raise KeyError(f"variant {name!r}: no such variant; expected one of {known} (or '<variant>@frozen')")
 
     def scale(self, scale: Scale) -> ScaleSpec:
         """The run size at a scale; ``paper`` is the paper's budget on every environment and variant."""

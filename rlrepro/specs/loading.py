@@ -13,6 +13,7 @@ from typing import Any, Literal, get_args, get_origin
 import yaml
 from pydantic import BaseModel, TypeAdapter, ValidationError
 
+from rlrepro.specs.control import CONTROL_OVERRIDES
 from rlrepro.specs.agents import AgentSpec
 from rlrepro.specs.environments import EnvSpec
 from rlrepro.specs.common import Scale
@@ -205,9 +206,12 @@ def _field_path(loc: tuple[Any, ...], prefix: str) -> str:
     return ".".join(parts) or "<top level>"
 
 
-def resolve_agent(spec: ExperimentSpec, variant: VariantSpec, scale: Scale, *, source: str = "<spec>") -> Any:
+def resolve_agent(
+    spec: ExperimentSpec, variant: VariantSpec, scale: Scale, *, source: str = "<spec>", control: str | None = None
+) -> Any:
     """The agent of one variant at one scale: spec agent, then variant overrides, then scale overrides (the scale's
-    ``agent``, then its ``variant_agent`` entry for this variant).
+    ``agent``, then its ``variant_agent`` entry for this variant), then a ``control`` arm's (``learning: false``;
+    ``rlrepro.specs.control``).
 
     A variant whose overrides set another ``kind`` (e.g. FRODO's TD(lambda) baselines) gives the whole agent:
     its mapping replaces the spec's agent instead of being merged into it.
@@ -220,6 +224,8 @@ def resolve_agent(spec: ExperimentSpec, variant: VariantSpec, scale: Scale, *, s
         data = apply_overrides(data, spec.scales[scale].agent, source=source, where=f"scales.{scale}.agent")
         if own := spec.scales[scale].variant_agent.get(variant.name):
             data = apply_overrides(data, own, source=source, where=f"scales.{scale}.variant_agent.{variant.name}")
+    if control is not None:
+        data = apply_overrides(data, CONTROL_OVERRIDES[control], source=source, where=f"control arm '{control}'")
     try:
         return _AGENT_ADAPTER.validate_json(json.dumps(data))
     except ValidationError as error:

@@ -42,6 +42,25 @@ def clipped(optimizer: optax.GradientTransformation, max_grad_norm: float | None
     return optax.chain(optax.clip_by_global_norm(max_grad_norm), optimizer)
 
 
+def learning_or_frozen(optimizer: optax.GradientTransformation, learning: bool) -> optax.GradientTransformation:
+    """``optimizer``, or for the control arm (``learning`` false: ``rlrepro.specs.control``) the same transformation
+    made to emit zero updates and keep its state: the parameters stay at their initialisation exactly (p + 0 = p),
+    the state keeps its type (a PBT member's injected hyper-parameters are still read and written), and nothing
+    uses the gradients, so XLA drops the backward pass."""
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    if learning:
+        return optimizer
+
+    def update(updates: Any, state: Any, params: Any = None) -> tuple[Any, Any]:
+        del params
+        return jax.tree.map(jnp.zeros_like, updates), state
+
+    return optax.GradientTransformation(optimizer.init, update)
+
+
 @dataclasses.dataclass(frozen=True)
 class OptimizerConfig:
     """RMSProp (optax, eps inside the square root: finite second derivatives) after an optional global-norm clip.
@@ -57,6 +76,7 @@ class OptimizerConfig:
       max_grad_norm: global gradient-norm clip (Table 1: 1e4 for both optimisers); None: no clip.
       lr_schedule: "constant", or "linear_to_zero" over ``total_steps``.
       total_steps: optimiser steps of the whole run (sets the schedule only).
+      learning: false for the control arm: zero updates (``learning_or_frozen``).
     """
 
     learning_rate: float
@@ -68,15 +88,17 @@ class OptimizerConfig:
     max_grad_norm: float | None = None
     lr_schedule: Literal["constant", "linear_to_zero"] = "constant"
     total_steps: int = 1
+    learning: bool = True
 
     @classmethod
-    def from_spec(cls, spec: Any, total_steps: int) -> "OptimizerConfig":
-        """From an ``RMSPropSpec`` (every field of the same name) and the run's optimiser steps."""
-        return cls(**spec.model_dump(exclude={"kind"}), total_steps=total_steps)
+    def from_spec(cls, spec: Any, total_steps: int, *, learning: bool) -> "OptimizerConfig":
+        """From an ``RMSPropSpec`` (every field of the same name), the run's optimiser steps and the agent's
+        ``learning`` (false: the control arm's optimiser, ``learning_or_frozen``)."""
+        return cls(**spec.model_dump(exclude={"kind"}), total_steps=total_steps, learning=learning)
 
     def make(self) -> optax.GradientTransformation:
         """The optax transformation (differentiable: FRODO backpropagates through its state)."""
         schedule = learning_rate_schedule(self.learning_rate, self.lr_schedule, max(1, self.total_steps))
         optimizer = rmsprop(schedule, decay=self.decay, epsilon=self.epsilon, initial_scale=self.initial_scale,
                             eps_in_sqrt=self.eps_in_sqrt, momentum=self.momentum)
-        return clipped(optimizer, self.max_grad_norm)
+        return learning_or_frozen(clipped(optimizer, self.max_grad_norm), self.learning)

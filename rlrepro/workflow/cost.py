@@ -22,7 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rlrepro.specs import Scale
+from rlrepro.specs import Scale, resolve_agent
+from rlrepro.specs.control import split_variant
 from rlrepro.workflow.plan import ExperimentPlan, Job, plan_experiment
 
 #: Headroom over the estimated minutes: a cluster node slower than the reference machine, a busy shared
@@ -49,18 +50,69 @@ MEM_OVERHEAD_MB = 512
 GPU_HOST_MB = 2048
 
 
+#: Wall time of a frozen-arm job (``learning: false``, ``rlrepro.specs.control``) over a training job's, per agent
+#: kind, at the cpu scale's configuration on the reference machine: ``python -m rlrepro.bench frozen`` (both programs
+#: timed side by side in interleaved rounds). A spec's measured minutes are its own variants' (the arm was added
+#: after them); the plan adds the arm at these ratios. A kind not measured counts as much as training.
+#: Measured 2026-11-29 with ``python -m rlrepro.bench frozen --chunks 2 --rounds 3`` (2 cores shared with other
+#: work, load 9-14: read them to about 0.2): the backward pass XLA drops is a small part of a chunk beside acting,
+#: the environments and the losses the metrics still report. PPO and ACER have no claim judged at cpu.
+FROZEN_COST: dict[str, float] = {"impala": 1.46, "frodo": 1.02, "td_lambda": 0.72, "dqn": 1.0, "impala_sr": 0.92,
+                                 "vracer": 0.91, "ddpg": 1.03, "naf": 1.0}
+FROZEN_COST_UNMEASURED = 1.0
+
+
 def frames_of(experiment) -> int:
     """The experiment's frame budget (a multi-task member counts once for all its games: ``Job.frames_emulated``)."""
     return sum(job.frames_emulated for job in experiment.jobs)
 
 
+def is_control(job: Job) -> bool:
+    """Whether a job trains a control arm (``<variant>@frozen``)."""
+    return split_variant(job.variant)[1] is not None
+
+
+def training_frames(experiment) -> int:
+    """The frames of the experiment's own variants (what its measured minutes cover), the control arm left out."""
+    return sum(job.frames_emulated for job in experiment.jobs if not is_control(job))
+
+
+def job_weight(job: Job, experiment: ExperimentPlan) -> float:
+    """A job's frames in training-frame equivalents: a control job's times its kind's ``FROZEN_COST``."""
+    if not is_control(job):
+        return float(job.frames_emulated)
+    variant, control = experiment.spec.variant_named(job.variant)
+    kind = resolve_agent(experiment.spec, variant, experiment.scale, control=control).kind
+    return job.frames_emulated * FROZEN_COST.get(kind, FROZEN_COST_UNMEASURED)
+
+
+def control_share(experiment: ExperimentPlan) -> float:
+    """The control arm's time over the experiment's own variants' time (0 without an arm)."""
+    own = training_frames(experiment)
+    arm = sum(job_weight(job, experiment) for job in experiment.jobs if is_control(job))
+    return arm / own if own else 0.0
+
+
 def cpu_rate(spec) -> float | None:
-    """Frames per second (all of an experiment's jobs, 2 at a time) on the reference machine: the cpu scale's
-    frames over its measured expected minutes. None when the spec states no minutes."""
+    """Frames per second (all of an experiment's own jobs, 2 at a time) on the reference machine: the cpu scale's
+    frames of its own variants over its measured expected minutes. None when the spec states no minutes."""
     minutes = spec.scale("cpu").expected_minutes
     if not minutes:
         return None
-    return frames_of(plan_experiment(Path("x.yaml"), spec, "cpu")) / (minutes * 60.0)
+    return training_frames(plan_experiment(Path("x.yaml"), spec, "cpu")) / (minutes * 60.0)
+
+
+def experiment_hours(experiment: ExperimentPlan, scale: Scale) -> tuple[float | None, bool]:
+    """Wall hours of the whole experiment on the reference machine, and whether they are the spec's measured minutes
+    at this scale (else its cpu-scale rate scaled by frames); the control arm added at ``FROZEN_COST``. None: the
+    spec states no minutes."""
+    if measured := experiment.spec.scale(scale).expected_minutes:
+        return measured / 60.0 * (1.0 + control_share(experiment)), True
+    rate = cpu_rate(experiment.spec)
+    if rate is None:
+        return None, False
+    weight = sum(job_weight(job, experiment) for job in experiment.jobs)
+    return weight / rate / 3600.0, False
 
 
 def estimated_minutes(job: Job, experiment: ExperimentPlan, scale: Scale) -> float | None:
@@ -68,17 +120,17 @@ def estimated_minutes(job: Job, experiment: ExperimentPlan, scale: Scale) -> flo
 
     The cost model is ``rlrepro plan``'s (one place: the lead may swap it): the spec's minutes measured at this
     scale, or else its cpu-scale rate (frames over measured minutes), both for 2 jobs at a time on 2 cores; a job
-    gets its share by frames. None when the spec states no measured minutes.
+    gets its share by frames (a control job's weighted by ``FROZEN_COST``). None when the spec states no minutes.
     """
     concurrency = 1 if job.whole_machine else 2
-    frames = sum(unit.frames for unit in job.units)
+    weight = job_weight(job, experiment) * sum(unit.frames for unit in job.units) / max(job.frames_emulated, 1)
     measured = experiment.spec.scale(scale).expected_minutes
     if measured:
-        return measured * min(concurrency, len(experiment.jobs)) * frames / frames_of(experiment)
+        return measured * min(concurrency, len(experiment.jobs)) * weight / training_frames(experiment)
     rate = cpu_rate(experiment.spec)
     if rate is None:
         return None
-    return frames / (rate / concurrency) / 60.0
+    return weight / (rate / concurrency) / 60.0
 
 
 def memory_mb(experiment: ExperimentPlan, scale: Scale, *, gpus: int = 0) -> tuple[int, bool]:
@@ -163,8 +215,10 @@ def cpu_hours(key: str, frames: int, rows: list[Throughput], spec: Any, referenc
     spec's measured cpu-scale minutes scaled by frames (``frames`` and the cpu-scale frames counted the same way).
     None without any."""
     if scale in ("smoke", "cpu") and (measured := spec.scale(scale).expected_minutes):
-        return DeviceHours("cpu", reference_machine, measured / 60.0, "measured",
-                           f"the spec's {scale}-scale minutes (the pipeline, 2 jobs at a time)")
+        share = control_share(plan_experiment(Path("x.yaml"), spec, scale))
+        return DeviceHours("cpu", reference_machine, measured / 60.0 * (1.0 + share), "measured",
+                           f"the spec's {scale}-scale minutes (the pipeline, 2 jobs at a time)"
+                           + (", the frozen arm added at FROZEN_COST" if share else ""))
     row = _stored(key, rows, ("cpu",))
     if row is not None:
         return DeviceHours("cpu", row.hardware, frames / row.frames_per_s / 3600.0, row.status,

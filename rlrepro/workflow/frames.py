@@ -16,10 +16,10 @@ def chunk_plan(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Scal
     from rlrepro.agents.registry import chunk_plan as plan_chunks
     from rlrepro.agents.registry import not_implemented
 
-    variant = next(v for v in spec.variant_list() if v.name == variant_name)
+    variant, control = spec.variant_named(variant_name)
     if env_id == MULTITASK_ENV:  # every game of a multi-task member is cut alike (its builder checks they agree)
         env_id = multitask_env_ids(spec, scale)[0]
-    agent, env = resolve_agent(spec, variant, scale), resolve_env(spec, env_id, scale)
+    agent, env = resolve_agent(spec, variant, scale, control=control), resolve_env(spec, env_id, scale)
     if not_implemented(agent.kind, env.kind):
         return None
     return plan_chunks(agent, env, frames=spec.scale(scale).frames, run=spec.run)

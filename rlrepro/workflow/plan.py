@@ -23,6 +23,8 @@ from pathlib import Path
 
 from rlrepro.jobs.run_folder import SUMMARY
 from rlrepro.specs import SCALES, ExperimentSpec, Scale, load_specs, resolve_agent, resolve_env
+from rlrepro.specs.control import control_name, control_seeds, controlled_variants, split_variant
+from rlrepro.specs.experiment import VariantSpec
 from rlrepro.specs.agents import NULL_ADDITIONS  # blocks added after runs had finished: out of the hash while null
 
 
@@ -271,39 +273,41 @@ def is_multitask(spec: ExperimentSpec, variant: object, scale: Scale) -> bool:
 
 
 def plan_experiment(spec_path: Path, spec: ExperimentSpec, scale: Scale) -> ExperimentPlan:
-    """Expand one spec at one scale into jobs (a multi-task variant: one job per seed over all environments)."""
+    """Expand one spec at one scale into jobs (a multi-task variant: one job per seed over all environments), and the
+    frozen control arm of every variant a claim judged there reads (``rlrepro.specs.control``)."""
+    size = spec.scale(scale)
+    variants = [v for v in spec.variant_list() if size.variants is None or v.name in size.variants]
+    controlled = set(controlled_variants(spec, scale))
+    arms = [(v, v.name) for v in variants] + [(v, control_name(v.name)) for v in variants if v.name in controlled]
+    jobs = [job for variant, name in arms for job in _variant_jobs(spec_path, spec, scale, variant, name)]
+    return ExperimentPlan(spec_path, spec, tuple(jobs), scale)
+
+
+def _variant_jobs(spec_path: Path, spec: ExperimentSpec, scale: Scale, variant: VariantSpec, name: str) -> list[Job]:
+    """The jobs of one variant (or of its control arm, ``name``) at a scale."""
     size = spec.scale(scale)
     env_ids = size.environments or [env.id for env in spec.environments]
-    variants = [v for v in spec.variant_list() if size.variants is None or v.name in size.variants]
-    seeds = list(range(size.seeds))
-    per_job = spec.run.seeds_per_job or len(seeds)
+    seeds = list(range(control_seeds(size.seeds) if split_variant(name)[1] else size.seeds))
+    per_job = min(spec.run.seeds_per_job or len(seeds), len(seeds))
+    if is_multitask(spec, variant, scale):
+        digest = config_hash(spec, name, MULTITASK_ENV, scale)
+        pbt = resolve_agent(spec, variant, scale).multitask.pbt
+        population = pbt.population_size if pbt.enabled else 1
+        return [
+            Job(spec_path, spec.paper, spec.experiment, name, MULTITASK_ENV, (seed,), size.frames, digest,
+                tuple(RunUnit(spec.paper, spec.experiment, name, env_id, seed, size.frames) for env_id in env_ids),
+                whole_machine=spec.run.whole_machine, population=population)
+            for seed in seeds
+        ]
     jobs = []
-    for variant in variants:
-        if is_multitask(spec, variant, scale):
-            digest = config_hash(spec, variant.name, MULTITASK_ENV, scale)
-            pbt = resolve_agent(spec, variant, scale).multitask.pbt
-            population = pbt.population_size if pbt.enabled else 1
-            for seed in seeds:
-                units = tuple(
-                    RunUnit(spec.paper, spec.experiment, variant.name, env_id, seed, size.frames) for env_id in env_ids
-                )
-                jobs.append(
-                    Job(spec_path, spec.paper, spec.experiment, variant.name, MULTITASK_ENV, (seed,), size.frames,
-                        digest, units, whole_machine=spec.run.whole_machine, population=population)
-                )
-            continue
-        for env_id in env_ids:
-            digest = config_hash(spec, variant.name, env_id, scale)
-            for start in range(0, len(seeds), per_job):
-                chunk = tuple(seeds[start : start + per_job])
-                units = tuple(
-                    RunUnit(spec.paper, spec.experiment, variant.name, env_id, seed, size.frames) for seed in chunk
-                )
-                jobs.append(
-                    Job(spec_path, spec.paper, spec.experiment, variant.name, env_id, chunk, size.frames, digest, units,
-                        whole_machine=spec.run.whole_machine)
-                )
-    return ExperimentPlan(spec_path, spec, tuple(jobs), scale)
+    for env_id in env_ids:
+        digest = config_hash(spec, name, env_id, scale)
+        for start in range(0, len(seeds), per_job):
+            chunk = tuple(seeds[start : start + per_job])
+            units = tuple(RunUnit(spec.paper, spec.experiment, name, env_id, seed, size.frames) for seed in chunk)
+            jobs.append(Job(spec_path, spec.paper, spec.experiment, name, env_id, chunk, size.frames, digest, units,
+                            whole_machine=spec.run.whole_machine))
+    return jobs
 
 
 def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Scale) -> str:
@@ -311,14 +315,16 @@ def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Sca
 
     Editing a claim or a description leaves it unchanged, so finished runs are not retrained.
     """
-    variant = next(v for v in spec.variant_list() if v.name == variant_name)
+    variant, control = spec.variant_named(variant_name)
     if env_id == MULTITASK_ENV:
         env = [resolve_env(spec, e, scale).model_dump(mode="json") for e in multitask_env_ids(spec, scale)]
     else:
         env = resolve_env(spec, env_id, scale).model_dump(mode="json")
     return _hash(
         {
-            "agent": _without_absent_additions(_without_placement(resolve_agent(spec, variant, scale).model_dump(mode="json"))),
+            "agent": _without_absent_additions(
+                _without_placement(resolve_agent(spec, variant, scale, control=control).model_dump(mode="json"))
+            ),
             "env": _without_reference_scores(env),
             "frames": spec.scale(scale).frames,
             # how jobs are laid out, checkpointed and drawn, not what they compute
@@ -395,10 +401,14 @@ def _without_placement(agent: dict) -> dict:
 
 
 def _without_absent_additions(agent: dict) -> dict:
-    """An agent's dump without the blocks added after runs had finished, when they are off (NULL_ADDITIONS, and
-    IMPALA's ``replay`` at fraction 0)."""
+    """An agent's dump without the blocks added after runs had finished, when they are off (NULL_ADDITIONS,
+    IMPALA's ``replay`` at fraction 0, ``learning`` while true)."""
     kind = agent.get("kind")
     off = {key for key in NULL_ADDITIONS.get(kind, ()) if key in agent and agent[key] is None}
+    if agent.get("learning") is True:  # added with the control arm: the runs trained before it keep their hash
+        off.add("learning")
+    if isinstance(agent.get("inner"), dict):  # a loss search's inner agent
+        agent = {**agent, "inner": _without_absent_additions(agent["inner"])}
     if kind == "impala" and (agent.get("replay") or {}).get("fraction") == 0:
         off.add("replay")
     return {key: value for key, value in agent.items() if key not in off}

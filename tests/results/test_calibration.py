@@ -186,7 +186,8 @@ def test_judge_claims_agrees_with_the_vectorised_decisions() -> None:
         variants=[{"name": "a"}, {"name": "b"}],
         scales={"smoke": {"frames": 100, "seeds": 5}, "cpu": {"frames": 200, "seeds": 5}},
         claims=[{"kind": "ordering", "id": "o", "statement": "a beats b", "better": "a", "worse": ["b"],
-                 "environments": ["catch"], "judged_at": ["cpu"]}],
+                 "environments": ["catch"], "judged_at": ["cpu"], "control": "none",
+                 "control_reason": "the runs' test alone (the control rules' rows: test_control_rows_hold)"}],
     ))
     rng = np.random.default_rng(5)
     shift = np.repeat([1.2, -1.2], 60)[:, None]  # half better, half worse: every outcome occurs

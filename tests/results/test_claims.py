@@ -31,6 +31,10 @@ SCORED_ENVS = [
 ]
 
 
+# These tests judge the runs' statistics alone; the frozen arm beside every claim is tests/results/test_control.py's.
+RUNS_ALONE = {"control": "none", "control_reason": "the runs' statistics alone (the frozen arm: test_control.py)"}
+
+
 def make_spec(*claims: dict[str, Any], environments: list[dict[str, Any]] | None = None) -> ExperimentSpec:
     extra = {"environments": environments} if environments else {}
     return validate_spec(
@@ -46,12 +50,13 @@ def make_spec(*claims: dict[str, Any], environments: list[dict[str, Any]] | None
 
 def ordering(better: str = "a", worse: tuple[str, ...] = ("b",), **extra: Any) -> dict[str, Any]:
     return {"kind": "ordering", "id": "order", "statement": f"{better} beats {', '.join(worse)}", "better": better,
-            "worse": list(worse), "judged_at": ["cpu", "paper"], "paper_evidence": "Table 2", **extra}
+            "worse": list(worse), "judged_at": ["cpu", "paper"], "paper_evidence": "Table 2", **RUNS_ALONE, **extra}
 
 
 def threshold(op: str, value: float, tolerance: float, variant: str = "a", **extra: Any) -> dict[str, Any]:
     return {"kind": "threshold", "id": "thresh", "statement": "a reaches the value", "variant": variant,
-            "environment": "catch", "op": op, "value": value, "tolerance": tolerance, "judged_at": ["cpu"], **extra}
+            "environment": "catch", "op": op, "value": value, "tolerance": tolerance, "judged_at": ["cpu"],
+            **RUNS_ALONE, **extra}
 
 
 def cells(finals: dict[tuple[str, str], list[float]]) -> dict[tuple[str, str], CellResult]:
@@ -617,8 +622,10 @@ def test_the_paper_scale_atari_game_scores_are_counted_per_run_and_decided(exper
     alien = next(c for c in games if c.id == "score_alien")
     bar = alien.value - alien.tolerance
     for score, expected in ((bar, REPRODUCED), (bar - 1.0, NOT_REPRODUCED)):
-        finals = cells({(alien.variant, "alien"): [score]})
-        finals[(alien.variant, "alien")].report_metric = alien.metric
+        # beside it the frozen arm: the untrained agent's game at about random play's 227.8 (best_of: rule 1 only)
+        finals = cells({(alien.variant, "alien"): [score], (f"{alien.variant}@frozen", "alien"): [227.8]})
+        for cell in finals.values():
+            cell.report_metric = alien.metric
         [verdict] = [v for v in judge_claims(spec, "paper", finals) if v.claim == "score_alien"]
         assert verdict.verdict == expected, verdict.detail
 
@@ -638,7 +645,9 @@ def test_the_multitask_agents_games_are_tested_against_the_trivial_policies_game
     def verdict(games: list[float]):
         cell = CellResult("pbt", "pong", seeds=[0], final=[float(np.mean(games)) if games else math.nan],
                           frames=[128_000], eval_scores=[games])
-        return next(v for v in judge_claims(spec, "cpu", {("pbt", "pong"): cell}) if v.claim == claim.id)
+        frozen = CellResult("pbt@frozen", "pong", seeds=[0], final=[-21.0], frames=[128_000], eval_scores=[[-21.0] * 3])
+        return next(v for v in judge_claims(spec, "cpu", {("pbt", "pong"): cell, ("pbt@frozen", "pong"): frozen})
+                    if v.claim == claim.id)
 
     good = verdict([-15.0, -12.0, -17.0])
     assert good.verdict == REPRODUCED and good.detail.count("p 0.000183, supports") == 2, good.detail

@@ -22,7 +22,8 @@ from tests.factories import toy_spec_data, write_spec
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 RUN_COMMIT = "0123abc"
-FINALS = {"a": [10.0, 11.0, 12.0], "b": [1.0, 2.0, 3.0]}  # per seed, on every environment
+FINALS = {"a": [10.0, 11.0, 12.0, 11.0], "b": [1.0, 2.0, 3.0, 2.0],  # per seed, on every environment
+          "a@frozen": [0.5, 1.0, 0.0, 0.5], "b@frozen": [1.0, 0.5, 0.0, 0.5]}  # the frozen arm, about the random level
 
 
 def _toy() -> dict[str, Any]:
@@ -32,7 +33,7 @@ def _toy() -> dict[str, Any]:
         },
         variants=[{"name": "a"}, {"name": "b", "agent": {"loss.correction": "none"}}],
         budget={"frames": 1000, "seeds": 5},
-        scales={"smoke": {"frames": 100, "seeds": 1}, "cpu": {"frames": 200, "seeds": 3}},
+        scales={"smoke": {"frames": 100, "seeds": 1}, "cpu": {"frames": 200, "seeds": 4}},
         run={"updates_per_chunk": 10, "final_fraction": 0.25},
         claims=[
             {"kind": "ordering", "id": "a_beats_b", "statement": "a scores higher than b.", "better": "a",
@@ -154,7 +155,7 @@ def test_tables_csv_and_report_state_the_frames_trained_with_the_budget_beside_i
     fabricate_all(toy, results)  # summaries as the runner writes them: 200 frames trained, budget 150
     paths = aggregate_experiment(toy, scale="cpu", results=results)
     md = paths["md"].read_text(encoding="utf-8")
-    assert "- scale: **cpu**, seeds: 3, 200 frames per run (budget 150; training runs whole chunks)\n" in md
+    assert "- scale: **cpu**, seeds: 4, 200 frames per run (budget 150; training runs whole chunks)\n" in md
     with open(paths["csv"], newline="", encoding="utf-8") as handle:
         rows = list(csv.DictReader(handle))
     assert {(r["frames"], r["frames_budget"]) for r in rows} == {("200", "150")}
@@ -169,9 +170,10 @@ def test_collect_reads_every_run(aggregated: dict[str, Any]) -> None:
     toy = aggregated["toy"]
     experiment = plan_experiment(toy, load_spec(toy), "cpu")
     cells = collect(experiment, results_root(aggregated["results"], "cpu"))
-    assert set(cells) == {(v, e) for v in "ab" for e in ("catch", "cartpole")}
+    # the spec's variants and the frozen arm of each a claim judged at cpu reads (a_beats_b, a_reaches_2)
+    assert set(cells) == {(v, e) for v in ("a", "b", "a@frozen", "b@frozen") for e in ("catch", "cartpole")}
     cell = cells[("a", "cartpole")]
-    assert (cell.seeds, cell.final, cell.frames) == ([0, 1, 2], [10.0, 11.0, 12.0], [200, 200, 200])
+    assert (cell.seeds, cell.final, cell.frames) == ([0, 1, 2, 3], [10.0, 11.0, 12.0, 11.0], [200] * 4)
     assert cell.commits == {RUN_COMMIT} and cell.spec_hashes == {spec_hash(load_spec(toy))}
     assert cell.curves[0] == [(50, 0.0), (100, 5.0), (200, 10.0)]  # the NaN chunk (no episode ended) is left out
 
@@ -193,8 +195,8 @@ def test_a_return_outside_the_declared_range_is_flagged_where_it_is_read(tmp_pat
     ]  # fmt: skip
     assert cells[("a", "cartpole")].out_of_range == []  # no declared range: nothing to check
     messages = [str(w.message) for w in caught]
-    # once per run of catch outside it: a's three (10, 11, 12) and b's seeds 1 and 2 (2, 3; b's seed 0 ends at 1)
-    assert len(messages) == 5
+    # once per run of catch outside it: a's four (10, 11, 12, 11) and b's seeds 1-3 (2, 3, 2; b's seed 0 ends at 1)
+    assert len(messages) == 7
     assert messages[0].startswith("4 return(s) outside catch's declared return_range [-1, 1]: ")
 
 
@@ -218,7 +220,8 @@ def test_missing_runs_raise_naming_them(tmp_path: Path) -> None:
 def test_runs_of_another_scale_do_not_count(tmp_path: Path) -> None:
     toy = write_spec(tmp_path / "specs", _toy())
     fabricate_all(toy, tmp_path / "results", scale="cpu")
-    with pytest.raises(MissingRunsError, match=r"4 run\(s\) not finished"):  # smoke: 2 variants x 2 envs x 1 seed
+    # smoke: 2 variants x 2 envs x 1 seed, and the frozen arm of each (the path check runs it too)
+    with pytest.raises(MissingRunsError, match=r"8 run\(s\) not finished"):
         aggregate_experiment(toy, scale="smoke", results=tmp_path / "results")
 
 
@@ -242,7 +245,7 @@ def test_markdown_has_provenance(aggregated: dict[str, Any]) -> None:
     toy = aggregated["toy"]
     assert md.startswith("# toy/mini\n")
     assert "A Toy Paper (Someone et al., 2024), Table 2." in md
-    assert "- scale: **cpu**, seeds: 3, 200 frames per run\n" in md  # budget 200 = one whole chunk: no budget note
+    assert "- scale: **cpu**, seeds: 4, 200 frames per run\n" in md  # budget 200 = one whole chunk: no budget note
     assert f"(hash `{spec_hash(load_spec(toy))}`" in md
     assert f"- code: runs at commit(s) `{RUN_COMMIT}`; table at `{git_commit()}`" in md
     assert "over the last 25% of frames" in md
@@ -268,16 +271,17 @@ def test_markdown_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
     assert [line.split(":")[0] for line in lines] == [
         "- **a_beats_b**", "- **a_reaches_2**", "- **b_beats_a_at_scale**"
     ]
-    # 3 v 3: the permutation test's smallest p is 1 / C(6, 3) = 0.05 > 0.025, so 'beats' cannot be decided
-    assert lines[0].startswith("- **a_beats_b**: inconclusive. a scores higher than b.")
-    # Welch (shown for the gap): 11 - 2 = 9, se = sqrt(1/3 + 1/3) = 0.8165, df = 4, t_{0.975,4} = 2.7764 -> [6.73, 11.3]
-    assert "catch: a - b = +9 [Welch 95% CI +6.73, +11.3], permutation p = 0.05 (the smallest possible at 3 v 3 " \
-        "is 0.05) undecided" in lines[0]
-    assert "(power: 3 seeds per side cannot detect any difference" in lines[0]
+    # 4 v 4, every a above every b: the permutation test's p = 1 / C(8, 4) = 1/70 = 0.0143
+    assert lines[0].startswith("- **a_beats_b**: reproduced. a scores higher than b.")
+    # Welch (shown for the gap): 11 - 2 = 9, s^2 = 2/3 on both sides, se = sqrt(2 * (2/3) / 4) = 0.5774, df = 6,
+    # t_{0.975,6} = 2.4469 -> 9 +- 1.413 = [7.59, 10.4]
+    assert "catch: a - b = +9 [Welch 95% CI +7.59, +10.4], permutation p = 0.0143 supports" in lines[0]
+    # beside it the frozen arm (about the random level, no order between a and b): shown beyond it
+    assert "Control: the frozen arm reads inconclusive" in lines[0] and "the runs beyond the frozen arm: p = " in lines[0]
     assert "(test: exact two-sample permutation test" in lines[0]
     assert lines[1].startswith("- **a_reaches_2**: reproduced.")
-    # Anderson's bound on [0, 12] over 3 seeds (worked by hand in the stats tests)
-    assert "mean 11 [95% distribution-free interval 2.924, 12]" in lines[1]
+    # Anderson's bound on [0, 12] over 4 seeds (worked by hand in the stats tests)
+    assert "mean 11 [95% distribution-free interval 3.887, 11.87]" in lines[1]
     assert lines[2].startswith("- **b_beats_a_at_scale**: not judged.")
     assert "judged at scale(s) paper" in lines[2]
 
@@ -288,14 +292,14 @@ def test_csv_is_tidy_one_row_per_run(aggregated: dict[str, Any]) -> None:
     table = pd.read_csv(aggregated["paths"]["csv"])
     assert list(table.columns) == ["experiment", "scale", "variant", "env", "seed", "metric", "unit", "value", "paper",
                                    "frames", "frames_budget", "spec_hash", "run_commits"]
-    # 2 variants x 2 environments x 3 seeds, typed: ints and floats, not strings packed with ';'
-    assert len(table) == 12 and table["seed"].dtype.kind == "i" and table["value"].dtype.kind == "f"
+    # 2 variants and their frozen arms x 2 environments x 4 seeds, typed: ints and floats, not strings packed with ';'
+    assert len(table) == 32 and table["seed"].dtype.kind == "i" and table["value"].dtype.kind == "f"
     assert set(table["metric"]) == {"final_return"} and set(table["unit"]) == {"episode return"}
     expected_hash = spec_hash(load_spec(aggregated["toy"]))
     assert set(zip(table["experiment"], table["scale"], table["spec_hash"], table["run_commits"])) == {
         ("toy/mini", "cpu", expected_hash, RUN_COMMIT)}
     a_catch = table[(table["variant"] == "a") & (table["env"] == "catch")]
-    assert a_catch["value"].tolist() == FINALS["a"] and a_catch["seed"].tolist() == [0, 1, 2]
+    assert a_catch["value"].tolist() == FINALS["a"] and a_catch["seed"].tolist() == [0, 1, 2, 3]
     assert (a_catch["frames"] == 200).all()
     # the paper's value of the cell (paper_values: a on catch 46.8) on each of its runs; NaN where it gives none
     assert (a_catch["paper"] == 46.8).all() and table[table["variant"] == "b"]["paper"].isna().all()
@@ -321,11 +325,11 @@ def test_csv_values_carry_no_float32_noise_and_name_their_metric(tmp_path: Path)
 
 def test_json_has_provenance_rows_and_claims(aggregated: dict[str, Any]) -> None:
     data = json.loads(aggregated["paths"]["json"].read_text(encoding="utf-8"))
-    assert data["provenance"]["scale"] == "cpu" and data["provenance"]["seeds"] == 3
+    assert data["provenance"]["scale"] == "cpu" and data["provenance"]["seeds"] == 4
     assert data["provenance"]["run_commits"] == [RUN_COMMIT]
-    assert len(data["rows"]) == 4
+    assert len(data["rows"]) == 8  # 2 variants and their frozen arms x 2 environments
     assert [(c["claim"], c["verdict"]) for c in data["claims"]] == [
-        ("a_beats_b", "inconclusive"), ("a_reaches_2", "reproduced"), ("b_beats_a_at_scale", "not judged")
+        ("a_beats_b", "reproduced"), ("a_reaches_2", "reproduced"), ("b_beats_a_at_scale", "not judged")
     ]
 
 
@@ -343,9 +347,9 @@ def test_a_run_resumed_by_another_commit_is_named_in_the_table_and_the_report(tm
     data = json.loads(paths["json"].read_text())
     assert data["provenance"]["run_commits"] == sorted([RUN_COMMIT, "fedcba9"])
     assert data["provenance"]["resumed_runs"] == ["a catch seed 1 (resumed at chunk 2)"]
-    assert "- resumed: 1 of 12 runs after an interruption (a catch seed 1 (resumed at chunk 2))" in Path(paths["md"]).read_text()
+    assert "- resumed: 1 of 32 runs after an interruption (a catch seed 1 (resumed at chunk 2))" in Path(paths["md"]).read_text()
     report = write_report([tmp_path / "specs"], scale="cpu", results=results).read_text()
-    assert "1 of 12 runs resumed after an interruption" in report
+    assert "1 of 32 runs resumed after an interruption" in report
 
 
 def test_reversed_results_are_not_reproduced_in_the_table(tmp_path: Path) -> None:
@@ -355,8 +359,8 @@ def test_reversed_results_are_not_reproduced_in_the_table(tmp_path: Path) -> Non
     fabricate_all(toy, tmp_path / "results")
     paths = aggregate_experiment(toy, scale="cpu", results=tmp_path / "results")
     verdicts = {c["claim"]: c["verdict"] for c in json.loads(paths["json"].read_text())["claims"]}
-    # the reverse permutation test's p is 1/20 at 3 v 3: too few seeds to contradict it either
-    assert verdicts["a_beats_b"] == "inconclusive"
+    # the reverse permutation test's p is 1/70 at 4 v 4: contradicted
+    assert verdicts["a_beats_b"] == "not reproduced"
 
 
 def test_cli_aggregate_and_report(tmp_path: Path) -> None:
@@ -366,7 +370,7 @@ def test_cli_aggregate_and_report(tmp_path: Path) -> None:
     assert main(["aggregate", "--spec", str(toy), "--scale", "cpu", "--results", str(results)]) == 0
     assert (results / "cpu" / "tables" / "toy" / "mini.md").is_file()
     assert main(["report", "--specs", str(tmp_path / "specs"), "--scale", "cpu", "--results", str(results)]) == 0
-    assert "| toy/mini | a_beats_b | **inconclusive** |" in (results / "cpu" / "REPORT.md").read_text()
+    assert "| toy/mini | a_beats_b | **reproduced** |" in (results / "cpu" / "REPORT.md").read_text()
 
 
 # --- the report --------------------------------------------------------------------------------------------
@@ -377,8 +381,8 @@ def test_report_is_written_under_the_scale_root(aggregated: dict[str, Any]) -> N
     text = aggregated["report"].read_text(encoding="utf-8")
     assert text.startswith("# rlrepro report — scale 'cpu'")
     assert f"at commit `{git_commit()}`" in text
-    # toy/mini: 1 reproduced, 1 inconclusive (3 v 3) + 1 not judged; lab/watermaze and toy/unrun: not judged
-    assert "3 experiment(s), 7 claim(s): 1 reproduced, 1 inconclusive, 5 not judged" in text
+    # toy/mini: 2 reproduced (4 v 4) + 1 not judged; lab/watermaze and toy/unrun: not judged
+    assert "3 experiment(s), 7 claim(s): 2 reproduced, 5 not judged" in text
     assert "**inconclusive**: this scale cannot decide" in text  # the verdicts are explained once, at the top
     assert "## Uninformative claims" in text and "- none" in text.partition("## Uninformative claims")[2]
 
@@ -386,13 +390,13 @@ def test_report_is_written_under_the_scale_root(aggregated: dict[str, Any]) -> N
 def test_report_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
     text = aggregated["report"].read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if line.startswith("| toy/mini |")]
-    assert [line.split(" | ")[1:3] for line in rows] == [["a_beats_b", "**inconclusive**"], ["a_reaches_2", "**reproduced**"]]
+    assert [line.split(" | ")[1:3] for line in rows] == [["a_beats_b", "**reproduced**"], ["a_reaches_2", "**reproduced**"]]
     assert "Test: exact two-sample permutation test" in rows[0]  # the verdict names its test
     # claims not judged are grouped per experiment and reason, below the judged ones
     not_judged = text.partition("## Claims not judged at this scale")[2].partition("## Experiments")[0]
     assert "- toy/mini: 1 claim(s) (b_beats_a_at_scale): the claim is judged at scale(s) paper" in not_judged
     section = text.partition("### toy/mini")[2].partition("###")[0]
-    assert "Table 2. Scale cpu, 3 seeds, 200 frames per run" in section
+    assert "Table 2. Scale cpu, 4 seeds, 200 frames per run" in section
     assert f"spec hash `{spec_hash(load_spec(aggregated['toy']))}`" in section
     assert "[tables/toy/mini.md](tables/toy/mini.md)" in section and "tables/toy/mini.png" in section
 
@@ -537,11 +541,11 @@ def test_a_job_published_a_session_at_a_time_keeps_what_earlier_sessions_publish
         return capsys.readouterr().out
 
     out = publish("first")
-    assert out.splitlines()[-1] == ("2 claims judged at the cpu scale: 1 reproduced, 1 inconclusive, 0 not reproduced, "
+    assert out.splitlines()[-1] == ("2 claims judged at the cpu scale: 2 reproduced, 0 inconclusive, 0 not reproduced, "
                                     "0 uninformative (1 of the main job's 2 experiments published so far)")
     out = publish("second")
     assert experiments_with_tables(dest) == ["toy/mini", "toy/other"]
-    assert out.splitlines()[-1] == ("4 claims judged at the cpu scale: 2 reproduced, 2 inconclusive, 0 not reproduced, "
+    assert out.splitlines()[-1] == ("4 claims judged at the cpu scale: 4 reproduced, 0 inconclusive, 0 not reproduced, "
                                     "0 uninformative (all 2 experiments of the main job)")
     report = (dest / "REPORT.md").read_text(encoding="utf-8")
     assert "in 2 sessions" in report.splitlines()[0]
@@ -771,7 +775,7 @@ def test_runs_that_wrote_an_sr_profile_get_its_figure_in_the_table(tmp_path: Pat
     for env in envs:  # one figure per variant and environment that has profiles; b wrote none
         figure = paths["md"].with_name(f"{paths['md'].stem}.sr_profile.a.{env}.png")
         assert figure.read_bytes()[:8] == PNG_MAGIC
-        assert f"![SR profile over the chain: a on {env} (3 runs; Fig. 3c)]({figure.name})" in markdown
+        assert f"![SR profile over the chain: a on {env} (4 runs; Fig. 3c)]({figure.name})" in markdown
     assert "profile over the chain: b" not in markdown
 
 
@@ -829,12 +833,12 @@ def test_the_table_writes_thousands_with_separators_beside_the_papers_value(tmp_
     md = aggregate_experiment(toy, scale="cpu", results=tmp_path / "results")["md"].read_text(encoding="utf-8")
     ours = md.partition("## Our results")[2].partition("## The paper's numbers")[0]
     [row_a] = [line for line in ours.splitlines() if line.startswith("| a |")]
-    assert "| 17,200 [17,100, 17,300] (paper 17,000) |" in row_a, row_a
+    assert "| 17,200 [17,200, 17,400] (paper 17,000) |" in row_a, row_a  # 17,100 + 100 seed: 17,250
     assert "e+0" not in ours
 
 
 def test_a_value_outside_the_metrics_declared_range_is_flagged_in_the_table(tmp_path: Path) -> None:
-    """Catch's returns lie in [-1, 1]: a's runs (10, 11, 12) and b's seeds 1 and 2 (2, 3) are outside it; the cells
+    """Catch's returns lie in [-1, 1]: a's runs (10, 11, 12, 11) and b's seeds 1-3 (2, 3, 2) are outside it; the cells
     say so and the runs are named under the table. Cartpole declares no range: its cells carry no flag."""
     data = _toy()
     data["environments"][0]["return_range"] = [-1.0, 1.0]  # catch
@@ -849,8 +853,8 @@ def test_a_value_outside_the_metrics_declared_range_is_flagged_in_the_table(tmp_
     assert row_a[1].startswith("‼ 11 [") and row_b[1].startswith("‼ 2 [")  # catch: flagged
     assert not row_a[2].startswith("‼") and not row_b[2].startswith("‼")  # cartpole: no declared range
     note = next(line for line in ours.splitlines() if line.startswith("‼ outside"))
-    assert "a on catch (seed 0: 10; seed 1: 11; seed 2: 12) outside [-1, 1]" in note
-    assert "b on catch (seed 1: 2; seed 2: 3) outside [-1, 1]" in note
+    assert "a on catch (seed 0: 10; seed 1: 11; seed 2: 12; seed 3: 11) outside [-1, 1]" in note
+    assert "b on catch (seed 1: 2; seed 2: 3; seed 3: 2) outside [-1, 1]" in note
 
 
 def test_a_claims_metric_range_is_the_declared_range_of_its_metric() -> None:

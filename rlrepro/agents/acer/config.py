@@ -31,6 +31,7 @@ class ACERConfig:
     average_rate: float
     advantage_samples: int
     refresh_period: int
+    learning: bool  # false: the control arm (training.optim.learning_or_frozen)
     adam_eps: float = 1e-8  # not a spec field: optax's default, as every ReF-ER agent here
 
     @classmethod

@@ -32,6 +32,7 @@ from rlrepro.losses.acer import (
     value_target,
 )
 from rlrepro.losses.refer import gaussian_kl, gaussian_log_prob
+from rlrepro.training.optim import learning_or_frozen
 
 
 class LearnerState(NamedTuple):
@@ -85,7 +86,8 @@ def make_advantage(config: ACERConfig) -> AdvantageNetwork:
 
 
 def make_optimizer(config: ACERConfig, learning_rate: float) -> optax.GradientTransformation:
-    return optax.inject_hyperparams(optax.adam)(learning_rate=learning_rate, eps=config.adam_eps)
+    optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=learning_rate, eps=config.adam_eps)
+    return learning_or_frozen(optimizer, config.learning)
 
 
 def init(config: ACERConfig, key: jax.Array, obs_dim: int, action_dim: int) -> LearnerState:

@@ -24,3 +24,4 @@ class DDPGConfig(ReplayAgentConfig):
     exploration: str
     ou_theta: float
     ou_behaviour: str
+    learning: bool  # false: the control arm (training.optim.learning_or_frozen)

@@ -22,6 +22,7 @@ from rlrepro.agents.ddpg.config import DDPGConfig
 from rlrepro.agents.ddpg.networks import CriticNetwork, PolicyNetwork
 from rlrepro.losses.refer import TransitionBatch as Batch
 from rlrepro.losses.refer import behaviour_kl, log_importance_ratio, near_policy, rule_weights, uses_rule1, weighted_mean
+from rlrepro.training.optim import learning_or_frozen
 
 
 class LearnerState(NamedTuple):
@@ -50,7 +51,7 @@ def _optimizers(config: DDPGConfig) -> tuple[optax.GradientTransformation, optax
     critic = optax.inject_hyperparams(
         lambda learning_rate: optax.chain(optax.add_decayed_weights(config.critic_weight_decay), optax.adam(learning_rate, eps=config.adam_eps))
     )(learning_rate=config.critic_learning_rate)
-    return policy, critic
+    return learning_or_frozen(policy, config.learning), learning_or_frozen(critic, config.learning)
 
 
 def init(config: DDPGConfig, key: jax.Array, obs_dim: int, action_dim: int) -> LearnerState:

@@ -12,13 +12,15 @@ from rlrepro.specs.agents.common import spec_values
 from rlrepro.training.program import TrainerProgram, host_step_chunks, one_seed_program, seeds_of
 
 
-def dqn_config(agent: Any, env_id: str | None = None) -> DQNConfig:
+def dqn_config(agent: Any, env_id: str | None = None, *, learning: bool = True) -> DQNConfig:
     """The learner config of a ``DQNAgentSpec`` on environment ``env_id`` (its epsilon decay may differ per id): every
-    field at its place in the spec (``config.SPEC_PATHS``), the network and the per-environment decay derived here."""
+    field at its place in the spec (``config.SPEC_PATHS``), the network and the per-environment decay derived here.
+    ``learning`` false switches learning off whatever the spec says (a loss search's control arm: its inner DQNs)."""
     conv = None if agent.network.kind == "mlp" else ConvNetworkConfig.from_spec(agent.network)
     decay = agent.exploration.decay_steps if env_id is None else agent.exploration.decay_steps_for(env_id)
     return DQNConfig(
-        **spec_values(DQNConfig, agent, omit=("epsilon_decay_steps",)),
+        **spec_values(DQNConfig, agent, omit=("epsilon_decay_steps", "learning")),
+        learning=agent.learning and learning,
         epsilon_decay_steps=decay,
         hidden_sizes=tuple(agent.network.hidden_sizes) if conv is None else (),
         conv_network=conv,

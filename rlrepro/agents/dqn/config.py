@@ -76,6 +76,7 @@ class DQNConfig:
     conv_network: ConvNetworkConfig | None = None
     reward_clip: float | None
     evaluation_period: int | None
+    learning: bool  # false: the control arm (training.optim.learning_or_frozen)
 
     def __post_init__(self) -> None:
         if self.loss not in LOSSES:

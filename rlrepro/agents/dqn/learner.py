@@ -18,6 +18,7 @@ import optax
 from rlrepro.agents.dqn.config import DQNConfig
 from rlrepro.agents.dqn.networks import make_q_network
 from rlrepro.losses import ddqn_loss, dqn_loss, dqnclipped_case, dqnclipped_loss, dqnreg_loss
+from rlrepro.training.optim import learning_or_frozen
 
 Params = Any
 Apply = Callable[[Params, jax.Array], jax.Array]
@@ -112,7 +113,7 @@ def make_learner(
     apply: Apply = network.apply
     loss_fn = loss_factory(apply) if loss_factory else make_closed_form_loss(config, apply)
     cases_fn = make_clipped_cases(config, apply) if loss_factory is None and config.loss == "dqnclipped" else None
-    optimizer = optax.adam(config.learning_rate, eps=config.adam_eps)
+    optimizer = learning_or_frozen(optax.adam(config.learning_rate, eps=config.adam_eps), config.learning)
 
     def init(key: jax.Array) -> LearnerState:
         obs_dtype = jnp.uint8 if config.conv_network is not None else jnp.float32

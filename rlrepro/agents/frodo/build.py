@@ -37,8 +37,8 @@ def frodo_config(
         network=net.kind,
         hidden_sizes=tuple(net.hidden_sizes) if net.kind == "mlp" else (),
         **conv,
-        optimizer=OptimizerConfig.from_spec(agent.optimizer, total_updates * agent_steps),
-        meta_optimizer=OptimizerConfig.from_spec(agent.meta_optimizer, total_updates),
+        optimizer=OptimizerConfig.from_spec(agent.optimizer, total_updates * agent_steps, learning=agent.learning),
+        meta_optimizer=OptimizerConfig.from_spec(agent.meta_optimizer, total_updates, learning=agent.learning),
         outer_unroll_length=episode_length if agent.outer.kind == "monte_carlo" else agent.outer.unroll_length,
         meta_unroll=meta_unroll,
     )

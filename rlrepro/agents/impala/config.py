@@ -100,6 +100,7 @@ class ImpalaConfig:
       hidden_sizes: widths of the ReLU MLP torso (toy environments).
       conv_network: IMPALA's image network (shallow / deep, optional LSTM core); when set it
         replaces the MLP of ``hidden_sizes``. None: MLP.
+      learning: false for the control arm: the optimiser emits zero updates (``training.optim.learning_or_frozen``).
     """
 
     discount: float
@@ -129,6 +130,7 @@ class ImpalaConfig:
     replay_capacity: int
     hidden_sizes: tuple[int, ...] = (64, 64)
     conv_network: ConvNetworkConfig | None = None
+    learning: bool
 
     def __post_init__(self) -> None:
         problems = []

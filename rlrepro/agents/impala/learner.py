@@ -19,7 +19,7 @@ import optax
 from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala.networks import ActorCritic, init_params, make_network
 from rlrepro.losses import entropy, log_prob, policy_gradient_loss, vtrace
-from rlrepro.training.optim import clipped, learning_rate_schedule, rmsprop
+from rlrepro.training.optim import clipped, learning_or_frozen, learning_rate_schedule, rmsprop
 from rlrepro.training.unroll import Batch, Params
 
 
@@ -62,7 +62,7 @@ def make_optimizer(config: ImpalaConfig) -> optax.GradientTransformation:
     optimizer = rmsprop(make_lr_schedule(config), decay=config.rmsprop_decay, epsilon=config.rmsprop_epsilon,
                         initial_scale=config.rmsprop_initial_scale, eps_in_sqrt=config.rmsprop_eps_in_sqrt,
                         momentum=config.rmsprop_momentum)
-    return clipped(optimizer, config.max_grad_norm)
+    return learning_or_frozen(clipped(optimizer, config.max_grad_norm), config.learning)
 
 
 def init(config: ImpalaConfig, key: jax.Array, observation_shape: tuple[int, ...], num_actions: int) -> LearnerState:

@@ -25,7 +25,7 @@ from rlrepro.agents.impala.config import ImpalaConfig
 from rlrepro.agents.impala.learner import Batch, Learner, LearnerMetrics, LearnerState, loss_fn
 from rlrepro.agents.impala.networks import init_params, make_network
 from rlrepro.agents.impala.pbt import Step, copy_members
-from rlrepro.training.optim import rmsprop
+from rlrepro.training.optim import learning_or_frozen, rmsprop
 
 
 class Hyper(NamedTuple):
@@ -64,8 +64,10 @@ def schedule_fraction(config: ImpalaConfig, step: jax.Array) -> jax.Array:
 
 
 def _rmsprop(config: ImpalaConfig, learning_rate: jax.Array, epsilon: jax.Array) -> optax.GradientTransformation:
-    return rmsprop(learning_rate, decay=config.rmsprop_decay, epsilon=epsilon, initial_scale=config.rmsprop_initial_scale,
-                   eps_in_sqrt=config.rmsprop_eps_in_sqrt, momentum=config.rmsprop_momentum)
+    optimizer = rmsprop(learning_rate, decay=config.rmsprop_decay, epsilon=epsilon,
+                        initial_scale=config.rmsprop_initial_scale, eps_in_sqrt=config.rmsprop_eps_in_sqrt,
+                        momentum=config.rmsprop_momentum)
+    return learning_or_frozen(optimizer, config.learning)
 
 
 def init(config: ImpalaConfig, key: jax.Array, observation_shape: tuple[int, ...], num_actions: int) -> LearnerState:

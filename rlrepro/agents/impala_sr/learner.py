@@ -28,7 +28,7 @@ from rlrepro.agents.impala_sr.networks import (
 )
 from rlrepro.losses import entropy, log_prob, policy_gradient_loss
 from rlrepro.losses.synthetic_returns import EpisodicMemory, augmented_reward, memory_sums, synthetic_return_loss
-from rlrepro.training.optim import clipped, rmsprop
+from rlrepro.training.optim import clipped, learning_or_frozen, rmsprop
 
 Params = Any
 
@@ -97,11 +97,12 @@ def make_optimizer(config: ImpalaSRConfig) -> optax.GradientTransformation:
     impala = config.impala
     if config.adam is not None:
         adam = config.adam
-        return clipped(optax.adam(make_lr_schedule(impala), b1=adam.b1, b2=adam.b2, eps=adam.eps), impala.max_grad_norm)
-    optimizer = rmsprop(make_lr_schedule(impala), decay=impala.rmsprop_decay, epsilon=impala.rmsprop_epsilon,
-                        initial_scale=config.rmsprop_initial_scale, eps_in_sqrt=config.rmsprop_eps_in_sqrt,
-                        momentum=impala.rmsprop_momentum)
-    return clipped(optimizer, impala.max_grad_norm)
+        optimizer = optax.adam(make_lr_schedule(impala), b1=adam.b1, b2=adam.b2, eps=adam.eps)
+    else:
+        optimizer = rmsprop(make_lr_schedule(impala), decay=impala.rmsprop_decay, epsilon=impala.rmsprop_epsilon,
+                            initial_scale=config.rmsprop_initial_scale, eps_in_sqrt=config.rmsprop_eps_in_sqrt,
+                            momentum=impala.rmsprop_momentum)
+    return learning_or_frozen(clipped(optimizer, impala.max_grad_norm), impala.learning)
 
 
 def init(config: ImpalaSRConfig, key: jax.Array, observation_shape: tuple[int, ...], num_actions: int) -> LearnerState:

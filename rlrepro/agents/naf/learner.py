@@ -21,6 +21,7 @@ from rlrepro.agents.naf.config import NAFConfig
 from rlrepro.agents.naf.networks import NAFNetwork, naf_q
 from rlrepro.losses.refer import TransitionBatch as Batch
 from rlrepro.losses.refer import behaviour_kl, log_importance_ratio, near_policy, rule_weights, uses_rule1, uses_rule2, weighted_mean
+from rlrepro.training.optim import learning_or_frozen
 
 
 class LearnerState(NamedTuple):
@@ -38,7 +39,8 @@ class UpdateOutput(NamedTuple):
 
 
 def _optimizer(config: NAFConfig) -> optax.GradientTransformation:
-    return optax.inject_hyperparams(optax.adam)(learning_rate=config.learning_rate, eps=config.adam_eps)
+    optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=config.learning_rate, eps=config.adam_eps)
+    return learning_or_frozen(optimizer, config.learning)
 
 
 def init(config: NAFConfig, key: jax.Array, obs_dim: int, action_dim: int) -> LearnerState:

@@ -29,6 +29,7 @@ class PPOConfig:
     normalize_advantages: bool
     obs_normalization: bool
     obs_clip: float
+    learning: bool  # false: the control arm (training.optim.learning_or_frozen)
 
     @classmethod
     def from_spec(cls, agent: Any) -> "PPOConfig":

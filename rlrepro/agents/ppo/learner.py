@@ -18,6 +18,7 @@ from rlrepro.agents.ppo.config import PPOConfig
 from rlrepro.agents.ppo.networks import PolicyNetwork, ValueNetwork
 from rlrepro.losses.ppo import clipped_surrogate_loss, generalized_advantage_estimation, value_loss
 from rlrepro.losses.refer import gaussian_kl, gaussian_log_prob
+from rlrepro.training.optim import learning_or_frozen
 
 
 class LearnerState(NamedTuple):
@@ -67,7 +68,8 @@ def make_value(config: PPOConfig) -> ValueNetwork:
 
 
 def make_optimizer(config: PPOConfig, learning_rate: float) -> optax.GradientTransformation:
-    return optax.inject_hyperparams(optax.adam)(learning_rate=learning_rate, eps=config.adam_eps)
+    optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=learning_rate, eps=config.adam_eps)
+    return learning_or_frozen(optimizer, config.learning)
 
 
 def init(config: PPOConfig, key: jax.Array, obs_dim: int, action_dim: int) -> LearnerState:

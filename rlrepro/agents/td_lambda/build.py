@@ -18,7 +18,7 @@ def resolve_td_lambda(agent: Any, env_spec: Any, *, frames: int, run: Any) -> Td
     total_steps = chunks.num_chunks * chunks.updates_per_chunk * agent.trajectories_per_update
     return TdLambdaConfig(
         trace_lambda=agent.trace_lambda,
-        optimizer=OptimizerConfig.from_spec(agent.optimizer, total_steps),
+        optimizer=OptimizerConfig.from_spec(agent.optimizer, total_steps, learning=agent.learning),
         unroll_length=agent.unroll_length,
         discount=agent.discount,
         network=agent.network.kind,

@@ -18,3 +18,4 @@ class VRacerConfig(ReplayAgentConfig):
     learning_rate: float
     batch_size: int
     truncation: float
+    learning: bool  # false: the control arm (training.optim.learning_or_frozen)

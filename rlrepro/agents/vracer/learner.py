@@ -18,6 +18,7 @@ import optax
 from rlrepro.agents.vracer.config import VRacerConfig
 from rlrepro.agents.vracer.networks import VRacerNetwork
 from rlrepro.losses.refer import near_policy, rule_weights, vracer_terms
+from rlrepro.training.optim import learning_or_frozen
 
 
 class LearnerState(NamedTuple):
@@ -50,7 +51,8 @@ def make_network(config: VRacerConfig, action_dim: int) -> VRacerNetwork:
 
 
 def make_optimizer(config: VRacerConfig) -> optax.GradientTransformation:
-    return optax.inject_hyperparams(optax.adam)(learning_rate=config.learning_rate, eps=config.adam_eps)
+    optimizer = optax.inject_hyperparams(optax.adam)(learning_rate=config.learning_rate, eps=config.adam_eps)
+    return learning_or_frozen(optimizer, config.learning)
 
 
 def init(config: VRacerConfig, key: jax.Array, obs_dim: int, action_dim: int) -> LearnerState:

@@ -27,6 +27,14 @@ class AgentSpecModel(SpecModel):
     null_additions: ClassVar[frozenset[str]] = frozenset()
     cpu_only: ClassVar[bool] = False
 
+    learning: bool = Field(
+        True,
+        description="Whether the learning step changes the parameters. false: the control arm (the plan makes one "
+        "per variant a claim reads, `<variant>@frozen`): every optimiser emits zero updates, so the parameters stay "
+        "at their initialisation while acting, exploration, memory, schedules and metrics run as in training (PBT "
+        "still explores and copies). Left out of the config hash while true.",
+    )
+
     @classmethod
     def kind_name(cls) -> str:
         """The ``kind`` this model is selected by."""
