@@ -70,19 +70,20 @@ def detail_with_method(claim: dict[str, str]) -> str:
     return f"{claim['detail']}. Test: {method}" if method else claim["detail"]
 
 
-def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
-    """Why no data the scale's seeds could produce would show ``claim`` reproduced there ('' when some data could),
+def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str, seeds: int | None = None) -> str:
+    """Why no data the scale's seeds (or ``seeds`` runs per variant) could produce would show ``claim`` reproduced
+    there ('' when some data could),
     by the rules the verdicts apply: a mean or an equivalence on a metric with no declared range; one seed for a
     mean; fewer seeds than the permutation test needs to reach 0.025; a share of seeds the scale's count cannot
     bound; a range too wide for the seeds' distribution-free bounds to clear the bar or the margin even with every
     seed at its best (such a claim can at most be refuted: the reason says so). `rlrepro plan` lists these apart
     from the claims a run decides. Seeds "at an end" of a return's range stand for seeds just inside it: a verdict
     leaves undecided a comparison whose seeds all sit at the floor or ceiling (``_at_bound``)."""
-    n = spec.scale(scale).seeds
+    n = spec.scale(scale).seeds if seeds is None else seeds
     refutable = " (at most refuted)"
     if isinstance(claim, ThresholdClaim):
-        if claim.best_of is not None:
-            return ""
+        if claim.best_of is not None:  # a count of runs (validation asks every judging scale for at least k)
+            return "" if n >= claim.best_of else f"{n} run(s) cannot make up the best {claim.best_of}"
         if claim.seeds_share is not None:
             if stats.decide_share(n, n, claim.seeds_share) == stats.SUPPORTED:
                 return ""
@@ -108,9 +109,15 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
     if not isinstance(claim, OrderingClaim):
         return ""
     if claim.relation == "beats":
+        seeds = f"{n} seed{'s' if n != 1 else ''}"
         if stats.smallest_permutation_p(n, n) > stats.ALPHA:
-            seeds = f"{n} seed{'s' if n != 1 else ''}"
             return f"{seeds} per side: the permutation test's smallest p is {stats.smallest_permutation_p(n, n):.3g}"
+        if claim.holds_on == "at_least":  # Holm's first step over the m environments asks p <= 0.025 / m
+            run = spec.scale(scale).environments or [e.id for e in spec.environments]
+            m = len([env for env in run if claim.environments is None or env in claim.environments])
+            if stats.smallest_permutation_p(n, n) > stats.ALPHA / m:
+                return (f"{seeds} per side: the permutation test's smallest p {stats.smallest_permutation_p(n, n):.3g} "
+                        f"is above Holm's first step over {m} environments ({stats.ALPHA:g} / {m})")
         return ""
     if claim.holds_on == "aggregate":
         return ""
@@ -125,6 +132,25 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
                     f"{claim.margin:g} even with every seed at an end of the range ({env})"
                     + (refutable if stats.CONTRADICTED in codes else ""))
     return ""
+
+
+#: The most seeds ``fewest_seeds_to_show`` looks at, as the verdicts' "what would decide it" notes do: a design that
+#: needs more (a mean a hair below the top of its range, by Anderson's bound) is reported as out of reach.
+MOST_SEEDS = 256
+
+
+def fewest_seeds_to_show(spec: ExperimentSpec, claim: object, scale: str) -> int | None:
+    """The fewest runs per variant at which some data would show ``claim`` reproduced at ``scale`` (its design's
+    floor, by ``cannot_show_at``: the permutation test's 4, a share's Clopper-Pearson count, Anderson's bound on the
+    range), or None when no count up to MOST_SEEDS can (a mean with no declared range). More seeds only tighten
+    these bounds, so a bisection finds the floor in about 10 looks. Not on the DAG's path: `rlrepro plan` only."""
+    if cannot_show_at(spec, claim, scale, MOST_SEEDS):
+        return None
+    low, high = 0, MOST_SEEDS  # cannot_show_at holds at low (0: none), not at high
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if cannot_show_at(spec, claim, scale, middle) else (low, middle)
+    return high
 
 
 def judge_claims(
