@@ -102,6 +102,11 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str, seeds: int |
         return (f"{n} seeds' distribution-free bound on [{bounds[0]:g}, {bounds[1]:g}] cannot reach {claim.op} "
                 f"{claim.bound:g} even with every seed at the range's end"
                 + (refutable if reach[1] == stats.CONTRADICTED else ""))
+    if isinstance(claim, AggregateClaim):  # a bootstrap over runs: one run per game has no interval
+        if claim.best_of is not None:
+            return "" if n >= claim.best_of else f"{n} run(s) cannot make up the best {claim.best_of}"
+        return "" if n >= 2 else ("one run per game: the aggregate's bootstrap over runs has no interval (state it "
+                                  "per run: best_of)")
     if isinstance(claim, AboveTrivialClaim):
         games = resolve_env(spec, claim.environment, scale).evaluation.episodes
         return "" if games >= 2 else ("one evaluation game per run: the permutation test against 30 games of a "
@@ -119,8 +124,8 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str, seeds: int |
                 return (f"{seeds} per side: the permutation test's smallest p {stats.smallest_permutation_p(n, n):.3g} "
                         f"is above Holm's first step over {m} environments ({stats.ALPHA:g} / {m})")
         return ""
-    if claim.holds_on == "aggregate":
-        return ""
+    if claim.holds_on == "aggregate":  # matches / matches_or_beats: a bootstrap over runs
+        return "" if n >= 2 else "one run per side: the aggregate's bootstrap over runs has no interval"
     for env in claim.environments or [e.id for e in spec.environments]:
         bounds = metric_bounds(spec, claim, env)
         if bounds is None:
@@ -179,7 +184,7 @@ def judge_claims(
         elif isinstance(claim, AboveTrivialClaim):
             verdicts.append(_judge_above_trivial(claim, spec, scale, cells))
         else:
-            verdicts.append(_judge_aggregate(claim, spec, cells, reps))
+            verdicts.append(_judge_aggregate(claim, spec, cells, reps, runs=spec.scale(scale).seeds))
     return verdicts
 
 
@@ -835,13 +840,23 @@ def hns_matrix(
     return games, 100.0 * human_normalized_scores(games, raw, table)
 
 
-def _judge_aggregate(claim: AggregateClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], reps: int) -> Verdict:
+AGGREGATE_BEST_OF_METHOD = ("count of runs whose own aggregate over the games passes (run i: seed i of every game; "
+                            "the paper's one run per game), not a mean over runs")
+
+
+def _judge_aggregate(
+    claim: AggregateClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], reps: int, *, runs: int
+) -> Verdict:
     method = "stratified bootstrap over runs, small-sample corrected (asymptotic: human-normalised scores have no range)"
+    if claim.best_of is not None:
+        method = AGGREGATE_BEST_OF_METHOD
     games, matrix = hns_matrix(spec, cells, claim.variant, claim.metric, claim.hns_table)
     known = [i for i, game in enumerate(games) if np.isfinite(matrix[:, i]).all()]
     if len(known) < claim.min_environments:
         detail = f"{len(known)} game(s) with scores at this scale; the claim needs {claim.min_environments}"
         return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence, method=method)
+    if claim.best_of is not None:
+        return _judge_aggregate_best_of(claim, matrix[:, known], method, runs)
     point, low, high = corrected_bootstrap_ci(matrix[:, known], AGGREGATES[claim.aggregate], reps=reps)
     bound = claim.value - claim.tolerance if claim.op == ">=" else claim.value + claim.tolerance
     detail = (
@@ -855,6 +870,23 @@ def _judge_aggregate(claim: AggregateClaim, spec: ExperimentSpec, cells: dict[tu
     code = int(stats.decide_threshold(low, high, claim.op, bound))
     if high - low <= 0:
         code, detail = stats.UNDECIDED, detail + ". No spread: a zero-width interval is not certainty"
+    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, method=method)
+
+
+def _judge_aggregate_best_of(claim: AggregateClaim, matrix: np.ndarray, method: str, runs: int) -> Verdict:
+    """'The aggregate of the best k runs reaches the value': each run's own aggregate over the games (``matrix``:
+    runs x games, human-normalised in percent), at least k of them on the claimed side of value -+ tolerance.
+    Fewer than k passing while the ``runs`` the scale plans could still make up k: not judged yet."""
+    per_run = batched_aggregate(AGGREGATES[claim.aggregate], matrix[:, None, :])
+    bound = claim.value - claim.tolerance if claim.op == ">=" else claim.value + claim.tolerance
+    passing = int(sum(v >= bound if claim.op == ">=" else v <= bound for v in per_run))
+    detail = (f"{claim.aggregate} of {claim.variant} over {matrix.shape[1]} games per run ({claim.hns_table}): "
+              + ", ".join(f"{v:.1f}%" for v in per_run) + f"; {passing} of {len(per_run)} run(s) reach {claim.op} "
+              f"{claim.value:g}% (tolerance {claim.tolerance:g}); the claim counts the best {claim.best_of}")
+    if passing < claim.best_of and passing + runs - len(per_run) >= claim.best_of:
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, f"{detail}; {runs - len(per_run)} run(s) missing: they "
+                       f"decide whether {claim.best_of} reach it", claim.paper_evidence, method=method)
+    code = stats.SUPPORTED if passing >= claim.best_of else stats.CONTRADICTED
     return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, method=method)
 
 
