@@ -415,9 +415,11 @@ def decided_lines(plans: list, scale: str, left_out: list, *, detail: bool = Tru
                       "whatever the runs show" + ("):" if detail else "; why: --detail): " + ", ".join(
                           f"{e.key} {len(r)}" for e, r in out_of_reach)), indent="  ")
         if detail:
+            from rlrepro.results.claims import MOST_SEEDS
+
             for e, reasons in out_of_reach:
                 for key, floor in zip(reasons, _fewest_seeds(e, list(reasons))):
-                    fix = f"{floor} seeds would" if floor is not None else f"no count up to {_most_seeds()} seeds would"
+                    fix = f"{floor} seeds would" if floor is not None else f"no count up to {MOST_SEEDS} seeds would"
                     lines += wrap(f"{e.key} {key}: {reasons[key]}; {fix}", indent="    ")
     if checks and len(checks) == len(runnable):
         lines += wrap("every experiment is a path check: none decides a claim at this scale", indent="  ")
@@ -458,12 +460,6 @@ def _floors(experiment, ids: list[str]) -> list[str]:
     """"claim N" per claim id (N: ``_fewest_seeds``, "none" where no count could), kept whole on one line by ``wrap``."""
     return [f"{key}{_KEEP}{floor if floor is not None else 'none'}"
             for key, floor in zip(ids, _fewest_seeds(experiment, ids))]
-
-
-def _most_seeds() -> int:
-    from rlrepro.results.claims import MOST_SEEDS
-
-    return MOST_SEEDS
 
 
 def _listed(rows: list) -> str:

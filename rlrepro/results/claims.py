@@ -72,12 +72,12 @@ def detail_with_method(claim: dict[str, str]) -> str:
 
 def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str, seeds: int | None = None) -> str:
     """Why no data the scale's seeds (or ``seeds`` runs per variant) could produce would show ``claim`` reproduced
-    there ('' when some data could),
-    by the rules the verdicts apply: a mean or an equivalence on a metric with no declared range; one seed for a
-    mean; fewer seeds than the permutation test needs to reach 0.025; a share of seeds the scale's count cannot
-    bound; a range too wide for the seeds' distribution-free bounds to clear the bar or the margin even with every
-    seed at its best (such a claim can at most be refuted: the reason says so). `rlrepro plan` lists these apart
-    from the claims a run decides. Seeds "at an end" of a return's range stand for seeds just inside it: a verdict
+    there ('' when some data could), by the rules the verdicts apply: a mean or an equivalence on a metric with no
+    declared range; one seed for a mean, or one run per game for an aggregate's bootstrap; fewer seeds than the
+    permutation test needs to reach 0.025, or (at least k of m environments) Holm's first step 0.025 / m; fewer runs
+    than a best-of-k count; a share of seeds the scale's count cannot bound; a range too wide for the seeds'
+    distribution-free bounds to clear the bar or the margin even with every seed at its best (such a claim can at
+    most be refuted: the reason says so). `rlrepro plan` lists these apart from the claims a run decides. Seeds "at an end" of a return's range stand for seeds just inside it: a verdict
     leaves undecided a comparison whose seeds all sit at the floor or ceiling (``_at_bound``)."""
     n = spec.scale(scale).seeds if seeds is None else seeds
     refutable = " (at most refuted)"
@@ -119,7 +119,7 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str, seeds: int |
             return f"{seeds} per side: the permutation test's smallest p is {stats.smallest_permutation_p(n, n):.3g}"
         if claim.holds_on == "at_least":  # Holm's first step over the m environments asks p <= 0.025 / m
             run = spec.scale(scale).environments or [e.id for e in spec.environments]
-            m = len([env for env in run if claim.environments is None or env in claim.environments])
+            m = max(1, len([env for env in run if claim.environments is None or env in claim.environments]))
             if stats.smallest_permutation_p(n, n) > stats.ALPHA / m:
                 return (f"{seeds} per side: the permutation test's smallest p {stats.smallest_permutation_p(n, n):.3g} "
                         f"is above Holm's first step over {m} environments ({stats.ALPHA:g} / {m})")
