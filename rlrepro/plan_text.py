@@ -396,11 +396,14 @@ def decided_lines(plans: list, scale: str, left_out: list, *, detail: bool = Tru
     claims = sum(len(e.claims_decided) for e, _, _ in deciding)
     lines = wrap(f"claims decided at scale '{scale}': {claims} by {len(deciding)} experiment(s) of {len(runnable)}, in "
                  f"{hours_text(sum(h or 0.0 for _, _, h in runnable))}"
-                 + ("" if detail or not claims else " (their ids: --detail)") + ":", hanging="  ")
+                 + (" (claim, the fewest seeds that can show it: its test's floor; the experiment's seeds after its "
+                    "time)" if detail else "" if not claims else " (their ids: --detail)") + ":", hanging="  ")
     if detail:
         for e, time, hours in deciding:
-            lines += wrap(f"{e.key} ({len(e.claims_decided)}, {hours_text(hours) if hours is not None else time}): "
-                          + ", ".join(e.claims_decided), indent="  ")
+            seeds = e.spec.scale(scale).seeds
+            lines += wrap(f"{e.key} ({len(e.claims_decided)}, {hours_text(hours) if hours is not None else time}, "
+                          f"{seeds} seed{'s' if seeds != 1 else ''}): " + ", ".join(_floors(e, e.claims_decided)),
+                          indent="  ")
     else:
         for paper in dict.fromkeys(e.spec.paper for e, _, _ in deciding):
             mine = [f"{e.spec.experiment} {len(e.claims_decided)}" for e, _, _ in deciding if e.spec.paper == paper]
@@ -412,9 +415,12 @@ def decided_lines(plans: list, scale: str, left_out: list, *, detail: bool = Tru
                       "whatever the runs show" + ("):" if detail else "; why: --detail): " + ", ".join(
                           f"{e.key} {len(r)}" for e, r in out_of_reach)), indent="  ")
         if detail:
+            from rlrepro.results.claims import MOST_SEEDS
+
             for e, reasons in out_of_reach:
-                for key, why in reasons.items():
-                    lines += wrap(f"{e.key} {key}: {why}", indent="    ")
+                for key, floor in zip(reasons, _fewest_seeds(e, list(reasons))):
+                    fix = f"{floor} seeds would" if floor is not None else f"no count up to {MOST_SEEDS} seeds would"
+                    lines += wrap(f"{e.key} {key}: {reasons[key]}; {fix}", indent="    ")
     if checks and len(checks) == len(runnable):
         lines += wrap("every experiment is a path check: none decides a claim at this scale", indent="  ")
     elif checks:
@@ -438,6 +444,22 @@ def decided_lines(plans: list, scale: str, left_out: list, *, detail: bool = Tru
 
 
 _KEEP = "\0"  # a space ``wrap`` must not break at (replaced by a space once wrapped)
+
+
+def _fewest_seeds(experiment, ids: list[str]) -> list[int | None]:
+    """Per claim id: the fewest seeds per variant whose data could show it reproduced at the experiment's scale
+    (``fewest_seeds_to_show``), None where no count could. For ``--detail`` only (about ten looks at
+    ``cannot_show_at`` per claim), never on the DAG's path."""
+    from rlrepro.results.claims import fewest_seeds_to_show
+
+    claims = {claim.id: claim for claim in experiment.spec.claims}
+    return [fewest_seeds_to_show(experiment.spec, claims[key], experiment.scale) for key in ids]
+
+
+def _floors(experiment, ids: list[str]) -> list[str]:
+    """"claim N" per claim id (N: ``_fewest_seeds``, "none" where no count could), kept whole on one line by ``wrap``."""
+    return [f"{key}{_KEEP}{floor if floor is not None else 'none'}"
+            for key, floor in zip(ids, _fewest_seeds(experiment, ids))]
 
 
 def _listed(rows: list) -> str:

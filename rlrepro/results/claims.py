@@ -75,22 +75,23 @@ def detail_with_method(claim: dict[str, str]) -> str:
     return f"{claim['detail']}. Test: {method}" if method else claim["detail"]
 
 
-def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
-    """Why no data the scale's seeds could produce would show ``claim`` reproduced there ('' when some data could),
-    by the rules the verdicts apply: a mean or an equivalence on a metric with no declared range; one seed for a
-    mean; fewer seeds than the permutation test needs to reach 0.025; a share of seeds the scale's count cannot
-    bound; a range too wide for the seeds' distribution-free bounds to clear the bar or the margin even with every
-    seed at its best (such a claim can at most be refuted: the reason says so). `rlrepro plan` lists these apart
-    from the claims a run decides. Seeds "at an end" of a return's range stand for seeds just inside it: a verdict
+def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str, seeds: int | None = None) -> str:
+    """Why no data the scale's seeds (or ``seeds`` runs per variant) could produce would show ``claim`` reproduced
+    there ('' when some data could), by the rules the verdicts apply: a mean or an equivalence on a metric with no
+    declared range; one seed for a mean, or one run per game for an aggregate's bootstrap; fewer seeds than the
+    permutation test needs to reach 0.025, or (at least k of m environments) Holm's first step 0.025 / m; fewer runs
+    than a best-of-k count; a share of seeds the scale's count cannot bound; a range too wide for the seeds'
+    distribution-free bounds to clear the bar or the margin even with every seed at its best (such a claim can at
+    most be refuted: the reason says so). `rlrepro plan` lists these apart from the claims a run decides. Seeds "at an end" of a return's range stand for seeds just inside it: a verdict
     leaves undecided a comparison whose seeds all sit at the floor or ceiling (``_at_bound``)."""
-    n = spec.scale(scale).seeds
+    n = spec.scale(scale).seeds if seeds is None else seeds
     refutable = " (at most refuted)"
     if _frozen_rule_applies(claim) and control.smallest_beyond_p(n, control_seeds(n)) > stats.ALPHA:
         return (f"{n} seed(s), {control_seeds(n)} in the frozen arm: the runs cannot be shown beyond it (smallest p "
                 f"{control.smallest_beyond_p(n, control_seeds(n)):.3g}; rlrepro.results.control)")
     if isinstance(claim, ThresholdClaim):
-        if claim.best_of is not None:
-            return ""
+        if claim.best_of is not None:  # a count of runs (validation asks every judging scale for at least k)
+            return "" if n >= claim.best_of else f"{n} run(s) cannot make up the best {claim.best_of}"
         if claim.seeds_share is not None:
             if stats.decide_share(n, n, claim.seeds_share) == stats.SUPPORTED:
                 return ""
@@ -109,6 +110,11 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
         return (f"{n} seeds' distribution-free bound on [{bounds[0]:g}, {bounds[1]:g}] cannot reach {claim.op} "
                 f"{claim.bound:g} even with every seed at the range's end"
                 + (refutable if reach[1] == stats.CONTRADICTED else ""))
+    if isinstance(claim, AggregateClaim):  # a bootstrap over runs: one run per game has no interval
+        if claim.best_of is not None:
+            return "" if n >= claim.best_of else f"{n} run(s) cannot make up the best {claim.best_of}"
+        return "" if n >= 2 else ("one run per game: the aggregate's bootstrap over runs has no interval (state it "
+                                  "per run: best_of)")
     if isinstance(claim, AboveTrivialClaim):
         games = resolve_env(spec, claim.environment, scale).evaluation.episodes
         return "" if games >= 2 else ("one evaluation game per run: the permutation test against 30 games of a "
@@ -116,12 +122,18 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
     if not isinstance(claim, OrderingClaim):
         return ""
     if claim.relation == "beats":
+        seeds = f"{n} seed{'s' if n != 1 else ''}"
         if stats.smallest_permutation_p(n, n) > stats.ALPHA:
-            seeds = f"{n} seed{'s' if n != 1 else ''}"
             return f"{seeds} per side: the permutation test's smallest p is {stats.smallest_permutation_p(n, n):.3g}"
+        if claim.holds_on == "at_least":  # Holm's first step over the m environments asks p <= 0.025 / m
+            run = spec.scale(scale).environments or [e.id for e in spec.environments]
+            m = max(1, len([env for env in run if claim.environments is None or env in claim.environments]))
+            if stats.smallest_permutation_p(n, n) > stats.ALPHA / m:
+                return (f"{seeds} per side: the permutation test's smallest p {stats.smallest_permutation_p(n, n):.3g} "
+                        f"is above Holm's first step over {m} environments ({stats.ALPHA:g} / {m})")
         return ""
-    if claim.holds_on == "aggregate":
-        return ""
+    if claim.holds_on == "aggregate":  # matches / matches_or_beats: a bootstrap over runs
+        return "" if n >= 2 else "one run per side: the aggregate's bootstrap over runs has no interval"
     for env in claim.environments or [e.id for e in spec.environments]:
         bounds = metric_bounds(spec, claim, env)
         if bounds is None:
@@ -140,6 +152,25 @@ def _frozen_rule_applies(claim: object) -> bool:
     if getattr(claim, "control", None) != FROZEN or isinstance(claim, AboveTrivialClaim):
         return False
     return not (isinstance(claim, ThresholdClaim) and claim.best_of is not None)
+
+
+#: The most seeds ``fewest_seeds_to_show`` looks at, as the verdicts' "what would decide it" notes do: a design that
+#: needs more (a mean a hair below the top of its range, by Anderson's bound) is reported as out of reach.
+MOST_SEEDS = 256
+
+
+def fewest_seeds_to_show(spec: ExperimentSpec, claim: object, scale: str) -> int | None:
+    """The fewest runs per variant at which some data would show ``claim`` reproduced at ``scale`` (its design's
+    floor, by ``cannot_show_at``: the permutation test's 4, a share's Clopper-Pearson count, Anderson's bound on the
+    range), or None when no count up to MOST_SEEDS can (a mean with no declared range). More seeds only tighten
+    these bounds, so a bisection finds the floor in about 10 looks. Not on the DAG's path: `rlrepro plan` only."""
+    if cannot_show_at(spec, claim, scale, MOST_SEEDS):
+        return None
+    low, high = 0, MOST_SEEDS  # cannot_show_at holds at low (0: none), not at high
+    while high - low > 1:
+        middle = (low + high) // 2
+        low, high = (middle, high) if cannot_show_at(spec, claim, scale, middle) else (low, middle)
+    return high
 
 
 def judge_claims(
@@ -180,7 +211,7 @@ def _judge(claim: object, spec: ExperimentSpec, scale: str, cells: dict[tuple[st
         return _judge_threshold(claim, spec, cells)
     if isinstance(claim, AboveTrivialClaim):
         return _judge_above_trivial(claim, spec, scale, cells)
-    return _judge_aggregate(claim, spec, cells, reps)
+    return _judge_aggregate(claim, spec, cells, reps, runs=spec.scale(scale).seeds)
 
 
 # --- the frozen arm beside every claim (rlrepro.results.control) -------------------------------------------------
@@ -942,13 +973,23 @@ def hns_matrix(
     return games, 100.0 * human_normalized_scores(games, raw, table)
 
 
-def _judge_aggregate(claim: AggregateClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], reps: int) -> Verdict:
+AGGREGATE_BEST_OF_METHOD = ("count of runs whose own aggregate over the games passes (run i: seed i of every game; "
+                            "the paper's one run per game), not a mean over runs")
+
+
+def _judge_aggregate(
+    claim: AggregateClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], reps: int, *, runs: int
+) -> Verdict:
     method = "stratified bootstrap over runs, small-sample corrected (asymptotic: human-normalised scores have no range)"
+    if claim.best_of is not None:
+        method = AGGREGATE_BEST_OF_METHOD
     games, matrix = hns_matrix(spec, cells, claim.variant, claim.metric, claim.hns_table)
     known = [i for i, game in enumerate(games) if np.isfinite(matrix[:, i]).all()]
     if len(known) < claim.min_environments:
         detail = f"{len(known)} game(s) with scores at this scale; the claim needs {claim.min_environments}"
         return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence, method=method)
+    if claim.best_of is not None:
+        return _judge_aggregate_best_of(claim, matrix[:, known], method, runs)
     point, low, high = corrected_bootstrap_ci(matrix[:, known], AGGREGATES[claim.aggregate], reps=reps)
     bound = claim.value - claim.tolerance if claim.op == ">=" else claim.value + claim.tolerance
     detail = (
@@ -962,6 +1003,23 @@ def _judge_aggregate(claim: AggregateClaim, spec: ExperimentSpec, cells: dict[tu
     code = int(stats.decide_threshold(low, high, claim.op, bound))
     if high - low <= 0:
         code, detail = stats.UNDECIDED, detail + ". No spread: a zero-width interval is not certainty"
+    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, method=method)
+
+
+def _judge_aggregate_best_of(claim: AggregateClaim, matrix: np.ndarray, method: str, runs: int) -> Verdict:
+    """'The aggregate of the best k runs reaches the value': each run's own aggregate over the games (``matrix``:
+    runs x games, human-normalised in percent), at least k of them on the claimed side of value -+ tolerance.
+    Fewer than k passing while the ``runs`` the scale plans could still make up k: not judged yet."""
+    per_run = batched_aggregate(AGGREGATES[claim.aggregate], matrix[:, None, :])
+    bound = claim.value - claim.tolerance if claim.op == ">=" else claim.value + claim.tolerance
+    passing = int(sum(v >= bound if claim.op == ">=" else v <= bound for v in per_run))
+    detail = (f"{claim.aggregate} of {claim.variant} over {matrix.shape[1]} games per run ({claim.hns_table}): "
+              + ", ".join(f"{v:.1f}%" for v in per_run) + f"; {passing} of {len(per_run)} run(s) reach {claim.op} "
+              f"{claim.value:g}% (tolerance {claim.tolerance:g}); the claim counts the best {claim.best_of}")
+    if passing < claim.best_of and passing + runs - len(per_run) >= claim.best_of:
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, f"{detail}; {runs - len(per_run)} run(s) missing: they "
+                       f"decide whether {claim.best_of} reach it", claim.paper_evidence, method=method)
+    code = stats.SUPPORTED if passing >= claim.best_of else stats.CONTRADICTED
     return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, method=method)
 
 

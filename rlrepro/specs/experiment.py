@@ -373,6 +373,14 @@ class AggregateClaim(ControlledClaim):
     min_environments: PositiveCount = Field(
         1, description="Judge only when at least this many environments ran (e.g. all 57 games)."
     )
+    best_of: PositiveCount | None = Field(
+        None,
+        description="A count of runs: the claim reads 'the aggregate of the best k of the n runs reaches the value', "
+        "each run's aggregate taken over its games (run i: seed i of every game), i.e. at least k runs pass on "
+        "their own. For a paper that reports one run per game (IMPALA's Table C.1 and its median): k = 1. Every "
+        "scale in judged_at must run at least k seeds. Default: the aggregate of the per-game means over seeds, "
+        "with a bootstrap interval over runs (at least 2 runs per game).",
+    )
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
 
@@ -462,8 +470,9 @@ class ExperimentSpec(SpecModel):
                 _check_subset(f"claims[{i}].environment", [claim.environment], env_ids)
             if isinstance(claim, ThresholdClaim):
                 uninformative += self._uninformative(i, claim)
+            if isinstance(claim, (ThresholdClaim, AggregateClaim)):
                 self._check_best_of(i, claim)
-            elif isinstance(claim, AboveTrivialClaim):
+            if isinstance(claim, AboveTrivialClaim):
                 env = next(e for e in self.environments if e.id == claim.environment)
                 if env.kind != "atari" or self.agent.kind not in EVAL_SCORE_AGENTS:
                     raise ValueError(
@@ -525,7 +534,7 @@ class ExperimentSpec(SpecModel):
         scores.update({name: float(score.mean) for name, score in measured.items()})
         return scores
 
-    def _check_best_of(self, i: int, claim: ThresholdClaim) -> None:
+    def _check_best_of(self, i: int, claim: ThresholdClaim | AggregateClaim) -> None:
         """'The best k of n runs' needs at least k runs at every scale the claim is judged at."""
         if claim.best_of is None:
             return

@@ -608,6 +608,83 @@ def test_a_claim_the_seeds_cannot_show_is_named_and_its_best_data_stay_inconclus
     assert cannot_show_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9], [0.0]) == REPRODUCED
 
 
+def test_beats_on_at_least_k_environments_needs_holms_first_step_within_reach() -> None:
+    """Holm over m environments rejects first only when the smallest p <= 0.025 / m. Over 3 environments: 4 v 4
+    seeds give at best 1 / C(8, 4) = 0.0143 > 0.025 / 3 = 0.00833, so even every 'a' seed above every 'b' seed on
+    every environment stays inconclusive; 5 v 5 give 1 / C(10, 5) = 0.00397 <= 0.00833, reproduced."""
+    from rlrepro.results.claims import cannot_show_at, fewest_seeds_to_show
+
+    envs = [{"kind": "jax", "id": name, "name": "catch", "random_score": -0.8, "return_range": [-1.0, 1.0]}
+            for name in ("catch", "catch_b", "catch_c")]
+    for n, outcome in ((4, INCONCLUSIVE), (5, REPRODUCED)):
+        spec = validate_spec(toy_spec_data(
+            variants=[{"name": "a"}, {"name": "b"}], environments=envs,
+            scales={"smoke": {"frames": 100, "seeds": 1}, "cpu": {"frames": 200, "seeds": n}},
+            claims=[ordering(holds_on="at_least", at_least=2)]))
+        why = cannot_show_at(spec, spec.claims[0], "cpu")
+        assert why == ("" if n == 5 else "4 seeds per side: the permutation test's smallest p 0.0143 is above Holm's "
+                       "first step over 3 environments (0.025 / 3)")
+        finals = {(variant, env["id"]): [0.9 - 0.01 * i if variant == "a" else -0.9 + 0.01 * i for i in range(n)]
+                  for variant in ("a", "b") for env in envs}
+        [verdict] = judge_claims(spec, "cpu", cells(finals))
+        assert verdict.verdict == outcome, verdict.detail
+        assert fewest_seeds_to_show(spec, spec.claims[0], "cpu") == 5
+
+
+def test_the_fewest_seeds_that_can_show_a_claim_is_its_designs_floor() -> None:
+    """What `rlrepro plan` prints beside the seeds a claim has: 4 for 'beats' (1 / C(8, 4) = 0.014 <= 0.025, where
+    1 / C(6, 3) = 0.05 is not); 6 for 'a share above 0.5' (all of 5 passing bound it from 0.025^(1/5) = 0.478, of 6
+    from 0.541); 7 for a mean >= 0 on [-1, 1] (Anderson: 1 - 2 d_n, d_6 = 0.5193 -> -0.039, d_7 = 0.4834 -> 0.033);
+    k for the best k of the runs; none for a mean with no declared range, whatever the count."""
+    from rlrepro.results.claims import fewest_seeds_to_show
+
+    for claim, fewest in ((ordering(environments=["catch"]), 4), (threshold(">=", 0.0, 0.0, seeds_share=0.5), 6),
+                          (threshold(">=", 0.0, 0.0), 7), (threshold(">=", 0.5, 0.0, best_of=2), 2),
+                          (threshold(">=", 0.0, 0.0, metric="loss"), None)):
+        spec = _spec_at(4, claim)
+        assert fewest_seeds_to_show(spec, spec.claims[0], "cpu") == fewest, claim
+
+
+def test_an_aggregate_over_one_run_per_game_is_judged_per_run_with_best_of() -> None:
+    """IMPALA's Table 4 medians come from one run per game (Table C.1). A bootstrap over runs has no interval at one
+    run (cannot_show_at names it; inconclusive whatever the scores); best_of 1 reads the run's own median. HNS =
+    100 (x - random) / (human - random): Pong -20.7 -> 0%, Breakout 59.3 -> 100 * 57.6 / 28.8 = 200%, Boxing 10.9 ->
+    100 * 10.8 / 12 = 90% (median 90: reaches 100 - 10) or 10.78 -> 89% (median 89: does not)."""
+    from rlrepro.results.claims import cannot_show_at
+
+    envs = [{"kind": "atari", "id": game, "game": game} for game in ("pong", "breakout", "boxing")]
+    median = {"kind": "aggregate", "id": "median", "statement": "the median reaches 100%", "aggregate": "median_hns",
+              "metric": "final_return", "variant": "a", "op": ">=", "value": 100.0, "tolerance": 10.0,
+              "min_environments": 3, "judged_at": ["cpu"]}
+
+    def spec_at(seeds: int, **extra: Any) -> ExperimentSpec:
+        return validate_spec(toy_spec_data(environments=envs, variants=[{"name": "a"}], claims=[{**median, **extra}],
+                                           scales={"smoke": {"frames": 100, "seeds": 1},
+                                                   "cpu": {"frames": 200, "seeds": seeds}}))
+
+    def verdict(spec: ExperimentSpec, boxing: list[float]) -> Any:
+        runs = len(boxing)
+        [v] = judge_claims(spec, "cpu", cells({("a", "pong"): [-20.7] * runs, ("a", "breakout"): [59.3] * runs,
+                                               ("a", "boxing"): boxing}), reps=200)
+        return v
+
+    mean = spec_at(1)
+    assert cannot_show_at(mean, mean.claims[0], "cpu").startswith("one run per game: the aggregate's bootstrap")
+    assert verdict(mean, [10.9]).verdict == INCONCLUSIVE
+    per_run = spec_at(1, best_of=1)
+    assert cannot_show_at(per_run, per_run.claims[0], "cpu") == ""
+    passed, failed = verdict(per_run, [10.9]), verdict(per_run, [10.78])
+    assert (passed.verdict, failed.verdict) == (REPRODUCED, NOT_REPRODUCED)
+    assert "90.0%; 1 of 1 run(s) reach >= 100% (tolerance 10)" in passed.detail and "89.0%; 0 of 1" in failed.detail
+    # two runs planned, one finished below the bar: the missing run decides
+    two = spec_at(2, best_of=1)
+    cut = cells({("a", "pong"): [-20.7], ("a", "breakout"): [59.3], ("a", "boxing"): [10.78]})
+    [v] = judge_claims(two, "cpu", cut)
+    assert v.verdict == NOT_JUDGED and "1 run(s) missing" in v.detail
+    with pytest.raises(SpecError, match="best_of 3 needs at least 3 seeds"):
+        spec_at(2, best_of=3)
+
+
 @pytest.mark.parametrize("experiment", ["atari57_deep", "atari57_shallow", "atari57_multitask"])
 def test_the_paper_scale_atari_game_scores_are_counted_per_run_and_decided(experiment: str) -> None:
     """Table C.1 gives one run per game: each game's claim counts that run (best_of 1), so the paper scale decides it,

@@ -1,0 +1,27 @@
+"""Issue 45: every claim is decidable where it is judged. No claim of the real specs may sit at a scale whose seeds
+could never show it reproduced (``rlrepro.results.claims.cannot_show_at``): its verdict there would be
+"inconclusive" before the first step, a verdict on the design rather than on the data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from rlrepro.results.claims import MOST_SEEDS, cannot_show_at, fewest_seeds_to_show
+from rlrepro.specs import load_specs
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_no_claim_of_the_real_specs_is_judged_where_its_seeds_cannot_show_it() -> None:
+    offending = []
+    for path, spec in load_specs([REPO / "specs"]):
+        for claim in spec.claims:
+            for scale in claim.judged_at:
+                if why := cannot_show_at(spec, claim, scale):
+                    fewest = fewest_seeds_to_show(spec, claim, scale)
+                    fix = (f"{fewest} seeds would (scales.{scale}.seeds, or budget.seeds at the paper scale)" if fewest
+                           else f"no count up to {MOST_SEEDS} seeds would: declare a metric_range, state it per run (seeds_share, best_of)"
+                           " or drop the scale from judged_at with the reason in the spec")
+                    offending.append(f"{Path(path).relative_to(REPO)} {claim.id} at {scale} "
+                                     f"({spec.scale(scale).seeds} seeds): {why}; {fix}")
+    assert not offending, f"{len(offending)} claim(s) judged where their seeds cannot show them:\n" + "\n".join(offending)
