@@ -23,4 +23,3 @@ class DDPGConfig(ReplayAgentConfig):
     sigma: float
     exploration: str
     ou_theta: float
-    ou_behaviour: str

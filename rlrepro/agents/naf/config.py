@@ -22,7 +22,6 @@ class NAFConfig(ReplayAgentConfig):
     rule2_gradient: str
     exploration: str = "gaussian"  # App. A: Gaussian for every NAF variant (not a spec field)
     ou_theta: float = 0.15  # unused: no OU exploration for NAF
-    ou_behaviour: str = "step"  # unused: no OU exploration for NAF
 
     @property
     def policy_learning_rate(self) -> float:
