@@ -253,16 +253,16 @@ def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tupl
 def _compare(claim: OrderingClaim, spec: ExperimentSpec, env: str, worse: str, a: list[float], b: list[float]) -> _Comparison:
     """The claim's test on one environment against one worse variant, on signed values (positive = better)."""
     sign = 1.0 if claim.higher_is_better else -1.0
-    bounds = metric_bounds(spec, claim, env)
-    if not _inside([*a, *b], bounds):
-        bounds = None  # values outside the declared range: no distribution-free bound; the line says so
-    sa, sb = sign * np.asarray(a), sign * np.asarray(b)
-    signed = _signed_bounds(bounds, sign)
     if claim.by_factor is not None:  # log10 values; interval: of better's advantage in log10 units
         sa, sb = sign * np.log10(a), sign * np.log10(b)
         interval = stats.welch_interval(sa, sb)
         outcome, p = stats.decide_beats_by_factor(sa, sb, claim.by_factor)
         return _Comparison(env, worse, a, b, interval, int(outcome), float(p), "", None)
+    bounds = metric_bounds(spec, claim, env)
+    if not _inside([*a, *b], bounds):
+        bounds = None  # values outside the declared range: no distribution-free bound; the line says so
+    sa, sb = sign * np.asarray(a), sign * np.asarray(b)
+    signed = _signed_bounds(bounds, sign)
     if claim.relation == "beats":
         interval = stats.welch_interval(sa, sb)  # shown for the size of the gap; the decision is the permutation test
         outcome, p = stats.decide_beats_permutation(sa, sb)
