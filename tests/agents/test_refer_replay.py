@@ -286,3 +286,25 @@ def test_a_pickled_bank_member_comes_back_as_its_own_memory_with_only_its_rows()
         np.testing.assert_array_equal(getattr(restored, name), getattr(replays[1], name), err_msg=name)
     restored.q_ret[:] = 0.0  # its own storage now
     assert np.any(bank.q_ret != 0.0)
+
+
+def test_a_chunk_ending_at_a_commit_reports_the_far_fraction_of_the_scored_steps():
+    # The host's last step returned eq. 12's n_far / N = 2 / 8 (its beta update uses it); the chunk's metric must
+    # not read the episode just committed, never sampled, as near: 2 far of the 4 scored steps = 0.5
+    import types
+
+    from rlrepro.training.refer_host import HostState, ReferHost
+
+    replay = EpisodeReplay(capacity=10, max_episode_steps=4, obs_dim=2, action_dim=1, discount=0.9, seed=0)
+    rng = np.random.default_rng(0)
+    _fill(replay, [4], [True], rng)
+    replay.set_log_rho(replay.stored(), np.log([1.0, 2.0, 0.4, 1.9]).astype(np.float32), 2.0)
+    _fill(replay, [4], [True], rng)
+    host = HostState([None], [replay], np.zeros((1, 2), np.float32), np.ones(1, np.float32))
+    agent = ReferHost.__new__(ReferHost)
+    agent.env_spec = types.SimpleNamespace(frames_per_step=1)
+    agent._memory_kl = lambda host, learner: np.full(1, np.nan)
+    step = (np.zeros(1), np.zeros(1), np.ones(1), replay._bank.far_fractions(), np.ones(1), 2.0, 1e-4)
+    metrics = agent._metrics(types.SimpleNamespace(host=host, learner=None), [0], [step])
+    assert float(step[3][0]) == pytest.approx(0.25)
+    assert float(metrics.far_fraction[0]) == pytest.approx(0.5)
