@@ -217,6 +217,8 @@ def test_the_plan_of_every_spec_reads_on_one_screen_and_detail_gives_each_experi
     assert any(line.startswith("sources") for line in detail)
     # --detail: the claims' ids, each with the fewest seeds that can show it, the experiment's seeds beside them
     assert "  frodo/random_walk (3, 10 min, 10 seeds): frodo_below_every_td_lambda 4," in detail
+    out_of_reach = detail[next((i for i, line in enumerate(detail) if "cannot show them reproduced" in line), len(detail)):]
+    assert not any(line.startswith("    refer/") for line in out_of_reach)  # each listed with why not; no ReF-ER
     assert main(["plan", "--scale", "cpu", "--set", "curves"]) == 0
     curves = " ".join(capsys.readouterr().out.split())
     assert f"claims decided at scale 'cpu': 0 by 0 experiment(s) of {len(opt_in)}" in curves
@@ -242,3 +244,13 @@ def test_the_plan_of_what_a_published_report_still_lacks_names_the_experiments_l
         f"still to run here: {len(left)} experiment(s) (the {len(published)} published in {tmp_path} are left out "
         "above): snakemake -c2 --config scale=cpu only=evolving_rl,frodo/catch,impala,refer")
     assert "synthetic_returns" not in out.partition("estimated total time")[0]  # not in the time table
+
+
+@pytest.mark.parametrize("scale", ["cpu", "paper"])
+def test_every_refer_claim_is_decidable_where_it_is_judged(scale):
+    """Issue 45: no ReF-ER claim is one its scale's seeds could never show reproduced (a mean or an equivalence on
+    a metric with no range, too few seeds for a share or a permutation test)."""
+    specs = [spec for _, spec in load_specs([REPO / "specs"]) if spec.paper == "refer"]
+    out = [(spec.experiment, c.id, cannot_show_at(spec, c, scale)) for spec in specs for c in spec.claims
+           if scale in c.judged_at and cannot_show_at(spec, c, scale)]
+    assert out == []

@@ -80,6 +80,7 @@ class EpisodeReplay:
         self.q_ret = np.zeros(n, np.float32)
         self.far = np.zeros(n, bool)  # far-policy at its last rho refresh: |log rho| >= log c_max (c_max of then)
         self.n_far: int | None = 0  # far steps among the committed ones
+        self.scored = np.zeros(n, bool)  # its rho computed by an update since it was stored (not only at acting)
         self.first = np.zeros(n, bool)
         self.last = np.zeros(n, bool)
         self.v_boot = np.zeros(n, np.float32)  # at an episode's last step: V(s_T) if truncated, 0 if terminal
@@ -102,6 +103,8 @@ class EpisodeReplay:
         """Unpickle (checkpoints); a memory pickled before n_far was kept is recounted at its next refresh."""
         if "far" not in state:
             state = {**state, "far": np.zeros(len(state["log_rho"]), bool), "n_far": None}
+        if "scored" not in state:  # pickled before scoring was kept: every step counts, as it then did
+            state = {**state, "scored": np.ones(len(state["log_rho"]), bool)}
         self.__dict__.update({"priorities": None, **state})  # pickled before PER existed: uniform
         ReplayBank([self])
 
@@ -113,6 +116,7 @@ class EpisodeReplay:
         i = (self.head + self.committed + self.running) % self.size
         self.obs[i], self.action[i], self.reward[i] = obs, action, reward
         self.mu_mean[i], self.mu_std[i], self.v[i], self.log_rho[i], self.far[i] = mu_mean, mu_std, v, 0.0, False
+        self.scored[i] = False
         self.first[i], self.last[i], self.v_boot[i] = self.running == 0, False, 0.0
         self.running += 1
 
@@ -189,6 +193,19 @@ class EpisodeReplay:
         """n_far / N from the last rho computed for every stored step (stale for unsampled ones, as the paper)."""
         return self.n_far / self.committed if self.committed else 0.0
 
+    def scored_far_fraction(self) -> float:
+        """The far fraction of the committed steps whose rho an update has computed (NaN if none): the metric.
+
+        A step's rho is 1 when it is stored (the behaviour is the policy of the moment) until an update samples it,
+        so the episode just committed, never sampled yet, would read near whatever the policy has done since: n_far
+        / N read at a commit is low by about the newest episode's share of the memory. Eq. 12 keeps using n_far / N
+        (``far_fraction``, the paper's approximation from outdated weights); the reported metric leaves the
+        never-scored steps out."""
+        idx = self.stored()
+        scored = self.scored[idx]
+        n = int(np.count_nonzero(scored))
+        return int(np.count_nonzero(self.far[idx] & scored)) / n if n else float("nan")
+
     def recount_far(self, c_max: float) -> None:
         """Reclassify every stored step with the current c_max (its stored rho) and recount n_far exactly."""
         idx = self.stored()
@@ -238,8 +255,8 @@ class ReplayBank:
     copies the memories' arrays into the block (a memory belongs to the last bank built over it).
     """
 
-    FIELDS = ("obs", "action", "mu_mean", "mu_std", "reward", "v", "log_rho", "q_ret", "far", "first", "last", "v_boot",
-              "terminal", "final_obs")
+    FIELDS = ("obs", "action", "mu_mean", "mu_std", "reward", "v", "log_rho", "q_ret", "far", "scored", "first", "last",
+              "v_boot", "terminal", "final_obs")
 
     def __init__(self, replays: list[EpisodeReplay]):
         self.replays = replays
@@ -294,6 +311,10 @@ class ReplayBank:
         """Every memory's n_far / N (float32)."""
         return np.array([r.far_fraction() for r in self.replays], np.float32)
 
+    def scored_far_fractions(self) -> np.ndarray:
+        """Every memory's far fraction among its scored steps (``EpisodeReplay.scored_far_fraction``; float32)."""
+        return np.array([r.scored_far_fraction() for r in self.replays], np.float32)
+
     def plan(self, slots: np.ndarray, c_max: float, rows: list[int] | None = None, write_back: bool = False) -> Refresh:
         """What a ``set_log_rho`` (or, with ``write_back``, a ``write_back``) of the steps at ``slots`` reads that the
         update cannot change, gathered while the jitted update runs (the host would otherwise wait idle, and these
@@ -319,6 +340,7 @@ class ReplayBank:
         self.log_rho[plan.slots] = log_rho
         far = np.abs(self.log_rho.take(plan.unique)) >= np.log(c_max)
         self.far[plan.unique] = far
+        self.scored[plan.unique] = True
         n = len(self.replays)
         change = np.bincount(plan.unique[far] // self.size, minlength=n)
         change -= np.bincount(plan.was_far // self.size, minlength=n)

@@ -65,6 +65,17 @@ def ordering_rate(
     return float(np.mean(outcome == stats.SUPPORTED))
 
 
+def factor_rate(
+    n: int, shape: str, log_gap: float, *, factor: float = 10.0, worse_spread: float = 1.0, sims: int = 4000, seed: int = 0
+) -> float:
+    """P(reproduced) of 'beats by at least ``factor``' (``stats.decide_beats_by_factor``) when the better variant's
+    signed log10 values lie ``log_gap`` above the worse's (null at its least favourable point: log_gap = log10 factor)
+    and the worse's log10 values spread ``worse_spread`` times as widely (1: a pure shift, where the test is exact)."""
+    rng = np.random.default_rng(seed)
+    a, b = draw(rng, shape, (sims, n)) + log_gap, worse_spread * draw(rng, shape, (sims, n))
+    return float(np.mean(stats.decide_beats_by_factor(a, b, factor)[0] == stats.SUPPORTED))
+
+
 def each_rate(n: int, shape: str, differences: list[float], *, sims: int = 4000, seed: int = 0) -> float:
     """P(reproduced) of 'beats on each' over several comparisons with the given true differences (IUT)."""
     rng = np.random.default_rng(seed)
@@ -421,6 +432,9 @@ def _main() -> None:
             ("aggregate IQM of 5, diff 0 (300 sims)", lambda n, s=shape: aggregate_permutation_rate(n, s, "iqm", 0.0)),
             ("aggregate mean of 5, diff 0 (300 sims)", lambda n, s=shape: aggregate_permutation_rate(n, s, "mean", 0.0)),
             ("power: beats, diff 1.5 SD", lambda n, s=shape: ordering_rate("beats", n, s, 1.5)),
+            ("beats by factor 10, log10 gap exactly 1 (SD 1)", lambda n, s=shape: factor_rate(n, s, 1.0)),
+            ("same, worse's log10 spread 3x", lambda n, s=shape: factor_rate(n, s, 1.0, worse_spread=3.0)),
+            ("power: by factor 10, log10 gap 2.5", lambda n, s=shape: factor_rate(n, s, 2.5)),
         ]
         print(f"### {shape}\n\n{table(rows)}\n")
 

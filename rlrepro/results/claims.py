@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -151,7 +151,7 @@ def _frozen_rule_applies(claim: object) -> bool:
     """Whether a reproduced verdict needs the runs shown beyond the frozen arm (rule 2 of ``results.control``)."""
     if getattr(claim, "control", None) != FROZEN or isinstance(claim, AboveTrivialClaim):
         return False
-    return not (isinstance(claim, ThresholdClaim) and claim.best_of is not None)
+    return getattr(claim, "best_of", None) is None  # the paper's best k runs: rule 1 alone
 
 
 #: The most seeds ``fewest_seeds_to_show`` looks at, as the verdicts' "what would decide it" notes do: a design that
@@ -261,6 +261,8 @@ def _beyond_frozen(claim: object, spec: ExperimentSpec, runs: dict, frozen: dict
     """Rule 2's p-value for a claim the runs support, and its test; (None, '') where rule 1 alone applies."""
     if isinstance(claim, OrderingClaim):
         return _ordering_beyond(claim, spec, runs, frozen)
+    if not _frozen_rule_applies(claim):
+        return None, ""
     if isinstance(claim, AggregateClaim):
         sign = 1.0 if claim.op == ">=" else -1.0
         _, real = hns_matrix(spec, runs, claim.variant, claim.metric, claim.hns_table)
@@ -269,8 +271,6 @@ def _beyond_frozen(claim: object, spec: ExperimentSpec, runs: dict, frozen: dict
             return None, ""
         p = float(stats.aggregate_permutation_p(sign * real, sign * still, AGGREGATES[claim.aggregate]))
         return p, "whole runs permuted between the runs and the frozen arm, one-sided 0.025"
-    if not isinstance(claim, ThresholdClaim) or claim.best_of is not None:
-        return None, ""
     values = _finite(runs[(claim.variant, claim.environment)].values(claim.metric))
     still = _finite(frozen[(claim.variant, claim.environment)].values(claim.metric))
     if not values or not still:
@@ -366,8 +366,11 @@ def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tupl
                 missing.append(f"{claim.better if better is None else worse_name} on {env}")
                 continue
             a, b = _finite(better.values(claim.metric)), _finite(worse.values(claim.metric))
+            if claim.by_factor is not None:  # a ratio is judged on the log scale: values <= 0 have none
+                a, b = [v for v in a if v > 0], [v for v in b if v > 0]
             if not a or not b:
-                missing.append(f"finite {claim.metric} for {claim.better} vs {worse_name} on {env}")
+                kind = "finite positive" if claim.by_factor is not None else "finite"
+                missing.append(f"{kind} {claim.metric} for {claim.better} vs {worse_name} on {env}")
             elif len(a) < 2 or len(b) < 2:
                 few.append(f"{claim.better} vs {worse_name} on {env} has {len(a)} and {len(b)} run(s)")
             else:
@@ -399,7 +402,10 @@ def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tupl
     detail = f"{rule}. " + "; ".join(lines)
     if code == stats.UNDECIDED:
         detail += ". " + _what_would_decide(claim, comparisons)
-    power = _power_text(comparisons) if claim.relation == "beats" else ""
+    power = _power_text(comparisons) if claim.relation == "beats" and claim.by_factor is None else ""
+    if claim.by_factor is not None and comparisons:  # the spread and the detectable gap on the log scale
+        logs = [replace(c, a=list(np.log10(c.a)), b=list(np.log10(c.b))) for c in comparisons]
+        power = _power_text(logs).replace("difference of", "difference in log10 units of")
     if claim.relation != "beats" and code == stats.SUPPORTED:
         trivial = _trivial_check(claim, spec, comparisons)
         if trivial:
@@ -411,6 +417,11 @@ def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tupl
 def _compare(claim: OrderingClaim, spec: ExperimentSpec, env: str, worse: str, a: list[float], b: list[float]) -> _Comparison:
     """The claim's test on one environment against one worse variant, on signed values (positive = better)."""
     sign = 1.0 if claim.higher_is_better else -1.0
+    if claim.by_factor is not None:  # log10 values; interval: of better's advantage in log10 units
+        sa, sb = sign * np.log10(a), sign * np.log10(b)
+        interval = stats.welch_interval(sa, sb)
+        outcome, p = stats.decide_beats_by_factor(sa, sb, claim.by_factor)
+        return _Comparison(env, worse, a, b, interval, int(outcome), float(p), "", None)
     bounds = metric_bounds(spec, claim, env)
     if not _inside([*a, *b], bounds):
         bounds = None  # values outside the declared range: no distribution-free bound; the line says so
@@ -442,6 +453,10 @@ def _at_bound(spec: ExperimentSpec, env_id: str, metric: str, a: list[float], b:
 
 def _ordering_method(claim: OrderingClaim, comparisons: list[_Comparison]) -> str:
     """The test and its assumption, in one phrase (Verdict.method)."""
+    if claim.by_factor is not None:
+        return "two-sample permutation test of the difference of mean log10 values against log10 of the factor, " \
+            "one-sided 0.025 (exact when the variants' log10 values differ by a shift; assumes runs independent)" + (
+                "; Holm over environments" if claim.holds_on == "at_least" else "")
     if claim.relation == "beats":
         return "exact two-sample permutation test of the difference of means, one-sided 0.025 (any distribution; " \
             "assumes runs independent and exchangeable under no effect)" + (
@@ -455,6 +470,9 @@ def _ordering_method(claim: OrderingClaim, comparisons: list[_Comparison]) -> st
 
 def _rule(claim: OrderingClaim) -> str:
     side = "higher" if claim.higher_is_better else "lower"
+    if claim.by_factor is not None:
+        return (f"{claim.metric} ({side} is better) by a factor of at least {claim.by_factor:g}: each difference of "
+                f"mean log10 values must exceed log10 {claim.by_factor:g} by the permutation test (p <= 0.025)")
     if claim.relation == "beats":
         return f"{claim.metric} ({side} is better): each difference must be significant by the permutation test (p <= 0.025)"
     if claim.relation == "matches":
@@ -469,6 +487,11 @@ def _comparison_line(claim: OrderingClaim, c: _Comparison) -> str:
     """'env: better - worse = d [95% CI low, high] supports' in the metric's own units and direction."""
     iv = c.interval
     point, low, high = (iv.point, iv.low, iv.high) if claim.higher_is_better else (-iv.point, -iv.high, -iv.low)
+    if claim.by_factor is not None:  # iv: better's advantage in log10 units, shown as a factor
+        text = (f"{c.env}: {claim.better} better than {c.worse} by a factor {10 ** float(iv.point):.3g} [Welch 95% CI "
+                f"on log10: {10 ** float(iv.low):.3g}, {10 ** float(iv.high):.3g}], needed {claim.by_factor:g}, "
+                f"permutation p = {c.p_value:.3g} ")
+        return text + _LINE[c.outcome]
     if claim.relation == "beats":
         floor = stats.smallest_permutation_p(len(c.a), len(c.b))
         text = (f"{c.env}: {claim.better} - {c.worse} = {float(point):+.3g} [Welch 95% CI {float(low):+.3g}, "
@@ -496,8 +519,12 @@ def _what_would_decide(claim: OrderingClaim, comparisons: list[_Comparison]) -> 
         if stats.smallest_permutation_p(len(c.a), len(c.b)) > stats.ALPHA:
             refuses.append(c)
         sd, observed = stats.pooled_sd([c.a, c.b]), float(c.interval.point)
+        what = f"the observed gap {abs(observed):.3g}"
+        if claim.by_factor is not None:  # on the log scale, beyond the factor
+            sd, observed = stats.pooled_sd([np.log10(c.a), np.log10(c.b)]), observed - math.log10(claim.by_factor)
+            what = f"the observed factor {10 ** float(c.interval.point):.3g} above {claim.by_factor:g}"
         if sd > 0 and observed > 0:
-            needs.append((max(stats.seeds_to_detect(sd, observed), fewest), c, f"the observed gap {abs(observed):.3g}", sd))
+            needs.append((max(stats.seeds_to_detect(sd, observed), fewest), c, what, sd))
     texts = []
     if refuses:
         c = refuses[0]

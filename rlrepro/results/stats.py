@@ -392,6 +392,19 @@ def decide_beats_permutation(better: npt.ArrayLike, worse: npt.ArrayLike) -> tup
     return np.where(p <= ALPHA, SUPPORTED, np.where(reverse <= ALPHA, CONTRADICTED, UNDECIDED)), p
 
 
+def decide_beats_by_factor(better: npt.ArrayLike, worse: npt.ArrayLike, factor: float) -> tuple[np.ndarray, np.ndarray]:
+    """'better beats worse by at least ``factor``' from signed log10 values (positive = better is better): (outcome
+    code, one-sided p of the claim).
+
+    The permutation test of better - log10(factor) against worse: supported when p <= alpha, contradicted when the
+    reverse test (the advantage is below the factor) has p <= alpha. Exact when the log10 values of the two differ by
+    a shift: measured at exactly the factor (``calibration.factor_rate``, 2000 experiments per cell, n = 4-10 per
+    side) 0.012-0.030 over the five shapes. Not when the spreads differ: with the worse variant's log10 values three
+    times as spread, 0.02-0.04 on symmetric shapes but up to 0.15 on skewed ones (lognormal; exponential 0.11).
+    """
+    return decide_beats_permutation(np.asarray(better, np.float64) - np.log10(factor), worse)
+
+
 def decide_games_above_trivial(games: npt.ArrayLike, trivial: npt.ArrayLike) -> tuple[np.ndarray, np.ndarray]:
     """'A trained policy plays better than a trivial one' from the games each played (games on the last axis):
     (outcome code, one-sided p).

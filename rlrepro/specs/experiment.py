@@ -219,6 +219,14 @@ class OrderingClaim(ControlledClaim):
         "normalised scores (Atari: human-normalised, dqn_zoo_57 table; others: (x - random_score) / "
         "(return_range[1] - random_score)).",
     )
+    by_factor: float | None = Field(
+        None,
+        gt=1,
+        description="With relation beats: better must beat each worse variant by at least this factor (a claim of "
+        "'orders of magnitude': 10), judged on log10 of the metric (every value > 0): the permutation test of "
+        "better's log10 values, moved by log10(by_factor) against it, versus worse's. Exact when the two variants' "
+        "log10 values differ by a shift; null: a plain 'beats'.",
+    )
     expected_sd: float | None = Field(
         None,
         gt=0,
@@ -238,6 +246,9 @@ class OrderingClaim(ControlledClaim):
     def _check_form(self) -> "OrderingClaim":
         if self.relation == "beats" and self.margin is not None:
             raise ValueError(f"claim {self.id}: margin is only for matches / matches_or_beats, not for relation beats")
+        if self.by_factor is not None and (self.relation != "beats" or self.holds_on == "aggregate"):
+            raise ValueError(f"claim {self.id}: by_factor (a ratio judged on the log scale) needs relation beats on each "
+                             "environment or on at least k of them, not an aggregate")
         if self.relation != "beats" and self.margin is None:
             raise ValueError(
                 f"claim {self.id}: relation {self.relation} needs a margin (> 0, metric units): the largest "

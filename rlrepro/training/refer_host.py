@@ -58,7 +58,8 @@ LoopState = LockstepState  # (learner, keys, the actions chosen for the current 
 class ChunkMetrics(NamedTuple):
     """Per seed over the chunk: episodes and their mean return; the learner's mean loss, the minibatch KL(mu||pi)
     (an estimate of the memory's average D_KL under uniform sampling; under PER it leans to the large TD errors),
-    the near fraction of minibatches; at the chunk's end: the far-policy fraction n_far/N of the memory, beta,
+    the near fraction of minibatches; at the chunk's end: the far-policy fraction of the memory among the steps an
+    update has scored (``EpisodeReplay.scored_far_fraction``: the newest episode, never sampled, is not read as near), beta,
     c_max, eta, the reward scale and the memory's average D_KL(mu_k || pi_w(.|s_k)) over every stored step with the
     current policy (Fig. 2's quantity; DDPG and NAF; NaN where not computed)."""
 
@@ -157,7 +158,8 @@ class ReferHost(LockstepHost):
         nan = np.full(n, np.nan)
         if outs:
             loss, kl, near = (np.mean(np.stack([np.asarray(o[j]) for o in outs]), axis=0) for j in range(3))
-            far, beta, c_max, eta = outs[-1][3], outs[-1][4], np.full(n, outs[-1][5]), np.full(n, outs[-1][6])
+            beta, c_max, eta = outs[-1][4], np.full(n, outs[-1][5]), np.full(n, outs[-1][6])
+            far = host.bank.scored_far_fractions()  # the steps no update has scored yet left out (not read as near)
         else:
             loss = kl = near = far = c_max = eta = nan
             beta = host.beta
@@ -174,8 +176,8 @@ class TransitionHost(ReferHost):
     """DDPG and NAF (Alg. 4 and §2): Q-learning targets from stored transitions (so the periodic refresh only
     updates the reward scale and recounts n_far), uniform or rank-based prioritised sampling, and exploration
     m_w(s) + Gaussian N(0, sigma^2 I) noise (ReF-ER variants, NAF) or an Ornstein-Uhlenbeck process (DDPG with ER
-    or PER; reset at every episode start), drawn on the host from a generator per seed. The stored mu is the
-    density that produced each action: N(m_w(s), sigma^2 I), or under OU the step's Gaussian given the previous noise.
+    or PER; reset at every episode start), drawn on the host from a generator per seed. The stored mu is the paper's
+    pi = m_w(s) + N(0, sigma^2 I) at the acting parameters, whatever noise explored (§2: pi defines rho and D_KL).
 
     Subclasses compile ``self._init`` (keys -> learner), ``self._step`` (learner, batch, beta, c_max, lr_scale, obs
     -> learner, output, m(obs)) and ``self._mean`` (acting parameters, obs -> m(obs)), and name the acting
@@ -194,27 +196,27 @@ class TransitionHost(ReferHost):
         return learner, keys, self._explore(host, mean)
 
     def _explore(self, host: HostState, mean: np.ndarray) -> Action:
-        """m_w(s) + Gaussian or OU noise (App. A), with the density of the behaviour that produced the action.
+        """m_w(s) + Gaussian or OU noise (App. A), stored with the behaviour mu = N(m_w(s), sigma^2 I).
 
-        Gaussian: a ~ N(m_w(s), sigma^2 I), the stored mu. OU (unit time step): x_t = (1 - theta) x_{t-1} + sigma n_t,
-        a_t = m_w(s_t) + x_t; given the previous noise x_{t-1} the step is Gaussian, a_t ~ N(m_w(s_t) + (1 - theta)
-        x_{t-1}, sigma^2 I), and that conditional density is the stored mu (``ou_behaviour`` step): rho = pi_w(a|s) /
-        mu(a|s) and the KL compare the policy with the behaviour as explored. ``ou_behaviour`` policy stores
-        N(m_w(s), sigma^2 I), which an OU action (stationary std sigma / sqrt(1 - (1 - theta)^2), about 0.38 at
-        sigma 0.2, theta 0.15) does not follow (the runs before session 24).
+        Gaussian: a ~ N(m_w(s), sigma^2 I). OU (unit time step): x_t = (1 - theta) x_{t-1} + sigma n_t, a_t = m_w(s_t)
+        + x_t. Either way the stored mu is the paper's pi = m_w + N(0, sigma^2 I) at the acting parameters (§2: "we
+        include exploratory Gaussian noise in the policy ... to compute rho_t or the Kullback-Leibler divergence"):
+        rho and D_KL then measure how far the policy has moved since it acted, never how wide the noise was. A policy
+        that never moves has rho = 1 and D_KL = 0 for every stored step, and D_KL <= 2 d_A / sigma^2 because both
+        means are tanh outputs in (-1, 1)^d_A (§5.1). The OU step's own density, N(m_w(s) + (1 - theta) x_{t-1},
+        sigma^2 I), would read the noise as policy change: a policy that never moves gave a far fraction of 0.87 and a
+        D_KL of 7.9 on HalfCheetah (0.000 and 0.003 with pi; ``scripts/ddpg_behaviour_kl.py --frozen``), and the
+        stored mean m + (1 - theta) x_{t-1} can leave the action box.
         """
         c = self.config
         noise = np.stack([rng.standard_normal(self.action_dim) for rng in host.noise_rngs]).astype(np.float32)
-        mu_mean = mean
         if c.exploration == "ornstein_uhlenbeck":  # dx = -theta x + sigma dW, unit time step
-            drift = (1.0 - c.ou_theta) * host.ou
-            mu_mean = mean + drift if c.ou_behaviour == "step" else mean
-            host.ou = drift + c.sigma * noise
+            host.ou = (1.0 - c.ou_theta) * host.ou + c.sigma * noise
             noise = host.ou
         else:
             noise = c.sigma * noise
         sigma = np.full_like(mean, c.sigma)
-        return Action(mean + noise, mu_mean.astype(np.float32), sigma, np.zeros(len(mean), np.float32))
+        return Action(mean + noise, mean.astype(np.float32), sigma, np.zeros(len(mean), np.float32))
 
     def _learn_and_act(self, host: HostState, learner: Any, keys: jax.Array):
         c, t = self.config, host.steps

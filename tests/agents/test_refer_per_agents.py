@@ -153,9 +153,8 @@ def test_ddpg_explores_with_the_ou_process_with_er_and_per():
     second = host._explore(state, np.full((1, 1), 0.5, np.float32))
     assert float(first.action[0, 0]) == pytest.approx(0.5 + 0.2 * n1, rel=1e-6)
     assert float(second.action[0, 0]) == pytest.approx(0.5 + 0.17 * n1 + 0.2 * n2, rel=1e-6)
-    # mu is the OU step's density given the previous noise: N(m + (1 - theta) x_1, sigma^2) = N(0.5 + 0.17 n_1, 0.04)
-    assert float(first.mean[0, 0]) == pytest.approx(0.5)  # x_0 = 0: the first step after a reset is N(m, sigma^2)
-    assert float(second.mean[0, 0]) == pytest.approx(0.5 + 0.17 * n1, rel=1e-6)
+    # mu is the paper's pi = m + N(0, sigma^2) at the acting parameters, whatever the OU noise did: N(0.5, 0.04)
+    assert float(first.mean[0, 0]) == pytest.approx(0.5) and float(second.mean[0, 0]) == pytest.approx(0.5)
     assert float(second.std[0, 0]) == pytest.approx(0.2)
     spec = load_spec("specs/refer/mujoco_ddpg.yaml")
     for name in ("er", "per"):
@@ -176,13 +175,13 @@ class _FixedNoise:
         return np.full(k, self.n)
 
 
-def test_rho_of_an_ou_explored_action_is_against_the_ou_steps_density():
+def test_rho_and_kl_of_an_ou_explored_action_are_against_the_papers_pi():
     # theta 0.15, sigma 0.2, previous noise x_0 = 0.4, m(s) = 0.5 when acting, draw n = 0.5:
     #   x_1 = 0.85 * 0.4 + 0.2 * 0.5 = 0.34 + 0.1 = 0.44, a = 0.5 + 0.44 = 0.94
-    #   mu = N(0.5 + 0.34, 0.2^2) = N(0.84, 0.04): the density that produced a, given x_0
+    #   mu = pi at the acting parameters = N(m(s), sigma^2) = N(0.5, 0.04) (§2: pi = m + N(0, sigma^2 I))
     # after an update the policy's mean is m_w(s) = 0.6, pi_w = N(0.6, 0.04):
-    #   log rho = [(a - 0.84)^2 - (a - 0.6)^2] / (2 * 0.04) = [0.01 - 0.1156] / 0.08 = -1.32
-    # against N(m, sigma^2) = N(0.5, 0.04) (the old stored mu) it would read [(0.44)^2 - 0.1156] / 0.08 = 0.975
+    #   log rho = [(a - 0.5)^2 - (a - 0.6)^2] / (2 * 0.04) = [0.1936 - 0.1156] / 0.08 = 0.975
+    #   D_KL = (0.6 - 0.5)^2 / (2 * 0.04) = 0.01 / 0.08 = 0.125 (the OU step's density N(0.84, 0.04) read 0.72)
     from rlrepro.agents.ddpg.loop import HostDDPG
 
     host = HostDDPG.__new__(HostDDPG)
@@ -190,24 +189,39 @@ def test_rho_of_an_ou_explored_action_is_against_the_ou_steps_density():
     state = types.SimpleNamespace(noise_rngs=[_FixedNoise(0.5)], ou=np.full((1, 1), 0.4, np.float32))
     explored = host._explore(state, np.full((1, 1), 0.5, np.float32))
     assert float(explored.action[0, 0]) == pytest.approx(0.94, rel=1e-6)
-    assert float(explored.mean[0, 0]) == pytest.approx(0.84, rel=1e-6)
+    assert float(explored.mean[0, 0]) == pytest.approx(0.5, rel=1e-6)
     assert float(state.ou[0, 0]) == pytest.approx(0.44, rel=1e-6)
     obs = jnp.zeros((1, OBS))
     batch = dlearner.Batch(obs, jnp.asarray(explored.action), jnp.zeros(1), jnp.zeros(1), obs, jnp.asarray(explored.mean))
     log_rho, near, kl = dlearner._pi_terms(host.config, jnp.full((1, 1), 0.6), batch, jnp.float32(1.0 + 4.0))
-    assert float(log_rho[0]) == pytest.approx(-1.32, rel=1e-5)
-    assert float(near[0]) == 1.0  # |log rho| = 1.32 < log 5 = 1.609
-    assert float(kl[0]) == pytest.approx((0.84 - 0.6) ** 2 / (2 * 0.04), rel=1e-5)  # ||m_w - m_mu||^2 / (2 sigma^2) = 0.72
-    # ou_behaviour: policy (the runs before session 24) stores N(m(s), sigma^2) = N(0.5, 0.04): log rho 0.975
-    host.config = DDPGConfig(exploration="ornstein_uhlenbeck", sigma=0.2, ou_theta=0.15, ou_behaviour="policy")
-    state.ou[:] = 0.4
-    old = host._explore(state, np.full((1, 1), 0.5, np.float32))
-    batch = batch._replace(action=jnp.asarray(old.action), mu_mean=jnp.asarray(old.mean))
-    assert float(dlearner._pi_terms(host.config, jnp.full((1, 1), 0.6), batch, jnp.float32(5.0))[0][0]) == pytest.approx(0.975, rel=1e-5)
-    # the Gaussian exploration of the ReF-ER variants keeps mu = N(m(s), sigma^2)
+    assert float(log_rho[0]) == pytest.approx(0.975, rel=1e-5)
+    assert float(near[0]) == 1.0  # |log rho| = 0.975 < log 5 = 1.609
+    assert float(kl[0]) == pytest.approx(0.125, rel=1e-5)
+    # a policy that has not moved (m_w = 0.5): rho = 1 and D_KL = 0, however far the OU noise took the action
+    log_rho, _, kl = dlearner._pi_terms(host.config, jnp.full((1, 1), 0.5), batch, jnp.float32(5.0))
+    assert float(log_rho[0]) == 0.0 and float(kl[0]) == 0.0
+    # the Gaussian exploration of the ReF-ER variants stores the same mu = N(m(s), sigma^2)
     host.config = DDPGConfig(exploration="gaussian", sigma=0.2)
     gaussian = host._explore(state, np.full((1, 1), 0.5, np.float32))
     assert float(gaussian.mean[0, 0]) == 0.5 and float(gaussian.action[0, 0]) == pytest.approx(0.6, rel=1e-6)
+
+
+def test_stored_means_stay_in_the_action_box_so_the_kl_keeps_the_papers_bound():
+    # §5.1: DDPG bounds m to (-1, 1)^d_A, so D_KL(mu || pi) <= ||2 * 1||^2 / (2 sigma^2) = 4 d_A / (2 * 0.04)
+    # = 2 d_A / sigma^2 = 50 d_A. An OU process far from 0 (x = 3 in every dimension) must not carry the stored
+    # mean out of the box: it stays the policy's tanh output 0.9.
+    from rlrepro.agents.ddpg.loop import HostDDPG
+
+    host = HostDDPG.__new__(HostDDPG)
+    host.config, host.action_dim = DDPGConfig(exploration="ornstein_uhlenbeck", sigma=0.2, ou_theta=0.15), 2
+    state = types.SimpleNamespace(noise_rngs=[_FixedNoise(1.0)], ou=np.full((1, 2), 3.0, np.float32))
+    explored = host._explore(state, np.full((1, 2), 0.9, np.float32))
+    assert np.all(explored.action > 1.0)  # the action itself leaves the box (the environment clips it)
+    np.testing.assert_allclose(explored.mean, 0.9)
+    worst = dlearner._pi_terms(host.config, jnp.full((1, 2), -1.0), dlearner.Batch(
+        jnp.zeros((1, OBS)), jnp.asarray(explored.action), jnp.zeros(1), jnp.zeros(1), jnp.zeros((1, OBS)),
+        jnp.asarray(explored.mean)), jnp.float32(5.0))[2]
+    assert float(worst[0]) <= 2 * 2 / 0.2**2  # (1.9^2 * 2) / 0.08 = 90.25 <= 100
 
 
 def test_every_per_field_reaches_the_config():
@@ -235,10 +249,11 @@ def test_per_block_and_variant_go_together(data, message):
 
 def test_adding_per_rehashes_no_other_job():
     """The hashes of the cpu-scale ER jobs as they were before the per block existed (dumped on main, dfd5a5f).
-    Re-frozen in session 24, when new agent fields rehashed every DDPG and NAF job: DDPG's ``ou_behaviour`` (mu of an
-    OU action: the step's density; its ER job's numbers change), NAF's ``rule2_gradient`` (no effect on ER's
-    numbers; main f8c01dd: 927929ab4005 and 93370d60f2c9)."""
-    for path, env, frozen in (("specs/refer/mujoco_ddpg.yaml", "half_cheetah", "74f1eb41f5fa"),
+    Re-frozen in session 24, when new agent fields rehashed every DDPG and NAF job (NAF's ``rule2_gradient``: no
+    effect on ER's numbers; main f8c01dd: 927929ab4005 and 93370d60f2c9), and again when DDPG's ``ou_behaviour`` left
+    the spec (mu is the paper's pi whatever noise explored: the ER job's numbers change; its hash is again the one of
+    the runs before session 24, which stored the same mu)."""
+    for path, env, frozen in (("specs/refer/mujoco_ddpg.yaml", "half_cheetah", "927929ab4005"),
                               ("specs/refer/mujoco_naf.yaml", "inverted_pendulum", "a588b66a7c1d")):
         assert config_hash(load_spec(path), "er", env, "cpu") == frozen
 

@@ -85,6 +85,26 @@ def test_far_fraction_counts_stored_ratios_outside_the_band():
     assert replay.far_fraction() == pytest.approx(0.75)
 
 
+def test_the_far_fraction_metric_leaves_out_the_steps_no_update_has_scored():
+    # episode 1 (4 steps) scored at c_max 2: rho 1.0, 2.0, 0.4, 1.9 -> 2 far of 4; episode 2 (4 steps) just committed,
+    # never sampled: its rho is the 1 of acting time. n_far / N = 2 / 8 = 0.25 reads it as near; the metric: 2 / 4 = 0.5
+    replay = EpisodeReplay(capacity=10, max_episode_steps=4, obs_dim=2, action_dim=1, discount=0.9, seed=0)
+    rng = np.random.default_rng(0)
+    _fill(replay, [4], [True], rng)
+    assert np.isnan(replay.scored_far_fraction())  # nothing scored yet
+    replay.set_log_rho(replay.stored(), np.log([1.0, 2.0, 0.4, 1.9]).astype(np.float32), 2.0)
+    _fill(replay, [4], [True], rng)
+    assert replay.far_fraction() == pytest.approx(2 / 8)  # eq. 12's n_far / N (the paper's stale approximation)
+    assert replay.scored_far_fraction() == pytest.approx(2 / 4)
+    assert replay._bank.scored_far_fractions() == pytest.approx([0.5])
+    # once an update scores a step of episode 2 (rho 1.0: near), it counts: 2 / 5 = 0.4
+    replay.set_log_rho(replay.stored()[4:5], np.zeros(1, np.float32), 2.0)
+    assert replay.scored_far_fraction() == pytest.approx(2 / 5)
+    # a new step of a running episode reuses no scored flag of the slot it overwrites (the ring wraps)
+    _fill(replay, [4, 4], [True, True], rng)  # capacity 10: episodes 1 and 2 are evicted, 3 and 4 never scored
+    assert np.isnan(replay.scored_far_fraction())
+
+
 def test_incremental_far_count_equals_a_full_recount():
     """Notes §6: the n_far kept O(B) per step through refreshes (with repeated indices), commits and FIFO evictions
     equals a recount of the whole memory at the same c_max."""
@@ -266,3 +286,25 @@ def test_a_pickled_bank_member_comes_back_as_its_own_memory_with_only_its_rows()
         np.testing.assert_array_equal(getattr(restored, name), getattr(replays[1], name), err_msg=name)
     restored.q_ret[:] = 0.0  # its own storage now
     assert np.any(bank.q_ret != 0.0)
+
+
+def test_a_chunk_ending_at_a_commit_reports_the_far_fraction_of_the_scored_steps():
+    # The host's last step returned eq. 12's n_far / N = 2 / 8 (its beta update uses it); the chunk's metric must
+    # not read the episode just committed, never sampled, as near: 2 far of the 4 scored steps = 0.5
+    import types
+
+    from rlrepro.training.refer_host import HostState, ReferHost
+
+    replay = EpisodeReplay(capacity=10, max_episode_steps=4, obs_dim=2, action_dim=1, discount=0.9, seed=0)
+    rng = np.random.default_rng(0)
+    _fill(replay, [4], [True], rng)
+    replay.set_log_rho(replay.stored(), np.log([1.0, 2.0, 0.4, 1.9]).astype(np.float32), 2.0)
+    _fill(replay, [4], [True], rng)
+    host = HostState([None], [replay], np.zeros((1, 2), np.float32), np.ones(1, np.float32))
+    agent = ReferHost.__new__(ReferHost)
+    agent.env_spec = types.SimpleNamespace(frames_per_step=1)
+    agent._memory_kl = lambda host, learner: np.full(1, np.nan)
+    step = (np.zeros(1), np.zeros(1), np.ones(1), replay._bank.far_fractions(), np.ones(1), 2.0, 1e-4)
+    metrics = agent._metrics(types.SimpleNamespace(host=host, learner=None), [0], [step])
+    assert float(step[3][0]) == pytest.approx(0.25)
+    assert float(metrics.far_fraction[0]) == pytest.approx(0.5)

@@ -655,7 +655,7 @@ def test_an_aggregate_over_one_run_per_game_is_judged_per_run_with_best_of() -> 
     envs = [{"kind": "atari", "id": game, "game": game} for game in ("pong", "breakout", "boxing")]
     median = {"kind": "aggregate", "id": "median", "statement": "the median reaches 100%", "aggregate": "median_hns",
               "metric": "final_return", "variant": "a", "op": ">=", "value": 100.0, "tolerance": 10.0,
-              "min_environments": 3, "judged_at": ["cpu"]}
+              "min_environments": 3, "judged_at": ["cpu"], **RUNS_ALONE}
 
     def spec_at(seeds: int, **extra: Any) -> ExperimentSpec:
         return validate_spec(toy_spec_data(environments=envs, variants=[{"name": "a"}], claims=[{**median, **extra}],
@@ -742,3 +742,49 @@ def test_a_claim_on_a_runs_games_needs_an_agent_that_keeps_them() -> None:
                                   "environment": "catch", "judged_at": ["cpu"]}])
     with pytest.raises(SpecError, match=r"claims\[0\] \(learned\): kind above_trivial tests a run's evaluation games"):
         validate_spec(data)
+
+
+def kl_ordering(**extra: Any) -> dict[str, Any]:
+    return ordering(metric="kl", higher_is_better=False, environments=["catch"], **extra)
+
+
+def kl_cells(finals: dict[tuple[str, str], list[float]]) -> dict[tuple[str, str], CellResult]:
+    """Cells whose runs report ``kl`` (summary.json 'final')."""
+    return {key: CellResult(*key, seeds=list(range(len(v))), finals=[{"kl": x} for x in v], frames=[200] * len(v))
+            for key, v in finals.items()}
+
+
+def test_beats_by_a_factor_is_judged_on_the_log_scale() -> None:
+    # 'reduced by multiple orders of magnitude', read as at least 10x: better = worse / 100 seed by seed.
+    # Signed log10 values (lower is better): a: 2 - log10(1, 1.1, 0.9, 1.2), b: -log10(1, 1.1, 0.9, 1.2); moved by
+    # log10 10 = 1, every a - 1 (about 0.92-1.05) still lies above every b (about -0.08-0.05): p = 1/C(8, 4) = 1/70
+    worse = [1.0, 1.1, 0.9, 1.2]
+    better = [w / 100 for w in worse]
+    spec = make_spec(kl_ordering(by_factor=10.0))
+    [verdict] = judge_claims(spec, "cpu", kl_cells({("a", "catch"): better, ("b", "catch"): worse}))
+    assert verdict.verdict == REPRODUCED
+    # the log ratio is exactly 2 in every seed: the factor 10^2 = 100 (Welch's interval on the log10 values around it)
+    assert "catch: a better than b by a factor 100 [Welch 95% CI on log10" in verdict.detail
+    assert "needed 10, permutation p = 0.0143 supports" in verdict.detail
+    assert verdict.method.startswith("two-sample permutation test of the difference of mean log10 values")
+
+
+def test_a_factor_of_about_1_6_reads_reproduced_as_beats_but_not_as_orders_of_magnitude() -> None:
+    # the cpu ACER figures' kind: 1e-5 about 1.6 times lower than 1e-4. Plain 'beats': every a below every b, p = 1/70
+    # (reproduced). By a factor of 10: a's signed log10 values moved by 1 (about -1.1 to -1.13) lie below every b's
+    # (about -0.28 to -0.32): the reverse test's p = 1/70 contradicts it
+    better, worse = [1.25, 1.3, 1.2, 1.35], [2.0, 2.1, 1.9, 2.05]
+    results = kl_cells({("a", "catch"): better, ("b", "catch"): worse})
+    assert judge_claims(make_spec(kl_ordering()), "cpu", results)[0].verdict == REPRODUCED
+    [verdict] = judge_claims(make_spec(kl_ordering(by_factor=10.0)), "cpu", results)
+    assert verdict.verdict == NOT_REPRODUCED
+    # mean log10 ratio (0.2041 + 0.2083 + 0.1996 + 0.1814) / 4 = 0.1983: a factor 10^0.1983 = 1.58
+    assert "by a factor 1.58" in verdict.detail and "CONTRADICTS" in verdict.detail
+
+
+def test_beats_by_a_factor_needs_positive_values_and_relation_beats() -> None:
+    [verdict] = judge_claims(make_spec(kl_ordering(by_factor=10.0)), "cpu",
+                             kl_cells({("a", "catch"): [0.0, -1.0], ("b", "catch"): [1.0, 2.0]}))
+    assert verdict.verdict == NOT_JUDGED and "finite positive kl" in verdict.detail
+    with pytest.raises(SpecError, match="by_factor"):
+        make_spec(kl_ordering(by_factor=10.0, relation="matches", margin=0.1))

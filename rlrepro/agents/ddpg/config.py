@@ -23,5 +23,4 @@ class DDPGConfig(ReplayAgentConfig):
     sigma: float
     exploration: str
     ou_theta: float
-    ou_behaviour: str
     learning: bool  # false: the control arm (training.optim.learning_or_frozen)

@@ -23,7 +23,6 @@ class NAFConfig(ReplayAgentConfig):
     learning: bool  # false: the control arm (training.optim.learning_or_frozen)
     exploration: str = "gaussian"  # App. A: Gaussian for every NAF variant (not a spec field)
     ou_theta: float = 0.15  # unused: no OU exploration for NAF
-    ou_behaviour: str = "step"  # unused: no OU exploration for NAF
 
     @property
     def policy_learning_rate(self) -> float:

@@ -109,7 +109,9 @@ class DDPGAgentSpec(AgentSpecModel):
     """DDPG with ReF-ER (§2, App. A, Alg. 4): tanh policy and critic MLPs with soft-updated targets.
 
     With ReF-ER the critic is masked on far samples but not beta-scaled (Alg. 4); pi_w = m_w + N(0, sigma^2 I)
-    defines rho and the KL. Exploration: Gaussian sigma for the ReF-ER variants, Ornstein-Uhlenbeck for ER and PER.
+    defines rho and the KL. Exploration: Gaussian sigma for the ReF-ER variants, Ornstein-Uhlenbeck for ER and PER;
+    the stored behaviour mu is pi at the acting parameters whatever noise explored (§2), so rho and the KL measure
+    the policy's movement since it acted, not the noise (``refer_host.TransitionHost._explore``).
     """
 
     kind: Literal["ddpg"] = Field(description="Agent kind.")
@@ -127,19 +129,11 @@ class DDPGAgentSpec(AgentSpecModel):
     discount: float = Field(0.995, ge=0, lt=1, description="gamma (App. A: 0.995).")
     batch_size: PositiveCount = Field(128, description="B (App. A: 128, half of V-RACER's to equalise compute).")
     target_rate: float = Field(0.01, gt=0, le=1, description="Soft target update alpha (App. A: 0.01).")
-    sigma: float = Field(0.2, gt=0, description="sigma of pi_w = m_w + N(0, sigma^2 I), which defines rho and the KL, and of Gaussian exploration (App. A: 0.2).")
+    sigma: float = Field(0.2, gt=0, description="sigma of pi_w = m_w + N(0, sigma^2 I), which defines rho and the KL whatever noise explored (the stored mu is pi at the acting parameters, §2), and of the exploration noise (App. A: 0.2).")
     exploration: Literal["gaussian", "ornstein_uhlenbeck"] = Field(
         "gaussian", description="Gaussian N(0, sigma^2 I) (ReF-ER variants) or an OU process (ER and PER, App. A)."
     )
     ou_theta: float = Field(0.15, gt=0, le=1, description="OU mean reversion theta (App. A: 0.15; its sigma is 'sigma').")
-    ou_behaviour: Literal["step", "policy"] = Field(
-        "step",
-        description="The stored behaviour mu under OU exploration, against which rho and the KL are computed: 'step' "
-        "the density that produced the action, the OU step's Gaussian given the previous noise x_{t-1}, "
-        "N(m_w(s) + (1 - theta) x_{t-1}, sigma^2 I); 'policy' N(m_w(s), sigma^2 I) (the runs before session 24: OU "
-        "actions, stationary std about 0.38, then read as far-policy whatever the policy does). The paper does not "
-        "say which; Gaussian exploration stores N(m_w(s), sigma^2 I) either way.",
-    )
     per: PrioritisedReplaySpec | None = Field(
         None, description="Rank-based prioritised replay, with rules.variant per only; null: uniform sampling."
     )
