@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -80,6 +81,9 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str) -> str:
     leaves undecided a comparison whose seeds all sit at the floor or ceiling (``_at_bound``)."""
     n = spec.scale(scale).seeds
     refutable = " (at most refuted)"
+    machine = getattr(claim, "machine", None)
+    if machine is not None and (cores := os.cpu_count() or 1) < machine.cpu_cores:
+        return f"{NOT_TESTABLE} it needs {machine.cpu_cores} CPU cores ({machine.why}); this one has {cores}"
     if isinstance(claim, ThresholdClaim):
         if claim.best_of is not None:
             return ""
@@ -140,6 +144,8 @@ def judge_claims(
                 f"seed{'s' if seeds != 1 else ''} of {frame_count(spec, scale).text()} are too small to tell"
             )
             verdicts.append(Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence))
+        elif isinstance(claim, OrderingClaim) and (short := machine_shortfall(claim, cells)):
+            verdicts.append(Verdict(claim.id, claim.statement, NOT_JUDGED, short, claim.paper_evidence))
         elif isinstance(claim, OrderingClaim) and claim.holds_on == "aggregate":
             verdicts.append(_judge_ordering_aggregate(claim, spec, cells, reps))
         elif isinstance(claim, OrderingClaim):
@@ -155,6 +161,29 @@ def judge_claims(
         else:
             verdicts.append(_judge_aggregate(claim, spec, cells, reps))
     return verdicts
+
+
+NOT_TESTABLE = "not testable on this machine:"
+
+
+def machine_shortfall(claim: OrderingClaim, cells: dict[tuple[str, str], CellResult]) -> str:
+    """'not testable on this machine: ...' when the compared runs had fewer CPU cores than the claim's ``machine``
+    needs (or did not record them), else '' (also when no compared run exists: the usual 'not run' applies)."""
+    if claim.machine is None:
+        return ""
+    variants = {claim.better, *claim.worse}
+    envs = set(claim.environments) if claim.environments else None
+    cores = [c for (variant, env), cell in cells.items() if variant in variants and (envs is None or env in envs)
+             for c in cell.cpu_cores]  # fmt: skip
+    if not cores:
+        return ""
+    need = claim.machine.cpu_cores
+    if any(c is None for c in cores):
+        return f"{NOT_TESTABLE} it needs {need} CPU cores ({claim.machine.why}); the runs did not record theirs"
+    if min(cores) >= need:
+        return ""
+    return (f"{NOT_TESTABLE} it needs {need} CPU cores ({claim.machine.why}); the runs had {min(cores)}, so they "
+            "neither show nor refute it")
 
 
 # --- ordering claims per environment ---------------------------------------------------------------------------
@@ -232,7 +261,7 @@ def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tupl
         code = int(stats.combine_each([c.outcome for c in comparisons]))
         rule = f"{_rule(claim)}, on every environment and against every worse variant (intersection-union test)"
     lines = [_comparison_line(claim, c) for c in comparisons]
-    detail = f"{rule}. " + "; ".join(lines)
+    detail = f"{rule}. " + "; ".join(lines) + _replay_gap_note(claim, cells, envs)
     if code == stats.UNDECIDED:
         detail += ". " + _what_would_decide(claim, comparisons)
     power = _power_text(comparisons) if claim.relation == "beats" else ""
@@ -242,6 +271,20 @@ def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tupl
             return Verdict(claim.id, claim.statement, UNINFORMATIVE, f"{trivial}; the data alone would read "
                            f"{REPRODUCED}. {detail}", claim.paper_evidence, power, method)
     return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, power, method)
+
+
+def _replay_gap_note(claim: OrderingClaim, cells: dict[tuple[str, str], CellResult], envs: list[str]) -> str:
+    """The off-policy gap a replay comparison was decided at: each compared variant's replayed rows' mean age (updates)
+    and KL(mu || pi) (nats), means over seeds of the runs' final values (IMPALA's replay logs replay_age, replay_kl);
+    '' when no compared run replays."""
+    parts = []
+    for env in envs:
+        for variant in (claim.better, *claim.worse):
+            cell = cells.get((variant, env))
+            age, kl = (_finite(cell.values("replay_age")), _finite(cell.values("replay_kl"))) if cell else ([], [])
+            if age and kl:
+                parts.append(f"{variant} on {env} {np.mean(age):.4g} updates, KL {np.mean(kl):.3g}")
+    return f". Replayed rows' mean age and KL(mu || pi) in nats, final values: {'; '.join(parts)}" if parts else ""
 
 
 def _compare(claim: OrderingClaim, spec: ExperimentSpec, env: str, worse: str, a: list[float], b: list[float]) -> _Comparison:
