@@ -448,7 +448,8 @@ def trivial_level_of(
 ) -> tuple[float | None, str]:
     """The do-nothing level of a metric on an environment, and where it comes from.
 
-    Returns: the best trivial policy's measured mean (``rlrepro.results.trivial``) for a return metric, else the
+    Returns: the upper end of the best trivial policy's measured 95% interval (``rlrepro.results.trivial``: a level
+    inside that interval is the trivial policy's, whatever its mean) for a return metric, else the
     environment's random score (trivial scores missing); the range's worse end for a metric with a declared
     range; (None, reason) when neither exists.
     """
@@ -456,7 +457,9 @@ def trivial_level_of(
         env = next(e for e in spec.environments if e.id == env_id)
         try:
             score = trivial.trivial_level(env)
-            return float(score.mean), f"{score.policy}, {score.episodes} episodes"
+            short = trivial.too_few_episodes(env, score)
+            return float(score.high), (f"{score.policy}, upper end of the 95% interval of its mean {score.mean:.4g} over "
+                                       f"{score.episodes} episodes" + (f"; {short}" if short else ""))
         except trivial.TrivialScoresError as error:
             why = str(error).splitlines()[0]
         random = spec.random_score(env_id)
@@ -660,6 +663,9 @@ def _weak_bar_note(claim: ThresholdClaim, spec: ExperimentSpec) -> str:
     gap = (claim.bound - level) if claim.op == ">=" else (level - claim.bound)
     if gap >= WEAK_BAR * span:
         return ""
+    if gap <= 0:
+        return (f"weak bar: {claim.op} {claim.bound:g} is inside the trivial level {level:.4g} ({source}): a trivial "
+                "policy is not shown to miss it. ")
     return (f"weak bar: {claim.op} {claim.bound:g} is {100 * gap / span:.1f}% of the span ({span:.4g}) from the trivial "
             f"level {level:.4g} ({source}). ")
 
@@ -812,9 +818,9 @@ def _judge_above_trivial(claim: AboveTrivialClaim, spec: ExperimentSpec, scale: 
         scores = trivial.trivial_scores(env)
     except trivial.TrivialScoresError as error:
         return not_judged(str(error))
-    if short := [policy for policy, score in scores.items() if len(score.scores) < 2]:
-        return not_judged(f"the stored {', '.join(short)} row(s) of {env.game} keep no per-game scores; measure them "
-                          f"with: {trivial.measure_command(env)} --episodes 30")
+    if short := [policy for policy, score in scores.items() if len(score.scores) < trivial.MIN_EPISODES]:
+        return not_judged(f"the stored {', '.join(short)} row(s) of {env.game} keep fewer than "
+                          f"{trivial.MIN_EPISODES} per-game scores; measure them with: {trivial.measure_command(env)}")
     codes, lines = [], []
     for seed, games in zip(cell.seeds, cell.eval_scores):
         for policy, score in sorted(scores.items()):

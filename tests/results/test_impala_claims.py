@@ -76,3 +76,26 @@ def test_a_replay_comparison_prints_the_replayed_rows_age_and_kl():
     assert "b on catch" not in verdict.detail
     [plain] = judge_claims(_spec(), "cpu", _cells(HIGH, LOW, cores=2))
     assert "Replayed" not in plain.detail
+
+
+def test_a_bar_inside_a_trivial_policys_interval_is_flagged_against_its_upper_end(tmp_path, monkeypatch):
+    # Catch under this spec's protocol: random play mean -0.8 from 30 episodes, 95% interval [-0.9, -0.7]. A bar of
+    # -0.75 is above the mean (old rule: 0.05 / 2 = 2.5% of the [-1, 1] span above it) but inside the interval.
+    from rlrepro.results import trivial
+    from rlrepro.results.trivial import TrivialScore, score_row, write_rows
+
+    envs = [{"kind": "jax", "id": "catch", "name": "catch", "random_score": -0.8, "return_range": [-1.0, 1.0]}]
+    claim = {"kind": "threshold", "id": "bar", "statement": "s", "variant": "a", "environment": "catch", "op": ">=",
+             "value": -0.75, "tolerance": 0.0, "judged_at": ["cpu"]}
+    spec = validate_spec(toy_spec_data(environments=envs, claims=[claim], budget={"frames": 1000, "seeds": 4},
+                                       scales={"smoke": {"frames": 100, "seeds": 1}, "cpu": {"frames": 200, "seeds": 4}}))
+    csv = tmp_path / "scores.csv"
+    for policy, mean, high in (("uniform_random", -0.8, -0.7), ("noop", -0.85, -0.84)):
+        score = TrivialScore(policy=policy, mean=mean, sd=0.1, episodes=30, low=2 * mean - high, high=high,
+                             protocol="p", command="c", commit="x", date="d")
+        write_rows([*trivial.read_rows(csv), score_row(spec.environments[0], score)], csv)
+    monkeypatch.setattr(trivial, "CSV_PATH", csv)
+    cell = {("a", "catch"): CellResult("a", "catch", seeds=list(range(4)), final=[0.9, 0.95, 0.92, 0.97], frames=[200] * 4)}
+    [verdict] = judge_claims(spec, "cpu", cell)
+    assert verdict.detail.startswith("weak bar: >= -0.75 is inside the trivial level -0.7 (uniform_random, upper end "
+                                     "of the 95% interval of its mean -0.8 over 30 episodes)"), verdict.detail
