@@ -99,3 +99,18 @@ def test_a_bar_inside_a_trivial_policys_interval_is_flagged_against_its_upper_en
     [verdict] = judge_claims(spec, "cpu", cell)
     assert verdict.detail.startswith("weak bar: >= -0.75 is inside the trivial level -0.7 (uniform_random, upper end "
                                      "of the 95% interval of its mean -0.8 over 30 episodes)"), verdict.detail
+
+
+def test_pbts_cpu_claims_are_its_mechanism_and_its_effect_not_that_it_ran():
+    spec = load_spec("specs/impala/atari57_multitask.yaml")
+    claims = {c.id: c for c in spec.claims if "cpu" in c.judged_at}
+    # "PBT ran" (perturbations happened, hyper-parameters moved) is logged, not claimed: one fact counted twice before.
+    assert not {"pbt_explored_cpu", "pbt_moved_hyperparameters_cpu", "pbt_exploited_cpu"} & set(claims)
+    mechanism = claims["pbt_copied_better_members_cpu"]
+    assert (mechanism.metric, mechanism.op, mechanism.value) == ("pbt_copies_beyond_noise", ">=", 1)
+    effect = claims["pbt_beats_fixed_hyperparameters_cpu"]
+    assert (effect.better, effect.worse, effect.metric, effect.holds_on) == ("pbt", ["no_pbt"], "eval_return", "aggregate")
+    # 4 populations against 4 single agents: the permutation test can reach 0.025 (1/70), which 3 v 3 cannot (1/20).
+    assert spec.scale("cpu").seeds == 4 and cannot_show_at(spec, effect, "cpu") == ""
+    assert cannot_show_at(spec.model_copy(update={"scales": {**spec.scales, "cpu": spec.scale("cpu").model_copy(
+        update={"seeds": 3})}}), effect, "cpu") != ""
