@@ -21,12 +21,12 @@ from typing import Any, Callable
 
 import numpy as np
 
-from rlrepro.results.trivial import TrivialScore, env_name, protocol_json
+from rlrepro.results.trivial import MIN_EPISODES, TrivialScore, env_name, protocol_json
 
 DEFAULT_EPISODES: dict[str, dict[str, int]] = {
-    # Atari: 27,000 agent steps per game at most, on shared CPUs. NOOP without sticky actions is deterministic
-    # (the no-op starts only add NOOPs before NOOPs): two games show it; random play needs more.
-    "atari": {"uniform_random": 3, "noop": 2},
+    # Atari: 27,000 agent steps per game at most. Every level rests on MIN_EPISODES (30) games (issue 46: from 2-3
+    # games a random policy's interval spans much of a game's scores); NOOP too, so that its level is shown, not assumed.
+    "atari": {"uniform_random": MIN_EPISODES, "noop": MIN_EPISODES},
     "jax": {"uniform_random": 1000, "noop": 1000},
     "gym": {"uniform_random": 100, "noop": 100},
     "mujoco": {"uniform_random": 100, "zero_action": 100},
@@ -254,12 +254,13 @@ def plan_missing(paths: list[Any], filters: list[str], rows: list[dict[str, str]
                  episodes: int | None = None) -> tuple[list[tuple[Any, str]], list[Any], int]:
     """(missing (env, policy) pairs in measuring order, unavailable envs without a row, protocols already measured).
 
-    With ``episodes``, a stored row with fewer episodes counts as missing (it is measured again, longer).
+    A stored row with fewer than ``episodes`` episodes (default ``MIN_EPISODES``, what a level needs) counts as
+    missing: it is measured again, longer.
     """
     from rlrepro.results.trivial import policies_for, protocol_key, unavailable_reason
 
-    have = {(r["protocol_key"], r["policy"]) for r in rows
-            if episodes is None or not r.get("episodes") or int(r["episodes"]) >= episodes}
+    need = episodes or MIN_EPISODES
+    have = {(r["protocol_key"], r["policy"]) for r in rows if not r.get("episodes") or int(r["episodes"]) >= need}
     unique: dict[str, Any] = {}
     for _, _, env in spec_environments(paths):
         if _matches(env, filters):
@@ -336,7 +337,7 @@ def run_trivial_scores(paths: list[Any], *, filters: list[str], episodes: int | 
             out(f"would measure  {env.kind}:{env_name(env)} {policy}  {protocol_json_short(env)}")
             continue
         if any(r["protocol_key"] == protocol_key(env, policy) and r["policy"] == policy
-               and int(r["episodes"] or 0) >= (episodes or 0) for r in _read(csv_path)):
+               and int(r["episodes"] or 0) >= (episodes or MIN_EPISODES) for r in _read(csv_path)):
             out(f"[{number}/{len(todo)}] {env.kind}:{env_name(env)} {policy}: measured meanwhile by another run")
             continue
         n = episodes or DEFAULT_EPISODES[env.kind][policy]

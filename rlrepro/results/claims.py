@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
@@ -86,6 +87,9 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str, seeds: int |
     leaves undecided a comparison whose seeds all sit at the floor or ceiling (``_at_bound``)."""
     n = spec.scale(scale).seeds if seeds is None else seeds
     refutable = " (at most refuted)"
+    machine = getattr(claim, "machine", None)
+    if machine is not None and (cores := os.cpu_count() or 1) < machine.cpu_cores:
+        return f"{NOT_TESTABLE} it needs {machine.cpu_cores} CPU cores ({machine.why}); this one has {cores}"
     if _frozen_rule_applies(claim) and control.smallest_beyond_p(n, control_seeds(n)) > stats.ALPHA:
         return (f"{n} seed(s), {control_seeds(n)} in the frozen arm: the runs cannot be shown beyond it (smallest p "
                 f"{control.smallest_beyond_p(n, control_seeds(n)):.3g}; rlrepro.results.control)")
@@ -199,6 +203,8 @@ def _judge(claim: object, spec: ExperimentSpec, scale: str, cells: dict[tuple[st
             f"seed{'s' if seeds != 1 else ''} of {frame_count(spec, scale).text()} are too small to tell"
         )
         return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence)
+    if isinstance(claim, OrderingClaim) and (short := machine_shortfall(claim, cells)):
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, short, claim.paper_evidence)
     if isinstance(claim, OrderingClaim) and claim.holds_on == "aggregate":
         return _judge_ordering_aggregate(claim, spec, cells, reps)
     if isinstance(claim, OrderingClaim):
@@ -321,6 +327,29 @@ def _ordering_beyond(claim: OrderingClaim, spec: ExperimentSpec, runs: dict, fro
                       else "")
 
 
+NOT_TESTABLE = "not testable on this machine:"
+
+
+def machine_shortfall(claim: OrderingClaim, cells: dict[tuple[str, str], CellResult]) -> str:
+    """'not testable on this machine: ...' when the compared runs had fewer CPU cores than the claim's ``machine``
+    needs (or did not record them), else '' (also when no compared run exists: the usual 'not run' applies)."""
+    if claim.machine is None:
+        return ""
+    variants = {claim.better, *claim.worse}
+    envs = set(claim.environments) if claim.environments else None
+    cores = [c for (variant, env), cell in cells.items() if variant in variants and (envs is None or env in envs)
+             for c in cell.cpu_cores]  # fmt: skip
+    if not cores:
+        return ""
+    need = claim.machine.cpu_cores
+    if any(c is None for c in cores):
+        return f"{NOT_TESTABLE} it needs {need} CPU cores ({claim.machine.why}); the runs did not record theirs"
+    if min(cores) >= need:
+        return ""
+    return (f"{NOT_TESTABLE} it needs {need} CPU cores ({claim.machine.why}); the runs had {min(cores)}, so they "
+            "neither show nor refute it")
+
+
 # --- ordering claims per environment ---------------------------------------------------------------------------
 
 
@@ -399,7 +428,7 @@ def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tupl
         code = int(stats.combine_each([c.outcome for c in comparisons]))
         rule = f"{_rule(claim)}, on every environment and against every worse variant (intersection-union test)"
     lines = [_comparison_line(claim, c) for c in comparisons]
-    detail = f"{rule}. " + "; ".join(lines)
+    detail = f"{rule}. " + "; ".join(lines) + _replay_gap_note(claim, cells, envs)
     if code == stats.UNDECIDED:
         detail += ". " + _what_would_decide(claim, comparisons)
     power = _power_text(comparisons) if claim.relation == "beats" and claim.by_factor is None else ""
@@ -412,6 +441,20 @@ def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tupl
             return Verdict(claim.id, claim.statement, UNINFORMATIVE, f"{trivial}; the data alone would read "
                            f"{REPRODUCED}. {detail}", claim.paper_evidence, power, method)
     return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, power, method)
+
+
+def _replay_gap_note(claim: OrderingClaim, cells: dict[tuple[str, str], CellResult], envs: list[str]) -> str:
+    """The off-policy gap a replay comparison was decided at: each compared variant's replayed rows' mean age (updates)
+    and KL(mu || pi) (nats), means over seeds of the runs' final values (IMPALA's replay logs replay_age, replay_kl);
+    '' when no compared run replays."""
+    parts = []
+    for env in envs:
+        for variant in (claim.better, *claim.worse):
+            cell = cells.get((variant, env))
+            age, kl = (_finite(cell.values("replay_age")), _finite(cell.values("replay_kl"))) if cell else ([], [])
+            if age and kl:
+                parts.append(f"{variant} on {env} {np.mean(age):.4g} updates, KL {np.mean(kl):.3g}")
+    return f". Replayed rows' mean age and KL(mu || pi) in nats, final values: {'; '.join(parts)}" if parts else ""
 
 
 def _compare(claim: OrderingClaim, spec: ExperimentSpec, env: str, worse: str, a: list[float], b: list[float]) -> _Comparison:
@@ -596,7 +639,8 @@ def trivial_level_of(
 ) -> tuple[float | None, str]:
     """The do-nothing level of a metric on an environment, and where it comes from.
 
-    Returns: the best trivial policy's measured mean (``rlrepro.results.trivial``) for a return metric, else the
+    Returns: the upper end of the best trivial policy's measured 95% interval (``rlrepro.results.trivial``: a level
+    inside that interval is the trivial policy's, whatever its mean) for a return metric, else the
     environment's random score (trivial scores missing); the range's worse end for a metric with a declared
     range; (None, reason) when neither exists.
     """
@@ -604,7 +648,9 @@ def trivial_level_of(
         env = next(e for e in spec.environments if e.id == env_id)
         try:
             score = trivial.trivial_level(env)
-            return float(score.mean), f"{score.policy}, {score.episodes} episodes"
+            short = trivial.too_few_episodes(env, score)
+            return float(score.high), (f"{score.policy}, upper end of the 95% interval of its mean {score.mean:.4g} over "
+                                       f"{score.episodes} episodes" + (f"; {short}" if short else ""))
         except trivial.TrivialScoresError as error:
             why = str(error).splitlines()[0]
         random = spec.random_score(env_id)
@@ -808,6 +854,9 @@ def _weak_bar_note(claim: ThresholdClaim, spec: ExperimentSpec) -> str:
     gap = (claim.bound - level) if claim.op == ">=" else (level - claim.bound)
     if gap >= WEAK_BAR * span:
         return ""
+    if gap <= 0:
+        return (f"weak bar: {claim.op} {claim.bound:g} is inside the trivial level {level:.4g} ({source}): a trivial "
+                "policy is not shown to miss it. ")
     return (f"weak bar: {claim.op} {claim.bound:g} is {100 * gap / span:.1f}% of the span ({span:.4g}) from the trivial "
             f"level {level:.4g} ({source}). ")
 
@@ -960,9 +1009,9 @@ def _judge_above_trivial(claim: AboveTrivialClaim, spec: ExperimentSpec, scale: 
         scores = trivial.trivial_scores(env)
     except trivial.TrivialScoresError as error:
         return not_judged(str(error))
-    if short := [policy for policy, score in scores.items() if len(score.scores) < 2]:
-        return not_judged(f"the stored {', '.join(short)} row(s) of {env.game} keep no per-game scores; measure them "
-                          f"with: {trivial.measure_command(env)} --episodes 30")
+    if short := [policy for policy, score in scores.items() if len(score.scores) < trivial.MIN_EPISODES]:
+        return not_judged(f"the stored {', '.join(short)} row(s) of {env.game} keep fewer than "
+                          f"{trivial.MIN_EPISODES} per-game scores; measure them with: {trivial.measure_command(env)}")
     codes, lines = [], []
     for seed, games in zip(cell.seeds, cell.eval_scores):
         for policy, score in sorted(scores.items()):

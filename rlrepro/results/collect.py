@@ -7,7 +7,7 @@ import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rlrepro.jobs.run_folder import EVAL_SCORES, METRICS, SUMMARY, read_json, read_metrics
+from rlrepro.jobs.run_folder import EVAL_SCORES, METRICS, RESOLVED, SUMMARY, read_json, read_metrics
 from rlrepro.workflow import ExperimentPlan
 
 
@@ -31,6 +31,7 @@ class CellResult:
     report_metric: str = "final_return"
     #: values outside the environment's declared ``return_range``, each "file:line: key value" (flagged on reading)
     out_of_range: list[str] = field(default_factory=list)
+    cpu_cores: list[int | None] = field(default_factory=list)  # per seed: spec.resolved.json's device record (None: not recorded)
 
     def values(self, metric: str) -> list[float]:
         """One value of ``metric`` per seed (NaN where a run did not produce it)."""
@@ -79,6 +80,7 @@ def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResul
                 chunks = ", ".join(str(a["from_chunk"]) for a in attempts[1:])
                 cell.resumed.append(f"seed {unit.seed} (resumed at chunk {chunks})")
             cell.spec_hashes.add(summary["run"]["spec_hash"])
+            cell.cpu_cores.append(_cpu_cores(run_dir))
             records = read_metrics(run_dir / METRICS)
             if (bounds := ranges.get(unit.env)) is not None:
                 cell.out_of_range += _flag_out_of_range(run_dir, summary, records, bounds, unit.env)
@@ -90,6 +92,13 @@ def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResul
         listed = "\n  ".join(missing[:10]) + (f"\n  ... and {len(missing) - 10} more" if len(missing) > 10 else "")
         raise MissingRunsError(f"{plan.key}: {len(missing)} run(s) not finished (no summary.json):\n  {listed}")
     return cells
+
+
+def _cpu_cores(run_dir: Path) -> int | None:
+    """The CPU cores the run's last start had (spec.resolved.json's device record), None where not recorded."""
+    resolved = run_dir / RESOLVED
+    cores = read_json(resolved).get("device", {}).get("cpu_cores") if resolved.exists() else None
+    return int(cores) if cores else None
 
 
 def _flag_out_of_range(

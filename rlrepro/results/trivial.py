@@ -41,6 +41,10 @@ CSV_NAME = "trivial_policy_scores.csv"
 CSV_PATH = Path(__file__).resolve().parent.parent / "data" / CSV_NAME
 # Bump when the measuring code changes in a way that changes scores: every row then reads as stale.
 MEASURE_VERSION = 1
+#: Episodes (Atari: games) a trivial level needs (issue 46): from 2-3 games a random policy's 95% interval spans a
+#: large part of a game's scores (Video Pinball: mean 14,097, upper end 46,940), so a bar cannot be told from it.
+#: ``rlrepro trivial-scores`` re-measures shorter rows; ``above_trivial`` is not judged against them.
+MIN_EPISODES = 30
 
 COLUMNS: tuple[str, ...] = (
     "protocol_key",
@@ -296,9 +300,21 @@ def trivial_scores(env_spec: Any, path: str | Path | None = None) -> dict[str, T
 
 
 def trivial_level(env_spec: Any, path: str | Path | None = None) -> TrivialScore:
-    """The best trivial policy (highest mean return): the do-nothing bar a claim must clear."""
+    """The best trivial policy by the upper end of its 95% interval (``high``): the do-nothing level a bar must clear.
+
+    A bar inside a trivial policy's interval cannot be told from it, whatever its mean (issue 46), so bars are flagged
+    against ``high``, not ``mean``."""
     scores = trivial_scores(env_spec, path)
-    return max(scores.values(), key=lambda s: (s.mean, s.policy))
+    return max(scores.values(), key=lambda s: (s.high, s.mean, s.policy))
+
+
+def too_few_episodes(env_spec: Any, score: TrivialScore) -> str:
+    """'' when ``score`` rests on at least ``MIN_EPISODES`` episodes, else what it rests on and the command that
+    measures it again, longer."""
+    if score.episodes >= MIN_EPISODES:
+        return ""
+    return (f"only {score.episodes} episode(s) of {score.policy}, fewer than the {MIN_EPISODES} a level needs: "
+            f"{measure_command(env_spec)}")
 
 
 def score_row(env_spec: Any, score: TrivialScore, **extra: Any) -> dict[str, Any]:

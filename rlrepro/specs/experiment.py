@@ -155,6 +155,16 @@ _RANGE_TEXT = (
 )
 
 
+class MachineRequirement(SpecModel):
+    """What a machine must have for a claim to be testable on it (e.g. a core per actor thread and one for the learner,
+    as the organisations Table 1 compares need): on a smaller machine the claim is not judged, never refuted."""
+
+    cpu_cores: PositiveCount = Field(
+        description="CPU cores every compared run must have had (spec.resolved.json's device record, cpu_cores)."
+    )
+    why: str = Field(min_length=1, description="Why the claim needs them, e.g. '32 actor threads + the learner'.")
+
+
 class ControlledClaim(SpecModel):
     """What every claim kind says about its control arm (``rlrepro.specs.control``): a claim is judged a second time
     on the same variants trained with their learning switched off, and one that this frozen arm also passes reads
@@ -241,6 +251,11 @@ class OrderingClaim(ControlledClaim):
     environments: list[str] | None = Field(None, description="Environment ids where it must hold (default: all run).")
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
+    machine: MachineRequirement | None = Field(
+        None,
+        description="What the runs' machine must have for the claim to be testable; runs on less leave it not judged "
+        "('not testable on this machine: ...'). Default: any machine.",
+    )
 
     @model_validator(mode="after")
     def _check_form(self) -> "OrderingClaim":

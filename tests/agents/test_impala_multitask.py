@@ -131,3 +131,28 @@ def test_member_curves_name_every_member_and_hyper_parameter():
     assert curves["member0_learning_rate"] == 0.5 and curves["member1_max_grad_norm"] == 2.0
     assert len(curves) == 2 * len(Hyper._fields)
     assert set(curves) <= set(multitask_metrics_type(2, Hyper._fields)._fields)
+
+
+@pytest.mark.filterwarnings("ignore:Mean of empty slice", "ignore:invalid value encountered")  # no learner update here
+@pytest.mark.parametrize(("pong_scores", "beyond"), [((-10.0, -10.0), 1), ((-21.0, 1.0), 0)])
+def test_each_copy_is_logged_with_its_fitness_gap_and_the_windows_spread(pong_scores, beyond):
+    # Pong random -20.7 / human 14.6 (span 35.3), Breakout 1.7 / 30.5. Member 0 scores mean -10 on Pong (hns 10.7 /
+    # 35.3 = 0.303116) and random on Breakout (0): fitness 0.151558; member 1 random on both: 0. Member 1 copies member
+    # 0 (gap 0.151558 > 0.05). Equal Pong scores: spread 0, beyond noise. Pong -21 and 1: s^2 = 242, se = sqrt(242 /
+    # (2 x 35.3^2)) / 2 = sqrt(0.097104) / 2 = 0.155808: the gap is 0.97 standard errors, a copy noise could cause.
+    trainer = _trainer(PBTConfig(population_size=2, burn_in_frames=0, ready_episodes=4, seed=3))
+    state = trainer.init(jax.random.key_data(jax.random.key(0)))
+    scores = np.array([[pong_scores, (1.7, 1.7)], [(-20.7, -20.7), (1.7, 1.7)]])  # [member, game, episode]
+    state = state._replace(window_sum=scores.sum(axis=2), window_sq=(scores**2).sum(axis=2),
+                           window_count=np.full((2, 2), 2))
+    trainer._chunk_copies = []
+    state = trainer._maybe_step(state, version=1)
+    assert state.copies.tolist() == [0, 1] and state.copies_beyond_noise.tolist() == [0, beyond]
+    [(gap, spread)] = trainer._chunk_copies
+    assert gap == pytest.approx(0.151558, abs=1e-6)
+    assert spread == pytest.approx(0.0 if beyond else 0.155808, abs=1e-6)
+    # The copier takes over its source's fitness and spread until its own next window is scored.
+    assert state.fitness_se[1] == state.fitness_se[0] and (state.window_sq == 0).all()
+    metrics = trainer._metrics(state, 1, 0.0, [[], []], [0], [])
+    assert metrics.pbt_copy_gaps.shape == (2, 1) and metrics.pbt_copy_gaps[1, 0] == pytest.approx(0.151558, abs=1e-6)
+    assert metrics.pbt_copies_beyond_noise.tolist() == [beyond, beyond]

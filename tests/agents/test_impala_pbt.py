@@ -242,3 +242,25 @@ def test_a_tiny_population_on_catch_replaces_a_deliberately_bad_learning_rate():
     assert float(hyper_dict(state.learner)["learning_rate"][0]) == pytest.approx(lr0, rel=1e-6)
     state, fitness = _train(trainer, state, 4)
     assert fitness[0] > 0.5, fitness  # it keeps learning with the copied lr
+
+
+def test_the_fitness_spread_by_hand():
+    # Two games, random 0 / human 100 and random -20 / human 10 (spans 100 and 30). Member 0: game 1 scores 40, 60
+    # (mean 50, s^2 = (10^2 + 10^2) / 1 = 200, sum of squares 1,600 + 3,600 = 5,200), game 2 scores -5, -5, -5 (s^2 0).
+    # se = sqrt(200 / (2 x 100^2) + 0) / 2 = sqrt(0.01) / 2 = 0.05. Member 1: one game-2 episode only -> inf.
+    from rlrepro.agents.impala.pbt import fitness_spread
+
+    se = fitness_spread(np.array([[100.0, -15.0], [50.0, -5.0]]), np.array([[5200.0, 75.0], [2500.0, 25.0]]),
+                        np.array([[2, 3], [1, 1]]), np.array([0.0, -20.0]), np.array([100.0, 10.0]))
+    assert se[0] == pytest.approx(0.05) and se[1] == np.inf
+
+
+def test_a_copy_counts_as_caused_by_a_better_member_only_beyond_the_windows_noise():
+    from rlrepro.agents.impala.pbt import NOISE_Z, beyond_noise
+
+    config = PBTConfig(population_size=2)
+    assert NOISE_Z == 1.96
+    assert beyond_noise(0.2, 0.1, config)  # 0.2 >= 1.96 x 0.1 and above the 0.05 threshold
+    assert not beyond_noise(0.19, 0.1, config)  # within 1.96 standard errors: the windows' noise could make it
+    assert not beyond_noise(0.04, 0.0, config)  # exact, but not App. F's 5 points
+    assert not beyond_noise(0.5, float("inf"), config)  # a game with fewer than 2 episodes: noise unmeasured

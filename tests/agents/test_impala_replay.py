@@ -12,7 +12,7 @@ import pytest
 from rlrepro.agents.impala import Batch, ImpalaConfig
 from rlrepro.agents.impala.learner import loss_fn
 from rlrepro.agents.impala.networks import make_network
-from rlrepro.agents.impala.replay import add, init_replay, mean_replay_age, mix, sample
+from rlrepro.agents.impala.replay import add, behaviour_kl, init_replay, mean_replay_age, mix, sample
 from rlrepro.agents.registry import resolve_config
 from rlrepro.environments.jax_envs import make_jax_env
 from rlrepro.specs import load_spec
@@ -43,21 +43,21 @@ def test_buffer_is_first_in_first_out_of_whole_trajectories():
     # Capacity 3. Add ids 1, 2 (slots 0, 1), then 3, 4: 3 goes to slot 2 and 4 overwrites slot 0, the oldest (id 1).
     state = init_replay(3, _marked([0]))
     assert int(state.size) == 0
-    state = add(state, _marked([1, 2]))
+    state = add(state, _marked([1, 2]), update=0)
     assert _stored_ids(state)[:2] == [1, 2] and int(state.size) == 2
-    state = add(state, _marked([3, 4]))
+    state = add(state, _marked([3, 4]), update=1)
     assert _stored_ids(state) == [4, 2, 3] and int(state.size) == 3 and int(state.inserted) == 4
-    state = add(state, _marked([5]))  # next oldest is id 2 (slot 1)
+    state = add(state, _marked([5]), update=2)  # next oldest is id 2 (slot 1)
     assert _stored_ids(state) == [4, 5, 3]
     # A trajectory is stored whole: its observations, rewards and behaviour logits stay together.
     np.testing.assert_array_equal(state.storage.observations[1, :, 0], [5, 5, 5])
     np.testing.assert_array_equal(state.storage.behaviour_logits[1], np.full((T, 3), 5.0))
     with pytest.raises(ValueError, match="capacity 3"):
-        add(state, _marked([6, 7, 8, 9]))
+        add(state, _marked([6, 7, 8, 9]), update=3)
 
 
 def test_draws_are_uniform_over_stored_trajectories_and_skip_this_updates_own():
-    state = add(init_replay(4, _marked([0])), _marked([1, 2, 3, 4]))
+    state = add(init_replay(4, _marked([0])), _marked([1, 2, 3, 4]), update=0)
     batch, valid = jax.jit(sample, static_argnums=2)(state, jax.random.PRNGKey(0), 40_000)
     assert bool(valid)
     ids, counts = np.unique(np.asarray(batch.rewards[0]), return_counts=True)
@@ -73,7 +73,7 @@ def test_draws_are_uniform_over_stored_trajectories_and_skip_this_updates_own():
     assert bool(valid) and list(ids) == [1, 2]
     np.testing.assert_allclose(counts / 40_000, 0.5, atol=0.01)
     # After wrapping (ids 5, 6 overwrite 1, 2), skipping the newest 2 leaves ids 3 and 4.
-    state = add(state, _marked([5, 6]))
+    state = add(state, _marked([5, 6]), update=1)
     batch, _ = sample(state, jax.random.PRNGKey(2), 1000, skip_newest=2)
     assert set(np.unique(np.asarray(batch.rewards[0]))) == {3.0, 4.0}
 
@@ -82,14 +82,14 @@ def test_nothing_eligible_is_reported_invalid_and_masked_out_of_the_batch():
     empty = init_replay(4, _marked([0]))
     _, valid = sample(empty, jax.random.PRNGKey(0), 2)
     assert not bool(valid)
-    only_fresh = add(empty, _marked([1, 2]))
+    only_fresh = add(empty, _marked([1, 2]), update=0)
     replayed, valid = sample(only_fresh, jax.random.PRNGKey(0), 2, skip_newest=2)
     assert not bool(valid)
     mixed = mix(_marked([7, 8]), replayed, valid)
     # Fresh rows first (mask 1), then the replayed rows (mask 0: nothing eligible yet).
     np.testing.assert_array_equal(mixed.rewards[0, :2], [7, 8])
     np.testing.assert_array_equal(mixed.mask, [[1, 1, 0, 0]] * T)
-    replayed, valid = sample(add(only_fresh, _marked([3, 4])), jax.random.PRNGKey(0), 2, skip_newest=2)
+    replayed, valid = sample(add(only_fresh, _marked([3, 4]), update=1), jax.random.PRNGKey(0), 2, skip_newest=2)
     np.testing.assert_array_equal(mix(_marked([7, 8]), replayed, valid).mask, np.ones((T, 4)))
     assert set(np.asarray(replayed.rewards[0])) <= {1.0, 2.0}
 
@@ -214,7 +214,7 @@ def test_mean_replay_age_matches_what_sample_draws():
     key = jax.random.key(0)
     ages = []
     for u in range(1, updates + 1):
-        state = add(state, _marked([u] * fresh))
+        state = add(state, _marked([u] * fresh), update=u)
         key, draw = jax.random.split(key)
         rows, valid = sample(state, draw, draws, skip_newest=fresh)
         if bool(valid):
@@ -241,12 +241,57 @@ def test_the_equal_updates_control_isolates_replay():
     assert _toy_config("corr=vtrace__lag=0__replay=0.5__B=32", "cpu").total_updates == 1_575  # against 800
 
 
-def test_replay_capacity_scales_with_the_run_and_smoke_evicts():
-    # cpu: 100 trajectories keep the paper's staleness ratio (mean replay age 312 updates of a ~156,250-update run,
-    # 0.2%) at 1,575 updates; smoke: 175 updates x 4 new unrolls = 700 stored into 8, so FIFO eviction runs.
-    paper = mean_replay_age(10_000, 16, 156_250) / 156_250
+def test_every_reduced_scale_keeps_table_d3_capacity_and_the_papers_replay_age():
+    # Issue 46: what replay must match is the off-policy gap in updates, not the share of the run. 16 new unrolls per
+    # update into 10,000 trajectories: a full buffer spans 625 updates, so a replayed row is (1 + 624) / 2 = 312.5
+    # updates old on average; the paper's ~156,250-update run is full nearly throughout (311.9).
+    assert mean_replay_age(10_000, 16, 156_250) == pytest.approx(311.9, abs=0.05)
     cpu = _toy_config("corr=vtrace__lag=0__replay=0.5__B=32", "cpu")
-    assert cpu.replay_capacity == 100
-    assert mean_replay_age(100, 16, cpu.total_updates) / cpu.total_updates == pytest.approx(paper, rel=0.05)
     smoke = _toy_config("corr=vtrace__lag=0__replay=0.5__B=32", "smoke")
-    assert smoke.total_updates * smoke.fresh_batch_size == 700 > smoke.replay_capacity == 8
+    assert cpu.replay_capacity == smoke.replay_capacity == 10_000
+    # cpu: 1,575 updates, full from update 625 on: run mean 251 updates (was 3.1 with the old 100-trajectory buffer).
+    assert mean_replay_age(cpu.replay_capacity, cpu.fresh_batch_size, cpu.total_updates) == pytest.approx(250.75, abs=0.01)
+    assert mean_replay_age(100, 16, 1_575) < 4
+
+
+def test_behaviour_kl_by_hand():
+    # mu uniform over 2 actions (logits 0, 0); pi = (3/4, 1/4) (logits ln 3, 0).
+    # KL(mu || pi) = 0.5 ln(0.5 / 0.75) + 0.5 ln(0.5 / 0.25) = 0.5 (-0.405465) + 0.5 (0.693147) = 0.143841.
+    kl = behaviour_kl(jnp.array([[0.0, 0.0]]), jnp.array([[np.log(3.0), 0.0]]))
+    np.testing.assert_allclose(kl, [0.143841], rtol=1e-5)
+    assert float(behaviour_kl(jnp.array([1.0, -2.0, 0.5]), jnp.array([1.0, -2.0, 0.5]))) == pytest.approx(0.0, abs=1e-7)
+
+
+def test_the_loop_logs_the_replayed_rows_age_and_kl():
+    # B = 2: one new unroll and one replayed row per update. Update 0 has nothing to replay (NaN); at update 1 the only
+    # eligible trajectory is update 0's: age exactly 1, and KL(mu || pi) of its stored logits against the learner's
+    # policy after one update, worked out here from the stored trajectory itself.
+    config = ImpalaConfig(unroll_length=T, batch_size=2, hidden_sizes=(16,), learning_rate=0.05,
+                          lr_schedule="constant", replay_fraction=0.5, replay_capacity=64)
+    env = make_jax_env("catch")
+    network = make_network(config, env.num_actions)
+    trainer = make_jax_trainer(env, config, updates_per_chunk=1)
+    state = trainer.init(jax.random.PRNGKey(0))
+    state, first = trainer.run_chunk(state)
+    assert np.isnan(float(first.replay_age)) and np.isnan(float(first.replay_kl))
+    after_one = state.learner.params
+    state, second = trainer.run_chunk(state)
+    assert float(second.replay_age) == 1.0
+    stored_logits = state.replay.storage.behaviour_logits[0]
+    current, _ = network.apply(after_one, state.replay.storage.observations[0, :-1])
+    expected = float(jnp.mean(behaviour_kl(stored_logits, current)))
+    assert expected > 1e-4
+    assert float(second.replay_kl) == pytest.approx(expected, rel=1e-4)
+    # A run without replay logs neither.
+    plain = make_jax_trainer(env, ImpalaConfig(unroll_length=T, batch_size=2, hidden_sizes=(16,)), updates_per_chunk=1)
+    _, metrics = plain.run_chunk(plain.init(jax.random.PRNGKey(0)))
+    assert "replay_age" not in metrics._fields
+
+
+def test_the_loops_replay_age_matches_the_buffers_rule():
+    # B = 8 (4 new + 4 replayed), capacity 40 (10 updates' unrolls), 100 updates: the logged ages follow
+    # mean_replay_age (1,596 draws over 99 updates; the age sd is ~2.9 updates once full, so a standard error ~0.1).
+    config = ImpalaConfig(unroll_length=T, batch_size=8, hidden_sizes=(16,), replay_fraction=0.5, replay_capacity=40)
+    trainer = make_jax_trainer(make_jax_env("catch"), config, updates_per_chunk=100)
+    _, metrics = trainer.run_chunk(trainer.init(jax.random.PRNGKey(0)))
+    assert float(metrics.replay_age) == pytest.approx(mean_replay_age(40, 4, 100), abs=0.3)

@@ -717,7 +717,7 @@ def test_the_multitask_agents_games_are_tested_against_the_trivial_policies_game
 
     spec = load_spec("specs/impala/atari57_multitask.yaml")
     claim = next(c for c in spec.claims if c.id == "above_trivial_pong_cpu")
-    assert spec.scale("cpu").seeds == 1 and cannot_show_at(spec, claim, "cpu") == ""
+    assert cannot_show_at(spec, claim, "cpu") == ""  # one seed decides it (the cpu scale runs 4 for the PBT comparison)
 
     def verdict(games: list[float]):
         cell = CellResult("pbt", "pong", seeds=[0], final=[float(np.mean(games)) if games else math.nan],

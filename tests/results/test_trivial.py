@@ -230,3 +230,65 @@ def test_noop_scores_zero_on_tennis_and_pitfall_under_the_evaluation_protocol(ga
     scores = trivial_scores(_atari(id=game, game=game, action_set=action_set))
     assert scores["noop"].mean == 0.0 and scores["noop"].episodes >= 2
     assert scores["uniform_random"].mean < 0.0  # random play loses points on both (random -23.8 and -229.4 in DQN's table)
+
+
+# --- issue 46: levels from at least 30 games, bars flagged against the interval's upper end ---------------------
+
+
+def _scored(policy: str, mean: float, high: float, episodes: int) -> TrivialScore:
+    return TrivialScore(policy=policy, mean=mean, sd=1.0, episodes=episodes, low=2 * mean - high, high=high,
+                        protocol="p", command="c", commit="abc", date="2026-11-29")
+
+
+def test_the_level_is_the_policy_whose_interval_reaches_highest_not_the_best_mean(tmp_path):
+    # noop: mean -0.7, interval up to -0.6; random: mean -0.8 from few episodes, interval up to -0.2. A bar at -0.5
+    # clears noop's interval but sits inside random's: the level is random's upper end, -0.2.
+    path = tmp_path / "scores.csv"
+    _store(path, _catch(), _scored("noop", -0.7, -0.6, 30), _scored("uniform_random", -0.8, -0.2, 30))
+    level = trivial_level(_catch(), path)
+    assert (level.policy, level.high) == ("uniform_random", -0.2)
+
+
+def test_a_level_from_fewer_than_30_episodes_says_so_with_the_command():
+    assert trivial.MIN_EPISODES == 30
+    assert trivial.too_few_episodes(_catch(), _scored("noop", 0.0, 0.0, 30)) == ""
+    short = trivial.too_few_episodes(_catch(), _scored("uniform_random", 0.0, 1.0, 3))
+    assert short == "only 3 episode(s) of uniform_random, fewer than the 30 a level needs: rlrepro trivial-scores --env catch"
+
+
+def test_rows_of_fewer_than_30_episodes_are_measured_again(tmp_path):
+    from rlrepro.environments.trivial import DEFAULT_EPISODES, plan_missing
+    from tests.factories import toy_spec_data, write_spec
+
+    assert min(min(policies.values()) for policies in DEFAULT_EPISODES.values()) >= trivial.MIN_EPISODES
+    spec = write_spec(tmp_path, toy_spec_data(environments=[{"kind": "jax", "id": "catch", "name": "catch",
+                                                             "kwargs": {"rows": 6, "columns": 11}}]))
+    rows = [score_row(_catch(), _scored("noop", -0.7, -0.6, 3)), score_row(_catch(), _scored("uniform_random", -0.8, -0.7, 30))]
+    todo, _, _ = plan_missing([spec], [], [{k: str(v) for k, v in r.items()} for r in rows])
+    assert [policy for _, policy in todo] == ["noop"]  # the 3-episode row; the 30-episode one stands
+    todo, _, _ = plan_missing([spec], [], [{k: str(v) for k, v in r.items()} for r in rows], episodes=100)
+    assert sorted(policy for _, policy in todo) == ["noop", "uniform_random"]
+
+
+def test_every_trivial_row_a_cpu_scale_claim_reads_rests_on_30_episodes():
+    """The rows behind the cpu-scale claims' trivial levels (above_trivial, weak bars, orderings on returns)."""
+    from rlrepro.specs import load_spec
+    from rlrepro.specs.experiment import RETURN_METRICS
+
+    short = []
+    for path, scale, env in _spec_environments():
+        if scale != "cpu" or trivial.unavailable_reason(env) is not None:
+            continue
+        spec = load_spec(path)
+        used = {e for c in spec.claims if "cpu" in c.judged_at for e in (
+            [c.environment] if c.kind == "above_trivial" or (c.kind == "threshold" and c.metric in RETURN_METRICS)
+            else (c.environments or [x.id for x in spec.environments]) if c.kind == "ordering" and c.metric in RETURN_METRICS
+            else [])}  # fmt: skip
+        if env.id not in used:
+            continue
+        try:
+            scores = trivial_scores(env)
+        except TrivialScoresMissing:
+            continue  # test_every_environment_of_the_specs_has_scores... names it
+        short += [f"{path.name}:{env.id}:{p} ({s.episodes})" for p, s in scores.items() if s.episodes < trivial.MIN_EPISODES]
+    assert not short, "rows under 30 episodes (rlrepro trivial-scores re-measures them): " + ", ".join(short)

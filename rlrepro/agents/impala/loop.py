@@ -18,9 +18,11 @@ import jax.numpy as jnp
 
 from rlrepro.training.unroll import ActorState, EpisodeStats, init_actor, unroll
 from rlrepro.agents.impala.config import ImpalaConfig
-from rlrepro.agents.impala.learner import Batch, Learner, LearnerMetrics, LearnerState, Params, make_learner
-from rlrepro.agents.impala.networks import init_params, make_network
-from rlrepro.agents.impala.replay import ReplayState, add, init_replay, mix, sample
+from rlrepro.agents.impala.learner import (
+    Batch, Learner, LearnerMetrics, LearnerState, Params, apply_to_batch, make_learner,
+)
+from rlrepro.agents.impala.networks import ActorCritic, init_params, make_network
+from rlrepro.agents.impala.replay import ReplayState, add, behaviour_kl, draw, gather, init_replay, mix
 from rlrepro.environments.base import JaxEnv
 from rlrepro.training.scan import ScannedTrainer, check_updates_per_chunk, lag_slot, raw_key, scanned_trainer
 
@@ -67,6 +69,25 @@ class ChunkMetrics(NamedTuple):
     frames: jax.Array
 
 
+class ReplayGap(NamedTuple):
+    """How off-policy one update's replayed rows are (§5.2.2's "off-policy gap between pi and mu").
+
+    ``age``: mean age of the replayed rows in learner updates (this update's count minus the count when stored);
+    ``kl``: mean KL(mu || pi) per step over them, mu the logits they were acted with, pi the learner's before this
+    update; ``valid``: whether anything was replayed (not on the first update). Zeros without replay.
+    """
+
+    age: jax.Array
+    kl: jax.Array
+    valid: jax.Array
+
+
+#: ``ChunkMetrics`` of a run with replay: plus the chunk's replayed rows' mean age (updates) and KL(mu || pi) (nats).
+ReplayChunkMetrics = NamedTuple(
+    "ReplayChunkMetrics", [*ChunkMetrics.__annotations__.items(), ("replay_age", jax.Array), ("replay_kl", jax.Array)]
+)
+
+
 def actor_params(state: TrainState, config: ImpalaConfig) -> Params:
     """The parameters the actor uses for the next unroll: the learner's, ``config.policy_lag`` updates old."""
     slot = lag_slot(state.learner.step, config.policy_lag)
@@ -107,9 +128,18 @@ def _empty_replay(actor: ActorState, env: JaxEnv, config: ImpalaConfig) -> Repla
     return init_replay(config.replay_capacity, example)
 
 
+def _replay_gap(replay: ReplayState, slots: jax.Array, valid: jax.Array, replayed: Batch, network: ActorCritic,
+                learner: LearnerState) -> ReplayGap:
+    """The age and KL(mu || pi) of the rows just drawn from ``slots``, pi the learner's parameters before the update."""
+    age = jnp.mean((learner.step - replay.stored_at[slots]).astype(jnp.float32))
+    logits, _ = apply_to_batch(network, learner.params, replayed)
+    kl = jnp.mean(behaviour_kl(replayed.behaviour_logits, jax.lax.stop_gradient(logits[:-1])))
+    return ReplayGap(age, kl, valid)
+
+
 def train_step(
     state: TrainState, env: JaxEnv, config: ImpalaConfig, learner: Learner
-) -> tuple[TrainState, tuple[LearnerMetrics, EpisodeStats]]:
+) -> tuple[TrainState, tuple[LearnerMetrics, EpisodeStats, ReplayGap]]:
     """One unroll with the lagged parameters, one learner update, and the new snapshot into the ring buffer."""
     rng, unroll_key = jax.random.split(state.rng)
     network = make_network(config, env.num_actions)
@@ -118,33 +148,45 @@ def train_step(
         env=env, network=network, unroll_length=config.unroll_length,
     )
     replay = state.replay
+    zero = jnp.zeros((), jnp.float32)
+    gap = ReplayGap(zero, zero, jnp.zeros((), bool))
     if config.replay_fraction > 0:
         # This unroll is stored (FIFO), and the replayed rows are drawn from the unrolls stored before it (§5.2.2).
         rng, replay_key = jax.random.split(rng)
-        replay = add(replay, batch)
-        replayed, valid = sample(replay, replay_key, config.replay_batch_size, skip_newest=config.fresh_batch_size)
+        replay = add(replay, batch, update=state.learner.step)
+        slots, valid = draw(replay, replay_key, config.replay_batch_size, skip_newest=config.fresh_batch_size)
+        replayed = gather(replay, slots)
+        gap = _replay_gap(replay, slots, valid, replayed, network, state.learner)
         batch = mix(batch, replayed, valid)
     learner_state, metrics = learner.update(state.learner, batch)
     slot = lag_slot(state.learner.step, config.policy_lag)
     history = jax.tree.map(lambda h, p: h.at[slot].set(p), state.params_history, learner_state.params)
     frames = state.frames + config.frames_per_update
-    return TrainState(learner_state, actor, history, rng, frames, replay), (metrics, stats)
+    return TrainState(learner_state, actor, history, rng, frames, replay), (metrics, stats, gap)
 
 
 def run_chunk(
     state: TrainState, env: JaxEnv, config: ImpalaConfig, learner: Learner, updates_per_chunk: int
 ) -> tuple[TrainState, ChunkMetrics]:
-    """``updates_per_chunk`` train steps in a ``lax.scan``; metrics averaged over the chunk."""
+    """``updates_per_chunk`` train steps in a ``lax.scan``; metrics averaged over the chunk (with replay, the
+    replayed rows' age and KL over the updates that replayed: NaN if none did)."""
 
-    def step(carry: TrainState, _: None) -> tuple[TrainState, tuple[LearnerMetrics, EpisodeStats]]:
+    def step(carry: TrainState, _: None) -> tuple[TrainState, tuple[LearnerMetrics, EpisodeStats, ReplayGap]]:
         return train_step(carry, env, config, learner)
 
-    state, (metrics, stats) = jax.lax.scan(step, state, None, length=updates_per_chunk)
+    state, (metrics, stats, gap) = jax.lax.scan(step, state, None, length=updates_per_chunk)
     episodes = jnp.sum(stats.ended.astype(jnp.int32))
     mean_return = jnp.where(episodes > 0, jnp.sum(stats.returns) / jnp.maximum(episodes, 1), jnp.nan)
     means = jax.tree.map(jnp.mean, metrics)
     chunk = ChunkMetrics(**means._asdict(), episodes=episodes, mean_return=mean_return, frames=state.frames)
-    return state, chunk
+    if config.replay_fraction == 0:
+        return state, chunk
+    replayed = jnp.sum(gap.valid)
+
+    def over_replayed(x: jax.Array) -> jax.Array:
+        return jnp.where(replayed > 0, jnp.sum(jnp.where(gap.valid, x, 0.0)) / jnp.maximum(replayed, 1), jnp.nan)
+
+    return state, ReplayChunkMetrics(*chunk, replay_age=over_replayed(gap.age), replay_kl=over_replayed(gap.kl))
 
 
 def make_jax_trainer(

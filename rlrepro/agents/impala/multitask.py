@@ -22,7 +22,10 @@ PBT round and ancestry counters; the games themselves are not checkpointed (acto
 Metrics come as one row per game ([G] arrays; the runner writes row g to game g's run folder): that game's
 training episodes and mean raw score in the chunk (all members), the population's learner and PBT figures
 (the same in every row: copies, perturbations, how many member hyper-parameters moved from their draws, and every
-member's hyper-parameters as ``member<m>_<name>`` curves, App. F / Fig. F.1), and at the last chunk ``eval_return``:
+member's hyper-parameters as ``member<m>_<name>`` curves, App. F / Fig. F.1; each copy of the chunk with the fitness
+gap that caused it and that gap's standard error from the two windows' spread, ``pbt_copy_gaps`` /
+``pbt_copy_spreads``, and how many copies so far had a gap beyond that noise, ``pbt_copies_beyond_noise``:
+``rlrepro.agents.impala.pbt.beyond_noise``), and at the last chunk ``eval_return``:
 the mean score of evaluation games of that game played by the member with the best fitness (``eval_scores``: each
 game's).
 """
@@ -46,7 +49,9 @@ from rlrepro.agents.impala.population import Hyper, apply_step, hyper_dict, make
 from rlrepro.environments.atari import AtariEnv
 from rlrepro.results.normalization import canonical_game_name, reference_scores
 from rlrepro.training.actor_learner import HostActorLearner
-from rlrepro.agents.impala.pbt import PBTConfig, capped_hns_fitness, exploit_explore, rng_for, sample_initial
+from rlrepro.agents.impala.pbt import (
+    PBTConfig, beyond_noise, capped_hns_fitness, exploit_explore, fitness_spread, rng_for, sample_initial,
+)
 
 
 class MultiTaskState(NamedTuple):
@@ -64,6 +69,9 @@ class MultiTaskState(NamedTuple):
     parent: np.ndarray  # [M] the member each last copied from (itself if never)
     perturbations: np.ndarray  # [M] hyper-parameter multiplications each member had (explore, App. F)
     initial_hyper: np.ndarray  # [H, M] each member's initial draws, in hyper_dict's order (what PBT moved them from)
+    window_sq: np.ndarray  # [M, G] sum of squared raw training scores in the window (its spread)
+    fitness_se: np.ndarray  # [M] standard error of the fitness at the member's latest step (pbt.fitness_spread)
+    copies_beyond_noise: np.ndarray  # [M] copies whose fitness gap exceeded the windows' noise (pbt.beyond_noise)
 
 
 class MultiTaskMetrics(NamedTuple):
@@ -87,6 +95,9 @@ class MultiTaskMetrics(NamedTuple):
     pbt_copies: np.ndarray
     pbt_perturbations: np.ndarray
     pbt_hyper_moved: np.ndarray
+    pbt_copies_beyond_noise: np.ndarray
+    pbt_copy_gaps: np.ndarray  # [G, K]: the fitness gap (source - copier) of each of the chunk's K copies
+    pbt_copy_spreads: np.ndarray  # [G, K]: each copy's gap standard error from the two fitness windows
     best_learning_rate: np.ndarray
     best_entropy_cost: np.ndarray
     best_rmsprop_epsilon: np.ndarray
@@ -148,6 +159,7 @@ class MultiTaskTrainer:
         self.frames_per_update = config.frames_per_update * self.env_specs[0].action_repeat
         self._actors: list[list[_GameActors]] | None = None
         self._cursor = 0  # the game the next trajectory comes from
+        self._chunk_copies: list[tuple[float, float]] = []  # (fitness gap, its standard error) of this chunk's copies
         envs_per_actor = self.env_specs[0].num_envs // actor_spec.num_actors
         if config.batch_size % envs_per_actor:
             raise ValueError(f"batch_size {config.batch_size} must be a multiple of the environments per actor ({envs_per_actor})")
@@ -181,6 +193,9 @@ class MultiTaskTrainer:
             parent=np.arange(m),
             perturbations=np.zeros(m, np.int64),
             initial_hyper=np.stack([np.asarray(v, np.float64) for v in hyper_dict(learner).values()]),
+            window_sq=np.zeros((m, g)),
+            fitness_se=np.full(m, np.inf),
+            copies_beyond_noise=np.zeros(m, np.int64),
         )
 
     def _member_params(self, learner: LearnerState, member: int) -> Any:
@@ -226,7 +241,10 @@ class MultiTaskTrainer:
             window_sum=np.array(state.window_sum), window_count=np.array(state.window_count),
             last_mean=np.array(state.last_mean), fitness=np.array(state.fitness), copies=np.array(state.copies),
             parent=np.array(state.parent), perturbations=np.array(state.perturbations),
+            window_sq=np.array(state.window_sq), fitness_se=np.array(state.fitness_se),
+            copies_beyond_noise=np.array(state.copies_beyond_noise),
         )  # fmt: skip
+        self._chunk_copies: list[tuple[float, float]] = []
         learner, version = state.learner, int(state.version)
         games = len(self.env_specs)
         chunk_returns: list[list[float]] = [[] for _ in range(games)]
@@ -241,6 +259,7 @@ class MultiTaskTrainer:
                 for game, scores in enumerate(member_returns):
                     chunk_returns[game].extend(scores)
                     state.window_sum[member, game] += sum(scores)
+                    state.window_sq[member, game] += sum(x * x for x in scores)
                     state.window_count[member, game] += len(scores)
             self._cursor = (self._cursor + self.unrolls_per_update) % games
             stacked = jax.tree.map(lambda *xs: jnp.stack(xs), *batches)
@@ -267,17 +286,31 @@ class MultiTaskTrainer:
         counts = state.window_count
         means = np.where(counts > 0, state.window_sum / np.maximum(counts, 1), state.last_mean)
         fitness = np.where(ready, capped_hns_fitness(means, self.random, self.human), state.fitness)
+        spread = fitness_spread(state.window_sum, state.window_sq, counts, self.random, self.human)
+        fitness_se = np.where(ready, spread, state.fitness_se)
         hyper = {k: np.asarray(v, np.float64) for k, v in hyper_dict(state.learner).items()}
         step = exploit_explore(hyper, fitness, ready, rng_for(self.pbt, int(state.pbt_round)), self.pbt)
         learner = apply_step(state.learner, step)
         keep = ~ready[:, None]
+        # Each copy with the fitness gap that caused it and the gap's noise (issue 46: a copy must come from a better
+        # member, not from the spread of two short windows).
+        beyond = np.zeros_like(state.copies_beyond_noise)
+        for member in np.flatnonzero(step.copied):
+            source = step.source[member]
+            gap = float(fitness[source] - fitness[member])
+            noise = float(np.hypot(fitness_se[member], fitness_se[source]))
+            self._chunk_copies.append((gap, noise))
+            beyond[member] = beyond_noise(gap, noise, self.pbt)
         return state._replace(
             learner=learner,
             last_mean=np.where(ready[:, None], means, state.last_mean),
             window_sum=np.where(keep, state.window_sum, 0.0),
+            window_sq=np.where(keep, state.window_sq, 0.0),
             window_count=np.where(keep, state.window_count, 0),
             # A copying member takes over its source's standing until its own next window is scored.
             fitness=np.where(step.copied, fitness[step.source], fitness),
+            fitness_se=np.where(step.copied, fitness_se[step.source], fitness_se),
+            copies_beyond_noise=state.copies_beyond_noise + beyond,
             pbt_round=np.asarray(int(state.pbt_round) + 1),
             copies=state.copies + step.copied,
             parent=np.where(step.copied, step.source, state.parent),
@@ -317,6 +350,7 @@ class MultiTaskTrainer:
             mean_fitness=float(np.nanmean(fitness)) if np.isfinite(fitness).any() else math.nan,
             pbt_steps=int(state.pbt_round), pbt_copies=int(np.sum(state.copies)),
             pbt_perturbations=int(np.sum(state.perturbations)), pbt_hyper_moved=self._moved(state),
+            pbt_copies_beyond_noise=int(np.sum(state.copies_beyond_noise)),
             best_learning_rate=hyper["learning_rate"], best_entropy_cost=hyper["entropy_cost"],
             best_rmsprop_epsilon=hyper["rmsprop_epsilon"], best_max_grad_norm=hyper["max_grad_norm"],
         )  # fmt: skip
@@ -326,6 +360,9 @@ class MultiTaskTrainer:
         rows["mean_return"] = np.array([np.mean(r) if r else math.nan for r in returns])
         rows["eval_return"] = np.array([np.mean(s) if s else math.nan for s in scores], np.float64)
         rows["eval_scores"] = np.array(scores, np.float64)  # [games, episodes] at the last chunk, [games, 0] before
+        copies = self._chunk_copies
+        rows["pbt_copy_gaps"] = np.array([[gap for gap, _ in copies]] * games, np.float64).reshape(games, len(copies))
+        rows["pbt_copy_spreads"] = np.array([[sd for _, sd in copies]] * games, np.float64).reshape(games, len(copies))
         return self.metrics_type(**{name: rows[name] for name in self.metrics_type._fields})
 
     def _moved(self, state: MultiTaskState) -> int:

@@ -133,6 +133,34 @@ def copy_members(tree: Any, source: np.ndarray) -> Any:
     return jax.tree.map(lambda leaf: leaf[index], tree)
 
 
+#: A copy counts as caused by a better member, not by window noise, when the fitness gap is at least this many
+#: standard errors of the gap (one-sided 0.025 under normal window means) as well as above ``copy_threshold``.
+NOISE_Z = 1.96
+
+
+def fitness_spread(
+    window_sum: np.ndarray, window_sq: np.ndarray, window_count: np.ndarray, random: np.ndarray, human: np.ndarray
+) -> np.ndarray:
+    """Standard error of each member's window fitness ([M, G] window sums, sums of squares, counts -> [M]).
+
+    ``sqrt(sum_g s_g^2 / (n_g (h_g - r_g)^2)) / G`` with ``s_g`` the sample SD of the window's scores of game g: the
+    noise of Table G.1's mean of per-game normalised means (the cap ignored). Infinite when a game has fewer than 2
+    episodes in the window (its noise cannot be measured; the fitness then reads an older mean for it).
+    """
+    n = np.asarray(window_count, np.float64)
+    mean = np.asarray(window_sum, np.float64) / np.maximum(n, 1)
+    var = (np.asarray(window_sq, np.float64) - n * mean**2) / np.maximum(n - 1, 1)
+    term = np.maximum(var, 0.0) / np.maximum(n, 1) / (np.asarray(human) - np.asarray(random)) ** 2
+    se = np.sqrt(term.sum(axis=-1)) / n.shape[-1]
+    return np.where((n >= 2).all(axis=-1), se, np.inf)
+
+
+def beyond_noise(gap: float, spread: float, config: PBTConfig) -> bool:
+    """Whether a copy's fitness ``gap`` is above App. F's threshold and ``NOISE_Z`` of its ``spread`` (the gap's
+    standard error): a difference the two windows' noise alone would not make."""
+    return bool(gap > config.copy_threshold and gap >= NOISE_Z * spread)
+
+
 def capped_hns_fitness(mean_scores: np.ndarray, random: np.ndarray, human: np.ndarray) -> np.ndarray:
     """Table G.1's fitness ``sum_g min(1, (s_g - r_g) / (h_g - r_g)) / N`` per member ([M, G] scores -> [M])."""
     hns = (np.asarray(mean_scores, np.float64) - random) / (human - random)

@@ -44,11 +44,14 @@ class ReplayState(NamedTuple):
       inserted: int32, trajectories added so far; the next one goes to slot ``inserted % capacity``, which holds
         the oldest trajectory once the buffer is full (first-in-first-out removal).
       size: int32, trajectories held, ``min(inserted, capacity)``.
+      stored_at: int32 [capacity], the learner's update count when each slot's trajectory was stored (a replayed
+        row's age in updates is the current count minus this: the off-policy gap replay adds, §5.2.2).
     """
 
     storage: Trajectories
     inserted: jax.Array
     size: jax.Array
+    stored_at: jax.Array
 
 
 def _to_trajectories(batch: Batch) -> Trajectories:
@@ -65,11 +68,15 @@ def init_replay(capacity: int, example: Batch) -> ReplayState:
         raise ValueError(f"replay capacity must be >= 1, got {capacity}")
     rows = _to_trajectories(example)
     storage = jax.tree.map(lambda x: jnp.zeros((capacity, *x.shape[1:]), x.dtype), rows)
-    return ReplayState(storage=storage, inserted=jnp.zeros((), jnp.int32), size=jnp.zeros((), jnp.int32))
+    return ReplayState(storage=storage, inserted=jnp.zeros((), jnp.int32), size=jnp.zeros((), jnp.int32),
+                       stored_at=jnp.zeros((capacity,), jnp.int32))
 
 
-def add(state: ReplayState, batch: Batch) -> ReplayState:
-    """Append the B unrolls of ``batch`` in order, overwriting the oldest ones when full (FIFO; Table D.3)."""
+def add(state: ReplayState, batch: Batch, *, update: jax.typing.ArrayLike) -> ReplayState:
+    """Append the B unrolls of ``batch`` in order, overwriting the oldest ones when full (FIFO; Table D.3).
+
+    ``update``: the learner's update count when these unrolls are stored (their age is counted from it).
+    """
     rows = _to_trajectories(batch)
     count = rows.actions.shape[0]
     capacity = state.storage.actions.shape[0]
@@ -78,7 +85,32 @@ def add(state: ReplayState, batch: Batch) -> ReplayState:
     slots = (state.inserted + jnp.arange(count, dtype=jnp.int32)) % capacity
     storage = jax.tree.map(lambda s, x: s.at[slots].set(x), state.storage, rows)
     inserted = state.inserted + count
-    return ReplayState(storage=storage, inserted=inserted, size=jnp.minimum(inserted, capacity))
+    stored_at = state.stored_at.at[slots].set(jnp.asarray(update, jnp.int32))
+    return ReplayState(storage=storage, inserted=inserted, size=jnp.minimum(inserted, capacity), stored_at=stored_at)
+
+
+def draw(state: ReplayState, key: jax.Array, count: int, *, skip_newest: int = 0) -> tuple[jax.Array, jax.Array]:
+    """The slots of ``count`` uniform draws (with replacement) from those held, and whether any was eligible.
+
+    ``skip_newest`` as in ``sample``; ``sample`` gathers the draws' trajectories, ``stored_at[slots]`` their ages.
+    """
+    capacity = state.storage.actions.shape[0]
+    eligible = state.size - skip_newest
+    # Age 0 is the newest trajectory, in slot (inserted - 1) % capacity; ages skip_newest.. are eligible.
+    age = skip_newest + jax.random.randint(key, (count,), 0, jnp.maximum(eligible, 1))
+    return (state.inserted - 1 - age) % capacity, eligible > 0
+
+
+def gather(state: ReplayState, slots: jax.Array) -> Batch:
+    """The time-major ``Batch`` of the trajectories in ``slots`` (behaviour logits as stored)."""
+    rows = jax.tree.map(lambda s: jnp.swapaxes(s[slots], 0, 1), state.storage)
+    return Batch(
+        observations=rows.observations,
+        actions=rows.actions,
+        rewards=rows.rewards,
+        dones=rows.dones,
+        behaviour_logits=rows.behaviour_logits,
+    )
 
 
 def sample(state: ReplayState, key: jax.Array, count: int, *, skip_newest: int = 0) -> tuple[Batch, jax.Array]:
@@ -95,20 +127,8 @@ def sample(state: ReplayState, key: jax.Array, count: int, *, skip_newest: int =
       the time-major ``Batch`` of the draws (behaviour logits as stored) and ``valid``, a bool scalar that is
       False when nothing is eligible (the draws are then arbitrary and must not enter the loss).
     """
-    capacity = state.storage.actions.shape[0]
-    eligible = state.size - skip_newest
-    # Age 0 is the newest trajectory, in slot (inserted - 1) % capacity; ages skip_newest.. are eligible.
-    age = skip_newest + jax.random.randint(key, (count,), 0, jnp.maximum(eligible, 1))
-    index = (state.inserted - 1 - age) % capacity
-    rows = jax.tree.map(lambda s: jnp.swapaxes(s[index], 0, 1), state.storage)
-    batch = Batch(
-        observations=rows.observations,
-        actions=rows.actions,
-        rewards=rows.rewards,
-        dones=rows.dones,
-        behaviour_logits=rows.behaviour_logits,
-    )
-    return batch, eligible > 0
+    slots, valid = draw(state, key, count, skip_newest=skip_newest)
+    return gather(state, slots), valid
 
 
 def mix(fresh: Batch, replayed: Batch, replayed_valid: jax.Array) -> Batch:
@@ -124,6 +144,17 @@ def mix(fresh: Batch, replayed: Batch, replayed_valid: jax.Array) -> Batch:
     fresh_mask = jnp.ones(fresh.actions.shape, jnp.float32) if fresh.mask is None else fresh.mask.astype(jnp.float32)
     replay_mask = jnp.broadcast_to(replayed_valid.astype(jnp.float32), replayed.actions.shape)
     return Batch(**joined, mask=jnp.concatenate([fresh_mask, replay_mask], axis=1))
+
+
+def behaviour_kl(behaviour_logits: jax.typing.ArrayLike, target_logits: jax.typing.ArrayLike) -> jax.Array:
+    """KL(mu || pi) per step, in nats: ``sum_a mu(a) (log mu(a) - log pi(a))`` over the last (action) axis.
+
+    How far the policy that acted on a replayed row (mu, its stored logits) is from the learner's (pi): replay's
+    off-policy gap (§5.2.2, "to increase the off-policy gap between pi and mu").
+    """
+    log_mu = jax.nn.log_softmax(jnp.asarray(behaviour_logits, jnp.float32), axis=-1)
+    log_pi = jax.nn.log_softmax(jnp.asarray(target_logits, jnp.float32), axis=-1)
+    return jnp.sum(jnp.exp(log_mu) * (log_mu - log_pi), axis=-1)
 
 
 def mean_replay_age(capacity: int, fresh_rows: int, updates: int) -> float:

@@ -1,0 +1,118 @@
+"""Issue 46: verdicts decided by the paper's mechanism: a claim needing a machine the runs lacked is not testable
+(never refuted), and a replay comparison prints the off-policy gap it was decided at."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pytest
+
+from rlrepro.results.claims import NOT_JUDGED, NOT_REPRODUCED, REPRODUCED, cannot_show_at, judge_claims
+from rlrepro.results.collect import CellResult
+from rlrepro.specs import SpecError, load_spec, validate_spec
+from tests.factories import toy_spec_data
+
+HIGH = [10.0, 11.0, 12.0, 10.5]
+LOW = [1.0, 2.0, 1.5, 2.5]
+NEEDS = {"cpu_cores": 33, "why": "32 actor threads and the learner"}
+# the runs' statistics alone (the frozen arm beside every claim: tests/results/test_control.py)
+RUNS_ALONE = {"control": "none", "control_reason": "frames per second / the trivial level alone"}
+
+
+def _spec(**claim_extra: Any):
+    claim = {"kind": "ordering", "id": "fastest", "statement": "a beats b", "better": "a", "worse": ["b"],
+             "environments": ["catch"], "judged_at": ["cpu"], **RUNS_ALONE, **claim_extra}
+    return validate_spec(toy_spec_data(budget={"frames": 1000, "seeds": 4}, claims=[claim],
+                                       scales={"smoke": {"frames": 100, "seeds": 1}, "cpu": {"frames": 200, "seeds": 4}}))
+
+
+def _cells(a: list[float], b: list[float], cores: int | None, finals: dict[str, list[dict]] | None = None):
+    finals = finals or {}
+    return {(v, "catch"): CellResult(v, "catch", seeds=list(range(4)), final=list(values), frames=[200] * 4,
+                                     finals=finals.get(v, [{}] * 4), cpu_cores=[cores] * 4)
+            for v, values in (("a", a), ("b", b))}  # fmt: skip
+
+
+def test_a_claim_needing_more_cores_than_the_runs_had_is_not_testable_never_refuted():
+    spec = _spec(machine=NEEDS)
+    # a clearly behind b: on a machine with the cores it would read "not reproduced"; on 2 cores it is not judged.
+    [small] = judge_claims(spec, "cpu", _cells(LOW, HIGH, cores=2))
+    assert small.verdict == NOT_JUDGED
+    assert small.detail.startswith("not testable on this machine:")
+    assert "33 CPU cores (32 actor threads and the learner)" in small.detail and "had 2" in small.detail
+    [big] = judge_claims(spec, "cpu", _cells(LOW, HIGH, cores=48))
+    assert big.verdict == NOT_REPRODUCED
+    [unknown] = judge_claims(spec, "cpu", _cells(HIGH, LOW, cores=None))
+    assert unknown.verdict == NOT_JUDGED and "did not record" in unknown.detail
+    # Without a requirement the core count plays no part.
+    [plain] = judge_claims(_spec(), "cpu", _cells(HIGH, LOW, cores=2))
+    assert plain.verdict == REPRODUCED
+
+
+def test_the_plan_lists_a_claim_this_machine_cannot_test_apart():
+    cores = os.cpu_count() or 1
+    spec = _spec(machine={"cpu_cores": cores + 1, "why": "one more than here"})
+    assert cannot_show_at(spec, spec.claims[0], "cpu").startswith("not testable on this machine:")
+    enough = _spec(machine={"cpu_cores": cores, "why": "as many as here"})
+    assert cannot_show_at(enough, enough.claims[0], "cpu") == ""
+
+
+def test_a_machine_requirement_is_validated():
+    for bad in ({"cpu_cores": 0, "why": "x"}, {"cpu_cores": 4}, {"cpu_cores": 4, "why": "x", "gpus": 1}):
+        with pytest.raises(SpecError):
+            _spec(machine=bad)
+
+
+def test_table_1s_ordering_needs_a_core_per_thread_and_decoupled_acting_needs_none():
+    claims = {c.id: c for c in load_spec("specs/impala/throughput.yaml").claims}
+    assert claims["impala_fastest_single_machine"].machine.cpu_cores == 33
+    assert claims["decoupled_acting_is_faster"].machine is None
+
+
+def test_a_replay_comparison_prints_the_replayed_rows_age_and_kl():
+    finals = {"a": [{"replay_age": 312.0, "replay_kl": 0.4}, {"replay_age": 313.0, "replay_kl": 0.6}] * 2}
+    [verdict] = judge_claims(_spec(), "cpu", _cells(HIGH, LOW, cores=2, finals=finals))
+    # a: mean age (312 + 313 + 312 + 313) / 4 = 312.5 updates, KL (0.4 + 0.6 + 0.4 + 0.6) / 4 = 0.5; b replays nothing.
+    assert "Replayed rows' mean age and KL(mu || pi) in nats, final values: a on catch 312.5 updates, KL 0.5" in verdict.detail
+    assert "b on catch" not in verdict.detail
+    [plain] = judge_claims(_spec(), "cpu", _cells(HIGH, LOW, cores=2))
+    assert "Replayed" not in plain.detail
+
+
+def test_a_bar_inside_a_trivial_policys_interval_is_flagged_against_its_upper_end(tmp_path, monkeypatch):
+    # Catch under this spec's protocol: random play mean -0.8 from 30 episodes, 95% interval [-0.9, -0.7]. A bar of
+    # -0.75 is above the mean (old rule: 0.05 / 2 = 2.5% of the [-1, 1] span above it) but inside the interval.
+    from rlrepro.results import trivial
+    from rlrepro.results.trivial import TrivialScore, score_row, write_rows
+
+    envs = [{"kind": "jax", "id": "catch", "name": "catch", "random_score": -0.8, "return_range": [-1.0, 1.0]}]
+    claim = {"kind": "threshold", "id": "bar", "statement": "s", "variant": "a", "environment": "catch", "op": ">=",
+             "value": -0.75, "tolerance": 0.0, "judged_at": ["cpu"], **RUNS_ALONE}
+    spec = validate_spec(toy_spec_data(environments=envs, claims=[claim], budget={"frames": 1000, "seeds": 4},
+                                       scales={"smoke": {"frames": 100, "seeds": 1}, "cpu": {"frames": 200, "seeds": 4}}))
+    csv = tmp_path / "scores.csv"
+    for policy, mean, high in (("uniform_random", -0.8, -0.7), ("noop", -0.85, -0.84)):
+        score = TrivialScore(policy=policy, mean=mean, sd=0.1, episodes=30, low=2 * mean - high, high=high,
+                             protocol="p", command="c", commit="x", date="d")
+        write_rows([*trivial.read_rows(csv), score_row(spec.environments[0], score)], csv)
+    monkeypatch.setattr(trivial, "CSV_PATH", csv)
+    cell = {("a", "catch"): CellResult("a", "catch", seeds=list(range(4)), final=[0.9, 0.95, 0.92, 0.97], frames=[200] * 4)}
+    [verdict] = judge_claims(spec, "cpu", cell)
+    assert verdict.detail.startswith("weak bar: >= -0.75 is inside the trivial level -0.7 (uniform_random, upper end "
+                                     "of the 95% interval of its mean -0.8 over 30 episodes)"), verdict.detail
+
+
+def test_pbts_cpu_claims_are_its_mechanism_and_its_effect_not_that_it_ran():
+    spec = load_spec("specs/impala/atari57_multitask.yaml")
+    claims = {c.id: c for c in spec.claims if "cpu" in c.judged_at}
+    # "PBT ran" (perturbations happened, hyper-parameters moved) is logged, not claimed: one fact counted twice before.
+    assert not {"pbt_explored_cpu", "pbt_moved_hyperparameters_cpu", "pbt_exploited_cpu"} & set(claims)
+    mechanism = claims["pbt_copied_better_members_cpu"]
+    assert (mechanism.metric, mechanism.op, mechanism.value) == ("pbt_copies_beyond_noise", ">=", 1)
+    effect = claims["pbt_beats_fixed_hyperparameters_cpu"]
+    assert (effect.better, effect.worse, effect.metric, effect.holds_on) == ("pbt", ["no_pbt"], "eval_return", "aggregate")
+    # 4 populations against 4 single agents: the permutation test can reach 0.025 (1/70), which 3 v 3 cannot (1/20).
+    assert spec.scale("cpu").seeds == 4 and cannot_show_at(spec, effect, "cpu") == ""
+    assert cannot_show_at(spec.model_copy(update={"scales": {**spec.scales, "cpu": spec.scale("cpu").model_copy(
+        update={"seeds": 3})}}), effect, "cpu") != ""
