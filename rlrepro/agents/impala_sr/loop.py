@@ -77,10 +77,17 @@ def event_sums(network: SRActorCritic, params: Params, observations: jax.Array, 
     return sums
 
 
-def event_metrics(sums: dict[str, jax.Array], events: tuple[str, ...]) -> dict[str, jax.Array]:
+def event_metrics(sums: dict[str, jax.Array], events: tuple[str, ...],
+                  contrasts: tuple[tuple[str, str], ...] = ()) -> dict[str, jax.Array]:
     """``sr_c_z_<event>_<before|after>``: mean c at the event's states minus mean c over all states, in standard
     deviations of c over all states (from :func:`event_sums` summed over a chunk); NaN where no event happened.
-    A spike (Fig. 4c catches, Fig. 5c key pick-up) is a large positive value, a dip (missed catches) a negative one."""
+    A spike (Fig. 4c catches, Fig. 5c key pick-up) is a large positive value, a dip (missed catches) a negative one.
+
+    Per ``(event, reference)`` of ``contrasts``, read at the states after the events, the same run's contrast (an
+    untrained c gives about 0 for both, however its states happen to fall): ``sr_c_dz_<event>_vs_<reference>`` =
+    z at the event minus z at the reference (Fig. 5c: the key's spike above the apples), and
+    ``sr_c_dz_<event>_vs_abs_<reference>`` = z at the event minus |z at the reference| (the spike against how far
+    the reference's c strays from c's mean either way: "mostly flat" at the apples)."""
     mean = sums["c"] / sums["n"]
     sd = jnp.sqrt(jnp.maximum(sums["c2"] / sums["n"] - jnp.square(mean), 0.0))
     found = {}
@@ -90,6 +97,10 @@ def event_metrics(sums: dict[str, jax.Array], events: tuple[str, ...]) -> dict[s
             at = sums[f"{name}_{where}"] / jnp.maximum(count, 1.0)
             found[f"sr_c_z_{name}_{where}"] = jnp.where((count > 0) & (sd > 0), (at - mean) / jnp.maximum(sd, 1e-12),
                                                          jnp.nan)
+    for event, reference in contrasts:
+        at, ref = found[f"sr_c_z_{event}_after"], found[f"sr_c_z_{reference}_after"]
+        found[f"sr_c_dz_{event}_vs_{reference}"] = at - ref
+        found[f"sr_c_dz_{event}_vs_abs_{reference}"] = at - jnp.abs(ref)
     return found
 
 
@@ -154,7 +165,8 @@ def run_chunk(
         per_episode = {name: jnp.where(episodes > 0, jnp.sum(total) / jnp.maximum(episodes, 1), jnp.nan)
                        for name, total in stats.tallies.items()}
         if sums:
-            per_episode |= event_metrics(jax.tree.map(jnp.sum, sums), event_names(env, config))
+            per_episode |= event_metrics(jax.tree.map(jnp.sum, sums), event_names(env, config),
+                                         tuple(getattr(env, "contrasts", ())))
         return state, tally_chunk_metrics(tuple(per_episode))(**values, **per_episode)
     if not has_chain_probe(env):
         return state, ChunkMetrics(**values)
@@ -171,4 +183,7 @@ def make_sr_trainer(env: JaxEnv, config: ImpalaSRConfig, *, updates_per_chunk: i
     learner = make_learner(config, env.observation_shape, env.num_actions)
     init_fn = functools.partial(init_train_state, env=env, config=config, learner=learner)
     chunk_fn = functools.partial(run_chunk, env=env, config=config, learner=learner, updates_per_chunk=updates_per_chunk)
-    return scanned_trainer(init_fn, chunk_fn)
+    # With an LSTM core the seeds' inits run one after another: the vmapped init of the whole train state never
+    # returned on XLA's CPU runtime (jax 0.10.2, lstm_size 256, 2 seeds: every thread idle; lstm_size 8 ran), while
+    # the vmapped training chunks run (as FRODO's LSTM, ``make_frodo_trainer``).
+    return scanned_trainer(init_fn, chunk_fn, init_seeds_one_by_one=config.lstm_size is not None)

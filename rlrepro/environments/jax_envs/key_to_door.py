@@ -96,6 +96,13 @@ class KeyToDoor:
                                                                                               "apple_return")
 
     @property
+    def contrasts(self) -> tuple[tuple[str, str], ...]:
+        """Pairs (event, reference) whose synthetic returns are contrasted per run: each key's pick-up against the
+        apples (Fig. 5c: a spike at the key, flat at the apples)."""
+        keys = ("first_key_taken", "second_key_taken") if self.two_keys else ("first_key_taken",)
+        return tuple((key, "apple_return") for key in keys)
+
+    @property
     def observation_shape(self) -> tuple[int, ...]:
         return (self.size, self.size, 5 + ROOMS)
 
