@@ -194,6 +194,7 @@ def test_the_empty_rooms_of_the_three_phases_look_different() -> None:
         for phase in range(3)
     ]
     assert env.observation_shape == (5, 5, 8)
+    np.testing.assert_array_equal(env.rooms_of(jnp.stack(observations)), [0, 1, 2])  # the room each one shows
     assert not np.array_equal(observations[0], observations[1]) and not np.array_equal(observations[1], observations[2])
     assert not np.array_equal(observations[0], observations[2])
     for phase, observation in enumerate(observations):  # the room planes: all ones in the phase's own room only

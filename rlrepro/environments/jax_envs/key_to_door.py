@@ -97,10 +97,18 @@ class KeyToDoor:
 
     @property
     def contrasts(self) -> tuple[tuple[str, str], ...]:
-        """Pairs (event, reference) whose synthetic returns are contrasted per run: each key's pick-up against the
-        apples (Fig. 5c: a spike at the key, flat at the apples)."""
+        """Pairs (event, reference) whose synthetic returns are contrasted per run, each against its own room's
+        states: each key's pick-up against the apples (Fig. 5c: a spike at the key, flat at the apples)."""
         keys = ("first_key_taken", "second_key_taken") if self.two_keys else ("first_key_taken",)
         return tuple((key, "apple_return") for key in keys)
+
+    @property
+    def num_rooms(self) -> int:
+        return ROOMS
+
+    def rooms_of(self, observations: jax.Array) -> jax.Array:
+        """The room (phase) each observation ``[..., size, size, planes]`` shows: its lit floor plane."""
+        return jnp.argmax(jnp.sum(observations[..., 5:], axis=(-3, -2)), axis=-1).astype(jnp.int32)
 
     @property
     def observation_shape(self) -> tuple[int, ...]:
