@@ -16,6 +16,7 @@ BENCHMARKS = {
     "acer": "rlrepro.bench.acer",
     "impala-sr": "rlrepro.bench.impala_sr",
     "sr-grad-norms": "rlrepro.bench.sr_grad_norms",
+    "sr-lstm-cost": "rlrepro.bench.sr_lstm_cost",
     "slurm-startup": "rlrepro.bench.slurm_startup",
     "frozen": "rlrepro.bench.frozen",
 }

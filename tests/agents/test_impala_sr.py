@@ -224,19 +224,22 @@ def test_profile_table_and_plot(tmp_path) -> None:
     assert (tmp_path / "p.png").stat().st_size > 1000
 
 
-def test_an_lstm_with_several_seeds_in_one_cpu_job_is_refused_naming_the_fix() -> None:
-    """It would hang (XLA CPU runtime, jax 0.10.2); one seed per job runs."""
+def test_an_lstm_with_several_seeds_in_one_cpu_job_initialises() -> None:
+    """The vmapped init of a whole train state with an LSTM 256 never returned on XLA's CPU runtime (jax 0.10.2,
+    2 seeds); the seeds' inits now run one after another (``init_seeds_one_by_one``), each seed its own."""
     from pathlib import Path
 
     from rlrepro.agents.impala_sr.build import build_impala_sr
-    from rlrepro.environments.errors import UnsupportedSetupError
     from rlrepro.specs import load_spec
 
     spec = load_spec(Path(__file__).parents[2] / "specs/synthetic_returns/chain.yaml")
-    agent = spec.agent.model_copy(update={"network": spec.agent.network.model_copy(update={"lstm_size": 8})})
+    agent = spec.agent.model_copy(update={"network": spec.agent.network.model_copy(update={"lstm_size": 256})})
     program = build_impala_sr(agent, spec.environments[0], frames=1_000, run=spec.run)
-    with pytest.raises(UnsupportedSetupError, match=r"lstm_size 8 with 2 seeds .* run.seeds_per_job: 1"):
-        program.init_batch(jax.random.split(jax.random.key(0), 2))
+    state = jax.block_until_ready(program.init_batch(jax.random.split(jax.random.key(0), 2)))
+    kernels = [leaf for path, leaf in jax.tree_util.tree_leaves_with_path(state.learner.params)
+               if "'hf'" in jax.tree_util.keystr(path) and "kernel" in jax.tree_util.keystr(path)]
+    assert kernels and all(k.shape[0] == 2 for k in kernels)
+    assert not np.allclose(kernels[0][0], kernels[0][1])  # each seed drew its own parameters
 
 
 def _shapes(tree) -> dict[str, tuple[int, ...]]:
@@ -299,6 +302,9 @@ def test_key_to_door_tallies_are_summed_per_episode_and_reach_the_chunk_metrics(
     trainer = make_sr_trainer(env, config, updates_per_chunk=2)
     _, metrics = trainer.run_chunk(trainer.init(jax.random.key(3)))
     assert {"door_opened", "phase3_return", "apple_return", "first_key_taken"} <= set(metrics._fields)
+    # the per-run contrasts of c at the key against the apples (Fig. 5c), beside each event's own reading
+    assert {"sr_c_zr_first_key_taken", "sr_c_dz_first_key_taken_vs_apple_return",
+            "sr_c_dz_first_key_taken_vs_abs_apple_return"} <= set(metrics._fields)
     assert 0.0 <= float(metrics.door_opened) <= 1.0
 
 
@@ -314,6 +320,27 @@ def test_event_metrics_are_the_mean_c_at_the_events_in_standard_deviations_of_c_
     assert np.isnan(found["sr_c_z_apple_before"]) and np.isnan(found["sr_c_z_apple_after"])
 
 
+def test_event_contrasts_read_each_event_against_its_own_room_by_hand() -> None:
+    """c over all states [0, 0, 0, 4, 2, 2] (rooms 0, 0, 0, 0, 1, 1): mean 8/6 = 1.3333, mean of squares 24/6 = 4,
+    sd sqrt(4 - 1.7778) = 1.4907. Room means: room 0 4/4 = 1, room 1 4/2 = 2. After the key (room 0) c = 4:
+    zr = (4 - 1) / 1.4907 = 2.0125. After the apples (room 1) c = 2: zr = (2 - 2) / 1.4907 = 0, though c there
+    stands (2 - 1.3333) / 1.4907 = 0.4472 sd above c's mean over all states: the room, not the apple.
+    Key vs apples 2.0125 - 0 = 2.0125; vs |apples| the same. No key pick-up in the chunk: NaN."""
+    sums = {"c": 8.0, "c2": 24.0, "n": 6.0, "c_room": [4.0, 4.0], "n_room": [4.0, 2.0],
+            "key_before": 0.0, "key_before_n": 1.0, "key_after": 4.0, "key_after_n": 1.0, "key_after_room_n": [1.0, 0.0],
+            "apple_before": 0.0, "apple_before_n": 2.0, "apple_after": 4.0, "apple_after_n": 2.0,
+            "apple_after_room_n": [0.0, 2.0]}
+    found = {k: float(v) for k, v in event_metrics({k: jnp.asarray(v) for k, v in sums.items()}, ("key", "apple"),
+                                                   (("key", "apple"),)).items()}
+    assert found["sr_c_z_apple_after"] == pytest.approx(0.4472136, rel=1e-6)
+    assert found["sr_c_zr_key"] == pytest.approx(2.0124612, rel=1e-6)
+    assert found["sr_c_dz_key_vs_apple"] == pytest.approx(2.0124612, rel=1e-6)
+    assert found["sr_c_dz_key_vs_abs_apple"] == pytest.approx(2.0124612, rel=1e-6)
+    none = dict(sums, key_after_n=0.0, key_after=0.0, key_after_room_n=[0.0, 0.0])
+    found = event_metrics({k: jnp.asarray(v) for k, v in none.items()}, ("key", "apple"), (("key", "apple"),))
+    assert np.isnan(float(found["sr_c_dz_key_vs_apple"])) and np.isnan(float(found["sr_c_dz_key_vs_abs_apple"]))
+
+
 def test_event_sums_read_c_at_the_event_state_and_at_the_next_one_within_the_episode() -> None:
     """An event on step t is read at s_t (before) and s_{t+1} (after), the latter only where step t did not end the
     episode (its next observation is a new episode's first)."""
@@ -323,7 +350,7 @@ def test_event_sums_read_c_at_the_event_state_and_at_the_next_one_within_the_epi
     params, state = _initial(config, env, network, 0)
     _, batch, _ = jax.jit(functools.partial(unroll, env=env, network=network, unroll_length=4))(
         jax.random.key(2), params, state)
-    c = np.asarray(network.apply(params, network.apply(params, batch.observations.reshape((10, 5, 5, 5)),
+    c = np.asarray(network.apply(params, network.apply(params, batch.observations.reshape((10, *env.observation_shape)),
                                                        method=SRActorCritic.embed), method=SRActorCritic.contribution))
     c = c.reshape((5, 2))
     marked = np.zeros((4, 2), np.float32)
@@ -334,6 +361,14 @@ def test_event_sums_read_c_at_the_event_state_and_at_the_next_one_within_the_epi
     assert float(sums["n"]) == 10 and float(sums["c"]) == pytest.approx(c.sum(), rel=1e-5)
     assert float(sums["key_before"]) == pytest.approx(c[1, 0] + c[2, 1], rel=1e-5) and float(sums["key_before_n"]) == 2
     assert float(sums["key_after"]) == pytest.approx(c[2, 0], rel=1e-5) and float(sums["key_after_n"]) == 1
+    # per room: c's sum and count over the batch's states, and where the event's after-states are
+    rooms = np.asarray(env.rooms_of(batch.observations))
+    sums = event_sums(network, params, batch.observations, jnp.asarray(dones), {"key": jnp.asarray(marked)}, ("key",),
+                      jnp.asarray(rooms), env.num_rooms)
+    for room in range(env.num_rooms):
+        assert float(sums["c_room"][room]) == pytest.approx(c[rooms == room].sum(), rel=1e-5, abs=1e-6)
+        assert float(sums["n_room"][room]) == (rooms == room).sum()
+    np.testing.assert_array_equal(np.asarray(sums["key_after_room_n"]), np.eye(env.num_rooms)[rooms[2, 0]])
 
 
 def test_the_sr_agent_reports_c_at_catches_and_misses_and_the_baseline_does_not() -> None:

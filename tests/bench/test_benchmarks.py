@@ -21,6 +21,8 @@ TINY = {
                   "memory read share"),
     "slurm-startup": (["--rounds", "1"], "no slurm"),
     "sr-grad-norms": (["--updates", "2"], "SR/RL"),
+    "sr-lstm-cost": (["--scale", "smoke", "--seeds", "2", "--lstm-sizes", "none", "8", "--updates-per-chunk", "1",
+                      "--rounds", "1"], "s per chunk"),
 }
 
 

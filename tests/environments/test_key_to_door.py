@@ -56,7 +56,7 @@ VARIANT_B = dict(two_keys=True, door_rewards=(-1.0, -2.0), no_door_reward=-5.0)
 
 def test_standard_key_pickup_pays_five_at_the_door() -> None:
     env = make_jax_env("key_to_door")
-    assert env.observation_shape == (5, 5, 5) and env.episode_length == 85
+    assert env.observation_shape == (5, 5, 8) and env.episode_length == 85
     rewards, ends, tallies = _episode(env, RIGHT)
     assert rewards[0] == 0.0 and tallies[0]["first_key_taken"] == 1.0  # picking up the key pays nothing
     # phase 3 by hand: 4 steps up from (4, 2) to the door (0, 2), which opens: 0 + 0 + 0 + 5 = +5, episode over
@@ -144,3 +144,74 @@ def test_variant_b_key_held_but_door_not_reached() -> None:
 def test_invalid_settings_are_rejected() -> None:
     with pytest.raises(ValueError, match="door_rewards"):
         KeyToDoor(two_keys=True)
+
+
+def _rollout_observations(env: KeyToDoor, episodes: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Every observation of ``episodes`` uniform-random episodes with the phase it was seen in (one jitted scan)."""
+
+    def episode(key: jax.Array) -> tuple[jax.Array, jax.Array]:
+        start_key, steps_key = jax.random.split(key)
+        state, first = env.reset(start_key)
+
+        def step(carry, key):
+            state, done = carry
+            action_key, env_key = jax.random.split(key)
+            next_state, timestep = env.step(env_key, state, jax.random.randint(action_key, (), 0, env.num_actions))
+            seen = jnp.where(done | timestep.terminated, -1, next_state.phase)  # -1: after the episode ended
+            return (next_state, done | timestep.terminated), (timestep.observation, seen)
+
+        _, (observations, phases) = jax.lax.scan(step, (state, jnp.zeros((), bool)),
+                                                 jax.random.split(steps_key, env.episode_length))
+        return jnp.concatenate([first.observation[None], observations]), jnp.concatenate([state.phase[None], phases])
+
+    observations, phases = jax.jit(jax.vmap(episode))(jax.random.split(jax.random.key(seed), episodes))
+    observations = np.asarray(observations).reshape(-1, int(np.prod(env.observation_shape)))
+    return observations, np.asarray(phases).reshape(-1)
+
+
+@pytest.mark.parametrize("kwargs", [STANDARD, VARIANT_A, VARIANT_B], ids=["standard", "variant_a", "variant_b"])
+def test_no_two_states_of_different_phases_share_an_observation(kwargs: dict) -> None:
+    """§3.3: "the second phase which takes place in another room": every room is told apart by its observation, so
+    a feed-forward network never confuses a phase-1 state after the pick-up with an emptied phase-2 room."""
+    env = KeyToDoor(**kwargs)
+    observations, phases = _rollout_observations(env, episodes=200)
+    seen = {}
+    for observation, phase in zip(observations, phases):
+        if phase >= 0:
+            seen.setdefault(observation.tobytes(), set()).add(int(phase))
+    assert {1, 2} <= {p for phases_of in seen.values() for p in phases_of}  # the rollouts reach phases 2 and 3
+    assert all(len(phases_of) == 1 for phases_of in seen.values())
+
+
+def test_the_empty_rooms_of_the_three_phases_look_different() -> None:
+    """The aliasing case by hand: the agent on the same cell, no key shown, no apple left, in each phase."""
+    env = KeyToDoor(**STANDARD)
+    zero = jnp.zeros((), jnp.int32)
+    gone = jnp.full((2, 2), -1, jnp.int32)
+    observations = [
+        np.asarray(env._observe(KeyToDoorState(jnp.array(phase), zero, jnp.array([3, 1], jnp.int32), gone, zero,
+                                               jnp.zeros((5, 5), bool))))
+        for phase in range(3)
+    ]
+    assert env.observation_shape == (5, 5, 8)
+    np.testing.assert_array_equal(env.rooms_of(jnp.stack(observations)), [0, 1, 2])  # the room each one shows
+    assert not np.array_equal(observations[0], observations[1]) and not np.array_equal(observations[1], observations[2])
+    assert not np.array_equal(observations[0], observations[2])
+    for phase, observation in enumerate(observations):  # the room planes: all ones in the phase's own room only
+        np.testing.assert_array_equal(observation[..., 5:].sum(axis=(0, 1)), [25.0 if r == phase else 0.0 for r in range(3)])
+
+
+def test_variant_b_yellow_and_red_pickups_leave_different_observations() -> None:
+    """Taking one key leaves the other on the floor: after the yellow pick-up the red key is still shown and the
+    other way round, so c can credit the yellow key's state apart from the red key's."""
+    env = KeyToDoor(**VARIANT_B)
+    start = _start(env, agent=(2, 2), key1=(2, 3), key2=(2, 1))
+    _, _, after_yellow = _run(env, start, [RIGHT, LEFT])  # take yellow at (2, 3), walk back to (2, 2)
+    _, _, after_red = _run(env, start, [LEFT, RIGHT])  # take red at (2, 1), walk back to (2, 2)
+    assert int(after_yellow.held) == 1 and int(after_red.held) == 2
+    yellow, red = np.asarray(env._observe(after_yellow)), np.asarray(env._observe(after_red))
+    assert not np.array_equal(yellow, red)
+    assert yellow[2, 1, 2] == 1.0 and yellow[..., 1].sum() == 0.0  # red key still at (2, 1), yellow gone
+    assert red[2, 3, 1] == 1.0 and red[..., 2].sum() == 0.0  # yellow key still at (2, 3), red gone
+    _, _, again = _run(env, after_yellow, [LEFT])  # walking onto the red key while holding yellow takes nothing
+    assert int(again.held) == 1 and np.asarray(env._observe(again))[2, 1, 2] == 1.0

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import json
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -105,7 +104,7 @@ def build_impala_sr(agent: ImpalaSRAgentSpec, env_spec: Any, *, frames: int, run
     config = resolve_impala_sr(agent, env_spec, frames=frames, run=run).config
     trainer = make_sr_trainer(env, config, updates_per_chunk=run.updates_per_chunk)
     return TrainerProgram(
-        init_batch=functools.partial(_init_batch, trainer.init_batch, config),
+        init_batch=trainer.init_batch,
         run_chunk_batch=trainer.run_chunk_batch,
         num_chunks=chunks.num_chunks,
         updates_per_chunk=chunks.updates_per_chunk,
@@ -123,18 +122,6 @@ def build_impala_sr_atari(agent: ImpalaSRAgentSpec, env_spec: AtariEnvSpec, *, f
     setup = resolve_impala_sr(agent, env_spec, frames=frames, run=run)
     trainer = HostImpalaSRTrainer(setup.config, env_spec, setup.actor, updates_per_chunk=run.updates_per_chunk)
     return one_seed_program(trainer, chunks)
-
-
-def _init_batch(init: Any, config: ImpalaSRConfig, keys: Any) -> Any:
-    """The trainer's ``init_batch``, refusing what would hang: an LSTM core with several seeds vmapped in one job
-    never returns from its first chunk on XLA's CPU runtime (jax 0.10.2: measured on the Chain with 2 seeds, every
-    XLA thread idle, also with --xla_cpu_multi_thread_eigen=false and without async dispatch; one seed runs)."""
-    if config.lstm_size is not None and len(keys) > 1 and jax.default_backend() == "cpu":
-        raise UnsupportedSetupError(
-            f"agent.network.lstm_size {config.lstm_size} with {len(keys)} seeds in one job hangs XLA's CPU runtime "
-            "(jax 0.10.2); set run.seeds_per_job: 1 to train one seed per job"
-        )
-    return init(keys)
 
 
 def _profile_writer(env: Any, config: ImpalaSRConfig) -> Any:

@@ -18,6 +18,8 @@ from rlrepro.environments.base import TalliedTimeStep
 _MOVES = jnp.array([[-1, 0], [1, 0], [0, -1], [0, 1]], jnp.int32)  # up, down, left, right
 
 
+ROOMS = 3  # one room per phase: the observation's last planes mark the room the agent is in
+
 TALLIES: tuple[str, ...] = ("door_opened", "phase3_return", "apple_return", "first_key_taken", "second_key_taken")
 """Per-step amounts an episode sums (``TalliedTimeStep.tallies``): the door opened (0/1), the phase-3 reward
 (door, per-step and no-door rewards: Fig. 5b right), the apple reward (Fig. 5b left), key 1 (yellow) or key 2 (red)
@@ -46,8 +48,13 @@ class KeyToDoor:
     ends the episode and pays ``door_rewards[held - 1]``; without a key the closed door blocks like a wall
     (ours: pycolab's layout is not given) and the phase runs to its end. ``phase3_step_reward`` is paid on every
     phase-3 step, ``no_door_reward`` when the phase ends with the door unopened (with or without a key). The agent
-    restarts at the bottom centre in phases 2 and 3. Observation: ``[size, size, 5]`` float32 planes (agent,
-    key 1, key 2, apples, door); the held key is never shown, so the door's outcome depends on phase 1.
+    restarts at the bottom centre in phases 2 and 3. Each phase takes place in its own room (§3.3: "the second
+    phase which takes place in another room"): the observation marks the room, so no state of one phase looks like
+    a state of another. Observation: ``[size, size, 8]`` float32 planes (agent, key 1, key 2, apples, door, then
+    one floor plane per room, all ones in the current phase's room: ours, the paper's rooms differ in a layout it
+    does not give). The held key is never shown, so the door's outcome depends on phase 1. With two keys, taking
+    one leaves the other on the floor of room 1 (ours: it can no longer be taken), so the state after taking the
+    yellow key differs from the state after taking the red one.
 
     Paper settings: standard ``phase_lengths (15, 60, 10)``, ``door_rewards (5,)``. Variant A: phase 2 of
     30 steps, door reward 0, -1 per phase-3 step. Variant B: two keys, door -1 with key 1 (yellow) and -2
@@ -89,8 +96,23 @@ class KeyToDoor:
                                                                                               "apple_return")
 
     @property
+    def contrasts(self) -> tuple[tuple[str, str], ...]:
+        """Pairs (event, reference) whose synthetic returns are contrasted per run, each against its own room's
+        states: each key's pick-up against the apples (Fig. 5c: a spike at the key, flat at the apples)."""
+        keys = ("first_key_taken", "second_key_taken") if self.two_keys else ("first_key_taken",)
+        return tuple((key, "apple_return") for key in keys)
+
+    @property
+    def num_rooms(self) -> int:
+        return ROOMS
+
+    def rooms_of(self, observations: jax.Array) -> jax.Array:
+        """The room (phase) each observation ``[..., size, size, planes]`` shows: its lit floor plane."""
+        return jnp.argmax(jnp.sum(observations[..., 5:], axis=(-3, -2)), axis=-1).astype(jnp.int32)
+
+    @property
     def observation_shape(self) -> tuple[int, ...]:
-        return (self.size, self.size, 5)
+        return (self.size, self.size, 5 + ROOMS)
 
     @property
     def episode_length(self) -> int:
@@ -117,7 +139,8 @@ class KeyToDoor:
         on_key = jnp.all(agent[None, :] == state.keys, axis=1) & jnp.array([True, self.two_keys])
         pick = (state.phase == 0) & (state.held == 0) & jnp.any(on_key)
         held = jnp.where(pick, jnp.argmax(on_key) + 1, state.held).astype(jnp.int32)
-        keys = jnp.where(pick, jnp.full_like(state.keys, -1), state.keys)  # picked: both keys leave the room
+        taken = pick & (jnp.arange(2) == held - 1)  # the picked key leaves the room; the other stays on its floor
+        keys = jnp.where(taken[:, None], -1, state.keys)
         eat = (state.phase == 1) & state.apples[agent[0], agent[1]]
         apples = state.apples.at[agent[0], agent[1]].set(state.apples[agent[0], agent[1]] & ~eat)
         # The door opens only for an agent holding a key (§3.3: "but only if it picked up the key"); _move keeps
@@ -181,5 +204,7 @@ class KeyToDoor:
 
         door = at(self.door) & (state.phase == 2)
         in_phase1 = state.phase == 0  # keys are shown in phase 1 only (the held key is never shown)
-        planes = [at(state.agent), at(state.keys[0]) & in_phase1, at(state.keys[1]) & in_phase1, state.apples, door]
+        rooms = [jnp.full((self.size, self.size), state.phase == room) for room in range(ROOMS)]
+        planes = [at(state.agent), at(state.keys[0]) & in_phase1, at(state.keys[1]) & in_phase1, state.apples, door,
+                  *rooms]
         return jnp.stack(planes, axis=-1).astype(jnp.float32)
