@@ -342,6 +342,75 @@ def rl_table(seed_counts: tuple[int, ...] = RL_SEED_COUNTS, *, sims: int = 2000,
     return "\n".join(lines)
 
 
+# --- the frozen arm beside a claim (rlrepro.results.control) -------------------------------------------------------
+
+CONTROL_KINDS = ("beats", "threshold >=", "share of seeds", "matches")
+#: (better, worse) RL shapes of the runs: a gap that the runs' own test passes most of the time.
+CONTROL_PAIRS = (("bimodal_0.8", "bimodal_0.2"), ("collapse_0.1", "at_random"), ("zero_spread", "at_random"))
+CONTROL_SEED_COUNTS = (4, 5, 6, 8, 10, 16)
+CONTROL_BAR = 0.5  # the threshold claims' bar on [0, 1] (a mean >= it; a share of seeds above it)
+
+
+def control_rates(kind: str, pair: tuple[str, str], n: int, *, learned: bool = False, sims: int = 400,
+                  seed: int = 0) -> tuple[float, float]:
+    """(P(reproduced), P(uninformative)) of a claim beside its frozen arm (``control.combine``), n runs per variant
+    and ``specs.control.control_seeds(n)`` frozen runs. ``learned`` false: the frozen arm has the runs' own
+    distribution (a claim a frozen agent passes: reproduced must stay at most 0.025); true: the frozen agents play at
+    the random level (a real effect: the rate is the power)."""
+    from rlrepro.results import control  # noqa: PLC0415 -- control imports stats, as this module does
+    from rlrepro.specs.control import control_seeds  # noqa: PLC0415
+
+    rng, m = np.random.default_rng(seed), control_seeds(n)
+    reproduced = uninformative = 0
+    for _ in range(sims):
+        a, b = rl_draw(rng, pair[0], (n,)), rl_draw(rng, pair[1], (n,))
+        fa, fb = ((rl_draw(rng, "at_random", (m,)), rl_draw(rng, "at_random", (m,))) if learned
+                  else (rl_draw(rng, pair[0], (m,)), rl_draw(rng, pair[1], (m,))))
+        if kind == "matches":  # both variants of the better shape: they match; the frozen arm matches too
+            b, fb = rl_draw(rng, pair[0], (n,)), (rl_draw(rng, "at_random", (m,)) if learned else rl_draw(rng, pair[0], (m,)))
+        code, frozen_code, beyond = _control_codes(kind, a, b, fa, fb, control)
+        outcome = control.combine(int(code), int(frozen_code), beyond, matches=kind == "matches")
+        reproduced += outcome == "reproduced"
+        uninformative += outcome == "uninformative"
+    return reproduced / sims, uninformative / sims
+
+
+def _control_codes(kind: str, a: np.ndarray, b: np.ndarray, fa: np.ndarray, fb: np.ndarray, control) -> tuple:
+    """(the runs' code, the frozen arm's code, rule 2's p) of one simulated experiment, by the verdicts' functions."""
+    if kind == "beats":
+        return (stats.decide_beats_permutation(a, b)[0], stats.decide_beats_permutation(fa, fb)[0],
+                control.did_p(a, b, fa, fb))
+    if kind == "threshold >=":
+        return (stats.decide_threshold_values(a, ">=", CONTROL_BAR, RL_BOUNDS)[0],
+                stats.decide_threshold_values(fa, ">=", CONTROL_BAR, RL_BOUNDS)[0], control.beyond_p(a, fa))
+    if kind == "share of seeds":
+        passing, frozen_passing = int((a >= CONTROL_BAR).sum()), int((fa >= CONTROL_BAR).sum())
+        return (stats.decide_share(passing, len(a), CONTROL_BAR), stats.decide_share(frozen_passing, len(fa), CONTROL_BAR),
+                control.share_beyond_p(passing, len(a), frozen_passing, len(fa)))
+    code = _ordering_outcome("matches", a, b, 0.0)
+    return code, _ordering_outcome("matches", fa, fb, 0.0), max(control.beyond_p(a, fa), control.beyond_p(b, fb))
+
+
+def control_table(seed_counts: tuple[int, ...] = CONTROL_SEED_COUNTS, *, sims: int = 400) -> str:
+    """Markdown: per control rule (claim kind) and runs' shapes, P(reproduced) / P(uninformative) when a frozen
+    agent passes the claim as well, and the power (P(reproduced)) when the frozen agents play at random."""
+    lines = ["| claim kind | runs (better, worse) | frozen arm | " + " | ".join(f"n = {n}" for n in seed_counts) + " |",
+             "|---|---|---" + "|---" * len(seed_counts) + "|"]
+    for kind in CONTROL_KINDS:
+        for pair in CONTROL_PAIRS:
+            if kind == "matches" and pair[0] == "zero_spread":
+                continue
+            for learned in (False, True):
+                cells = []
+                for n in seed_counts:
+                    rep, unin = control_rates(kind, pair, n, learned=learned, sims=sims, seed=n)
+                    cells.append(f"{rep:.3f}" if learned else f"{rep:.3f} / {unin:.2f}")
+                arm = "at random (power)" if learned else "as the runs"
+                lines.append(f"| {kind} | {', '.join(pair) if kind != 'matches' else pair[0]} | {arm} | "
+                             + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
 # --- a run's policy against a trivial policy's games (claim kind above_trivial) ------------------------------------
 
 #: Score distributions of one policy's games: Pong-like (the floor -21 and a few points), Breakout-like (few, small
@@ -416,6 +485,12 @@ def _main() -> None:
         print(rl_table(sims=args.sims, aggregate_sims=max(args.sims // 5, 100)), "\n")
         print("Power of 'beats', normal seeds 1.5 SD apart: " + ", ".join(
             f"n = {n}: {beats_power_rate(n, sims=args.sims):.3f}" for n in RL_SEED_COUNTS))
+        sims = max(args.sims // 5, 100)
+        print(f"\nThe frozen arm beside a claim (rlrepro.results.control), {sims} simulated experiments per cell; "
+              "frozen seeds min(n, 4). 'as the runs': a frozen agent passes the claim as well: P(reproduced) "
+              "(at most 0.025) / P(uninformative); 'at random': the frozen agents learned nothing, the runs did: "
+              "P(reproduced), the power.\n")
+        print(control_table(sims=sims))
         return
     print("False 'reproduced' rates (nominal 0.025) and power; 4000 simulated experiments per cell unless noted.\n")
     print(issue_table(), "\n")

@@ -337,3 +337,16 @@ def test_beats_by_a_factor_is_calibrated_when_the_log_values_differ_by_a_shift(s
     for n in (4, 6, 10):
         assert cal.factor_rate(n, shape, 1.0, sims=2000, seed=n) <= cal.monte_carlo_bound(NOMINAL, 2000), (shape, n)
     assert cal.factor_rate(6, "normal", 1.0 + 2.5) >= 0.8  # power: 10x beyond the factor by 2.5 SD (n = 6)
+
+
+def test_control_rows_hold() -> None:
+    """Issue 44: a claim that a frozen agent passes as well (the frozen arm drawn like the runs) reads reproduced at
+    most 0.025 of the time (rule 2 bounds it: rlrepro.results.control), and mostly uninformative where the runs' own
+    test passes; runs that learned against a frozen arm at random keep their power. 400 simulated experiments per
+    cell: 0.025 + 3 * sqrt(0.025 * 0.975 / 400) = 0.048."""
+    bound = cal.monte_carlo_bound(NOMINAL, 400)
+    for pair in (("bimodal_0.8", "bimodal_0.2"), ("collapse_0.1", "at_random")):
+        for n in (4, 8):
+            reproduced, uninformative = cal.control_rates("beats", pair, n, sims=400, seed=n)
+            assert reproduced <= bound and uninformative >= 0.2, (pair, n, reproduced, uninformative)
+    assert cal.control_rates("beats", ("collapse_0.1", "at_random"), 8, learned=True, sims=400)[0] >= 0.6
