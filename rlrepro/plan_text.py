@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from rlrepro.workflow.cost import (
-    GPU_HOST_MB, MEM_FACTOR, MEM_MB, MEM_OVERHEAD_MB, cpu_rate, experiment_hours, frames_of, memory_mb,
+    GPU_HOST_MB, MEM_FACTOR, MEM_MB, MEM_OVERHEAD_MB, cpu_rate, experiment_hours, frames_of, job_weight, memory_mb,
 )
 
 #: The terminal width every line of ``rlrepro plan`` fits (tested on every scale of the real specs).
@@ -179,7 +179,7 @@ def _costs(plans: list, scale: str, stored: list) -> list[_Cost]:
     costs = []
     for experiment in plans:
         time, hours = _time_cell(experiment, scale)
-        frames = frames_of(experiment)
+        frames = round(sum(job_weight(job, experiment) for job in experiment.jobs))  # the frozen arm at its cost
         costs.append(_Cost(experiment.key, time, hours,
                            cpu_hours(experiment.key, frames, stored, experiment.spec, REFERENCE_MACHINE, scale),
                            accelerator_hours(experiment.key, frames, stored)))

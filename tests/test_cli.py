@@ -197,16 +197,19 @@ def test_plan_only_filters(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 
 def test_plan_total_of_the_real_specs(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     expected_units = expected_frames = 0
+    from rlrepro.specs.control import control_seeds, controlled_variants
+
     for _, spec in load_specs([REPO / "specs"]):
         size = spec.scale("smoke")
         envs = len(size.environments or spec.environments)
-        variants = len(size.variants or spec.variant_list())
-        expected_units += envs * variants * size.seeds
+        names = size.variants or [v.name for v in spec.variant_list()]
+        frozen = len(set(controlled_variants(spec, "smoke")) & set(names))  # each arm: at most CONTROL_SEEDS seeds
+        expected_units += envs * (len(names) * size.seeds + frozen * control_seeds(size.seeds))
         if spec.experiment == "atari57_multitask":  # one agent per member for all its games: pbt (2) + no_pbt (1)
-            assert (envs, variants, size.seeds) == (2, 2, 1)
-            expected_frames += (2 + 1) * size.frames
+            assert (envs, len(names), size.seeds, frozen) == (2, 2, 1, 2)  # and the frozen arm of each
+            expected_frames += 2 * (2 + 1) * size.frames
             continue
-        expected_frames += envs * variants * size.seeds * size.frames
+        expected_frames += envs * (len(names) * size.seeds + frozen * control_seeds(size.seeds)) * size.frames
     monkeypatch.chdir(REPO)
     assert main(["plan", "--scale", "smoke"]) == 0
     summary = " ".join(capsys.readouterr().out.split())  # the total wraps at 80 columns
@@ -368,10 +371,11 @@ def test_plan_states_the_frames_the_toy_trains_at_smoke_scale_beside_its_budget(
     rows = json.loads(capsys.readouterr().out)
     # with replay (fraction 0.5) an update charges its 4 new rows only: chunks of 2,000 frames, 7 whole ones; so does
     # the equal-updates control (batch 4, no replay)
-    replay = {r["variant"].endswith("replay=0.5__B=32") for r in rows}
+    replay = {r["variant"].split("@")[0].endswith("replay=0.5__B=32") for r in rows}
     assert replay == {True, False}
     assert {(r["frames_trained"], r["frames"], r["counts"]) for r in rows} == {(16_000, 12_800, "frames"), (14_000, 12_800, "frames")}
-    four_new = lambda variant: variant.endswith(("replay=0.5__B=32", "B=16"))  # noqa: E731
+    # a frozen arm ('<variant>@frozen') trains what its variant trains
+    four_new = lambda variant: variant.split("@")[0].endswith(("replay=0.5__B=32", "B=16"))  # noqa: E731
     assert all(r["frames_trained"] == (14_000 if four_new(r["variant"]) else 16_000) for r in rows)
     assert main(["plan", "--scale", "smoke", "--specs", str(spec)]) == 0
     out = capsys.readouterr().out

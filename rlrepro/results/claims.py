@@ -87,9 +87,6 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str, seeds: int |
     leaves undecided a comparison whose seeds all sit at the floor or ceiling (``_at_bound``)."""
     n = spec.scale(scale).seeds if seeds is None else seeds
     refutable = " (at most refuted)"
-    machine = getattr(claim, "machine", None)
-    if machine is not None and (cores := os.cpu_count() or 1) < machine.cpu_cores:
-        return f"{NOT_TESTABLE} it needs {machine.cpu_cores} CPU cores ({machine.why}); this one has {cores}"
     if _frozen_rule_applies(claim) and control.smallest_beyond_p(n, control_seeds(n)) > stats.ALPHA:
         return (f"{n} seed(s), {control_seeds(n)} in the frozen arm: the runs cannot be shown beyond it (smallest p "
                 f"{control.smallest_beyond_p(n, control_seeds(n)):.3g}; rlrepro.results.control)")
@@ -156,6 +153,15 @@ def _frozen_rule_applies(claim: object) -> bool:
     if getattr(claim, "control", None) != FROZEN or isinstance(claim, AboveTrivialClaim):
         return False
     return getattr(claim, "best_of", None) is None  # the paper's best k runs: rule 1 alone
+
+
+def untestable_here(claim: object) -> str:
+    """'not testable on this machine: ...' when the claim needs more CPU cores (``machine``) than this machine has,
+    else '': a limit of the machine planning runs on, not of the claim's design (``cannot_show_at``)."""
+    machine = getattr(claim, "machine", None)
+    if machine is not None and (cores := os.cpu_count() or 1) < machine.cpu_cores:
+        return f"{NOT_TESTABLE} it needs {machine.cpu_cores} CPU cores ({machine.why}); this one has {cores}"
+    return ""
 
 
 #: The most seeds ``fewest_seeds_to_show`` looks at, as the verdicts' "what would decide it" notes do: a design that

@@ -102,6 +102,11 @@ class ScaleSpec(SpecModel):
         "for runs that decide no claim at this scale (curves only) and take more than a path check's minutes. "
         "null: in the default job. The smoke scale runs every spec (it is the path check): cpu scale only.",
     )
+    opt_in_reason: str = Field(
+        "",
+        description="Why claims judged at this scale leave the default job with its opt-in set (their runs' hours, "
+        "measured): required when an opt-in experiment decides claims, which `rlrepro plan` counts under its set.",
+    )
 
 
 class BudgetSpec(SpecModel):
@@ -480,9 +485,14 @@ class ExperimentSpec(SpecModel):
         if self.scales["smoke"].opt_in is not None:
             raise ValueError("scales.smoke.opt_in: the smoke scale runs every spec (it is the path check); "
                              "an opt-in set belongs to scales.cpu")
-        if (name := self.scales["cpu"].opt_in) and (judged := [c.id for c in self.claims if "cpu" in c.judged_at]):
-            raise ValueError(f"scales.cpu.opt_in: '{name}' would leave the default job without the claims judged at "
-                             f"cpu ({', '.join(judged)}); an opt-in set is for runs that decide no claim there")
+        cpu = self.scales["cpu"]
+        judged = [c.id for c in self.claims if "cpu" in c.judged_at]
+        if cpu.opt_in and judged and not cpu.opt_in_reason.strip():
+            raise ValueError(f"scales.cpu.opt_in: '{cpu.opt_in}' would leave the default job without the claims judged "
+                             f"at cpu ({', '.join(judged)}); an opt-in set is for runs that decide no claim there, or "
+                             "for claims the main job's hours cannot hold: say why in scales.cpu.opt_in_reason")
+        if cpu.opt_in_reason.strip() and not (cpu.opt_in and judged):
+            raise ValueError("scales.cpu.opt_in_reason: only for an opt-in set that decides claims judged at cpu")
         uninformative: list[str] = []
         for i, claim in enumerate(self.claims):
             if isinstance(claim, OrderingClaim):

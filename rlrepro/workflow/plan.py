@@ -119,9 +119,10 @@ class ExperimentPlan:
     def claims_out_of_reach(self) -> dict[str, str]:
         """Claims judged at its scale that no data its seeds could produce would show reproduced: id -> why
         (``rlrepro.results.claims.cannot_show_at``)."""
-        from rlrepro.results.claims import cannot_show_at  # noqa: PLC0415 -- results import the workflow's specs
+        from rlrepro.results.claims import cannot_show_at, untestable_here  # noqa: PLC0415 -- results import the workflow's specs
 
-        reasons = {c.id: cannot_show_at(self.spec, c, self.scale) for c in self.spec.claims if self.scale in c.judged_at}
+        reasons = {c.id: cannot_show_at(self.spec, c, self.scale) or untestable_here(c)
+                   for c in self.spec.claims if self.scale in c.judged_at}
         return {key: why for key, why in reasons.items() if why}
 
     @property

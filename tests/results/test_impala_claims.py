@@ -4,13 +4,15 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from rlrepro.results.claims import NOT_JUDGED, NOT_REPRODUCED, REPRODUCED, cannot_show_at, judge_claims
+from rlrepro.results.claims import NOT_JUDGED, NOT_REPRODUCED, REPRODUCED, cannot_show_at, judge_claims, untestable_here
 from rlrepro.results.collect import CellResult
 from rlrepro.specs import SpecError, load_spec, validate_spec
+from rlrepro.workflow import plan_experiment
 from tests.factories import toy_spec_data
 
 HIGH = [10.0, 11.0, 12.0, 10.5]
@@ -53,9 +55,12 @@ def test_a_claim_needing_more_cores_than_the_runs_had_is_not_testable_never_refu
 def test_the_plan_lists_a_claim_this_machine_cannot_test_apart():
     cores = os.cpu_count() or 1
     spec = _spec(machine={"cpu_cores": cores + 1, "why": "one more than here"})
-    assert cannot_show_at(spec, spec.claims[0], "cpu").startswith("not testable on this machine:")
+    # a limit of this machine, not of the claim's design: apart from what its seeds can show
+    assert untestable_here(spec.claims[0]).startswith("not testable on this machine:")
+    assert cannot_show_at(spec, spec.claims[0], "cpu") == ""
+    assert plan_experiment(Path("x.yaml"), spec, "cpu").claims_out_of_reach["fastest"].startswith("not testable")
     enough = _spec(machine={"cpu_cores": cores, "why": "as many as here"})
-    assert cannot_show_at(enough, enough.claims[0], "cpu") == ""
+    assert untestable_here(enough.claims[0]) == "" and not plan_experiment(Path("x.yaml"), enough, "cpu").claims_out_of_reach
 
 
 def test_a_machine_requirement_is_validated():

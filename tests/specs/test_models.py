@@ -129,12 +129,21 @@ def test_missing_required_field() -> None:
 
 
 def test_an_opt_in_set_is_for_the_cpu_scale_and_for_runs_that_decide_no_claim_there() -> None:
-    """Issue 32: an experiment leaves the default job (scales.cpu.opt_in) only when no claim is judged at cpu; the
-    smoke scale (the path check) runs every spec."""
+    """Issue 32: an experiment leaves the default job (scales.cpu.opt_in) only when no claim is judged at cpu, or
+    (issue 44) when it says why its claims' hours leave it (opt_in_reason); the smoke scale (the path check) runs
+    every spec."""
     data = minimal()
     data["scales"]["cpu"]["opt_in"] = "curves"
     [problem] = problems(data)
     assert problem.startswith("scales.cpu.opt_in: 'curves' would leave the default job without the claims judged at cpu")
+    assert problem.endswith("say why in scales.cpu.opt_in_reason")
+    data["scales"]["cpu"]["opt_in_reason"] = "4 populations and their frozen arms: 18 h"
+    assert validate_spec(data).scales["cpu"].opt_in_reason
+    del data["scales"]["cpu"]["opt_in"]
+    [problem] = problems(data)
+    assert problem.startswith("scales.cpu.opt_in_reason: only for an opt-in set that decides claims")
+    data["scales"]["cpu"]["opt_in"] = "curves"
+    del data["scales"]["cpu"]["opt_in_reason"]
     for claim in data["claims"]:
         claim["judged_at"] = ["paper"]
     assert validate_spec(data).scales["cpu"].opt_in == "curves"
