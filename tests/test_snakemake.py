@@ -586,7 +586,7 @@ def test_a_copied_and_edited_spec_stops_before_writing_naming_both_specs_and_the
     original, copy = next(pipeline.specs.rglob("toy_e2e.yaml")), mine / "toytest" / "toy_e2e.yaml"
     assert f"finished runs:  {original}" in output and f"this spec:      {copy}" in output
     assert "agent.optimizer.learning_rate: 0.002 -> 0.001" in output and "scales.smoke.seeds: 2 -> 3" in output
-    assert "--config results=results-mine" in output and "--config retire=yes moves them" in output
+    assert "--config results=results/mine" in output and "--config retire=yes moves them" in output
     assert _files(pipeline.base) == files  # run folders, tables, report, MLflow's store: byte for byte
     assert _mlflow_runs(pipeline.uri, "toytest/toy_e2e") == runs
     # The explicit flag gets past the stop: a dry run says what it would retire, and moves nothing.

@@ -241,7 +241,7 @@ def spec_differences(before: dict, after: dict, limit: int = 8) -> list[str]:
 
 def other_spec_text(others: Sequence[Replaced], root: Path, base: Path, command: bool = True) -> str:
     """The stop's message; ``command``: the ways on as Snakemake's ``--config`` keys, else as ``rlrepro train``'s."""
-    results = f"--config results={_shown(base)}-mine" if command else f"--results {_shown(base)}-mine"
+    results = f"--config results={_shown(base)}/mine" if command else f"--results {_shown(base)}/mine"
     flag = "--config retire=yes" if command else "--retire"
     lines = []
     for key in dict.fromkeys(r.plan.key for r in others):
