@@ -133,11 +133,14 @@ def retire_run_dirs(replaced: Sequence[Replaced], root: Path, base: Path) -> Pat
 
 def _retire(replaced: Sequence[Replaced], root: Path, base: Path) -> Path:
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    dest = root / RETIRED / stamp
-    n = 2
-    while dest.exists():  # two retirements in one second
-        dest = root / RETIRED / f"{stamp}-{n}"
-        n += 1
+    (root / RETIRED).mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):  # a folder of its own, also for two retirements in one second
+        dest = root / RETIRED / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            dest.mkdir()
+            break
+        except FileExistsError:
+            continue
     experiments: dict[str, dict[str, Any]] = {}
     for r in replaced:
         entry = experiments.setdefault(r.plan.key, {
@@ -150,19 +153,17 @@ def _retire(replaced: Sequence[Replaced], root: Path, base: Path) -> Path:
         entry["runs"][r.unit.relpath] = {"config_hash": r.run.get("config_hash"), "seed_group": r.run.get("seed_group"),
                                          "spec_hash": r.run.get("spec_hash")}
         entry["replaced_by"]["config_hashes"][f"{r.unit.variant}/{r.unit.env}"] = r.job.config_hash
+    manifest = {"retired_at": datetime.now(timezone.utc).isoformat(timespec="seconds"), "folder": _shown(dest),
+                "mlflow": "not yet re-keyed", "experiments": experiments}
+    write_json_atomic(dest / MANIFEST, manifest)  # first: what is moved here, and why, even if the move is cut short
+    for r in replaced:
         _move_run(r.run_dir, dest / "runs" / r.unit.relpath)
     for r in {r.plan.key: r for r in replaced}.values():  # the experiment's tables as they were, beside its runs
         md = Path(r.plan.table_paths(root)["md"])
         for path in sorted(md.parent.glob(f"{md.stem}.*")):
             (dest / "tables" / md.parent.name).mkdir(parents=True, exist_ok=True)
             shutil.copy2(path, dest / "tables" / md.parent.name / path.name)
-    mlflow = _retire_mirrors(replaced, dest, root, base)
-    manifest = {
-        "retired_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
-        "folder": _shown(dest),
-        "mlflow": mlflow,
-        "experiments": experiments,
-    }
+    manifest["mlflow"] = _retire_mirrors(replaced, dest, root, base)
     write_json_atomic(dest / MANIFEST, manifest)
     return dest
 
