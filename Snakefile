@@ -6,6 +6,8 @@
 #   snakemake -c2 --config set=search                the cpu scale's small loss searches (no claim decided there)
 # Config keys: scale (smoke|cpu|paper), specs (comma-separated files/dirs), only (PAPER[/EXPERIMENT],...),
 # set (the experiments' sets, comma-separated: default, a scale's opt_in name such as curves, or all),
+# retire (yes: finished runs of another spec file that this run would train again are moved aside to
+# <scale>/retired/ rather than stopping the run; those of the same spec, edited, always are),
 # results (base folder; a scale writes to <results>/<scale>/), gpus (per training job, for cluster profiles),
 # project (MLflow run keys' namespace), search_executor/dask_address (where a loss search scores programs).
 # machine_cores (cores of a whole-machine job on a cluster, default 8), max_runtime (the partition's time limit in
@@ -20,6 +22,7 @@ from rlrepro.cluster import job_resources
 from rlrepro.recovery import recover
 from rlrepro.specs import SCALES
 from rlrepro.tracking import default_tracking_uri, warn_shared_sqlite
+from rlrepro.workflow.retire import YES as RETIRE_YES, settle_finished_runs
 from rlrepro.workflow import (
     cannot_run,
     check_sets,
@@ -80,6 +83,18 @@ _PLANNED = plan(SPECS, SCALE, ONLY)
 check_sets(_PLANNED, SETS)
 PLANS = [p for p in _PLANNED if (cannot_run(p) is None or named_explicitly(p, ONLY)) and in_job(p, SETS, ONLY)]
 PLAN_BY_KEY = {p.key: p for p in PLANS}
+
+# Finished runs that a job would train again with another configuration (an edited spec, or a copy of one): before
+# any job starts (Snakemake deletes a job's outputs first), those of the same spec file are retired (moved aside to
+# <scale>/retired/, kept, MLflow runs tagged); those of another spec file stop the run here, unless retire=yes.
+RETIRE = str(config.get("retire", "no")).strip().lower()
+if RETIRE not in (*RETIRE_YES, "0", "false", "no", "n", "off"):
+    raise ValueError(f"--config retire={config['retire']}: expected yes or no")
+if workflow.is_main_process:
+    # While the Snakefile is read, workflow.dryrun is always False (the executor is chosen later): -n is read here
+    settle_finished_runs(PLANS, RESULTS, base=BASE, retire=RETIRE in RETIRE_YES,
+                         dry_run=workflow.dryrun or getattr(workflow.output_settings, "dryrun", False),
+                         say=lambda message: print(message, file=sys.stderr))
 
 onstart: warn_shared_sqlite(workflow.executor_plugin, BASE)  # cluster executor + sqlite on the shared filesystem
 

@@ -141,6 +141,7 @@ def cmd_train(args: argparse.Namespace) -> int:
         results=args.results,
         progress=args.progress,
         track=not args.no_mlflow,
+        retire=args.retire,
     )
     print(job_summary_line(run_dirs), flush=True)
     return 0
@@ -361,6 +362,11 @@ def build_parser() -> argparse.ArgumentParser:
         "auto (default): bar on a terminal, lines otherwise.",
     )
     p.add_argument("--no-mlflow", action="store_true", help="Write run folders only; `rlrepro mlflow-sync` mirrors them later.")
+    p.add_argument(
+        "--retire", action="store_true",
+        help="Finished runs of another spec file that this job would train again are moved aside to "
+        "<scale>/retired/ (kept) rather than stopping the job (those of this spec file, edited, always are).",
+    )
     p.set_defaults(func=cmd_train)
 
     p = sub.add_parser("aggregate", help="Write the table and plot of one experiment.")

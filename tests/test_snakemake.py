@@ -545,3 +545,118 @@ def test_after_kill_9_of_snakemake_alone_its_training_jobs_are_stopped_and_the_s
     assert (base / "smoke" / "REPORT.md").is_file()
     records = [json.loads(line) for line in metrics.read_text().splitlines()]
     assert [r["frames"] for r in records] == [500 * (i + 1) for i in range(40)]  # resumed: no gap, no duplicate
+
+
+# --------------------------------------------------------------------------------------------------
+# a spec of one's own, and a spec edited in place, never replace finished runs (issue 50)
+
+
+def _files(folder: Path) -> dict[str, str]:
+    """Every file under ``folder`` (its lock files aside) by its path relative to it: the sha256 of its bytes."""
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != ".train.lock"}
+
+
+def _mlflow_runs(uri: str, experiment: str, view: str = "ALL") -> dict[str, tuple]:
+    """The experiment's MLflow runs, deleted ones included: id -> (lifecycle, status, name, tags)."""
+    from mlflow import MlflowClient
+    from mlflow.entities import ViewType
+
+    client = MlflowClient(tracking_uri=uri)
+    found = client.get_experiment_by_name(experiment)
+    runs = client.search_runs([found.experiment_id], max_results=1000, run_view_type=getattr(ViewType, view))
+    return {r.info.run_id: (r.info.lifecycle_stage, r.info.status, r.info.run_name, dict(r.data.tags)) for r in runs}
+
+
+def test_a_copied_and_edited_spec_stops_before_writing_naming_both_specs_and_the_ways_on(
+    pipeline: Pipeline, make_toy_spec, tmp_path: Path, subprocess_env
+):
+    # A new user copies the spec elsewhere, changes its seeds and a hyper-parameter, and runs it into the same results
+    # folder. Before: its jobs trained into the repository spec's run folders, rewrote its table and report and
+    # replaced its MLflow runs, without a word. Now nothing is written; the message says why and what to do.
+    mine = tmp_path / "myspecs"
+    make_toy_spec(mine, experiment="toy_e2e", smoke_environments=["catch"], smoke_frames=350, smoke_seeds=3,
+                  learning_rate=1e-3)
+    files, runs = _files(pipeline.base), _mlflow_runs(pipeline.uri, "toytest/toy_e2e")
+    config = ["--config", "scale=smoke", f"specs={mine}", f"results={pipeline.base}"]
+    result = snakemake(pipeline.workdir, "-c2", *config, env=subprocess_env, timeout=300)
+    output = _output(result)
+    assert result.returncode != 0, output
+    assert "stopped before writing anything: this run would replace finished runs of another spec" in output
+    original, copy = next(pipeline.specs.rglob("toy_e2e.yaml")), mine / "toytest" / "toy_e2e.yaml"
+    assert f"finished runs:  {original}" in output and f"this spec:      {copy}" in output
+    assert "agent.optimizer.learning_rate: 0.002 -> 0.001" in output and "scales.smoke.seeds: 2 -> 3" in output
+    assert "--config results=results/mine" in output and "--config retire=yes moves them" in output
+    assert _files(pipeline.base) == files  # run folders, tables, report, MLflow's store: byte for byte
+    assert _mlflow_runs(pipeline.uri, "toytest/toy_e2e") == runs
+    # The explicit flag gets past the stop: a dry run says what it would retire, and moves nothing.
+    dry = snakemake(pipeline.workdir, "-n", *config, "retire=yes", env=subprocess_env, timeout=120)
+    assert dry.returncode == 0, _output(dry)
+    assert "finished runs of an earlier configuration would be retired (kept, moved aside)" in dry.stderr
+    assert _files(pipeline.base) == files
+
+
+def test_a_spec_edited_in_place_retrains_and_keeps_the_earlier_runs_findable(
+    make_toy_spec, tmp_path: Path, subprocess_env
+):
+    # The everyday flow: edit a hyper-parameter of a spec and run again. It must still just work (the runs of the new
+    # configuration train), and the earlier configuration's finished runs, tables and MLflow runs are kept: moved to
+    # <scale>/retired/<time>/, named in the new table and the report, their MLflow runs tagged rlrepro.retired.
+    # Before: the runs were trained again over the old folders and their MLflow runs deleted.
+    # One chunk per run on Catch: 2 jobs of 2 seeds, then the edited variant's job again.
+    specs = tmp_path / "specs"
+    spec = make_toy_spec(specs, experiment="toy_edit", smoke_environments=["catch"], smoke_frames=100)
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    p = Pipeline(workdir, specs, None)  # type: ignore[arg-type]
+    first = snakemake(workdir, "-c2", *p.config, env=subprocess_env)
+    assert first.returncode == 0, _output(first)
+    runs_dir = p.root / "runs" / "toytest" / "toy_edit"
+    before = {variant: _files(runs_dir / variant) for variant in VARIANTS}
+    table_before = _files(p.root / "tables" / "toytest")
+    mirrors_before = _mlflow_runs(p.uri, "toytest/toy_edit", "ACTIVE_ONLY")
+    seed_mirrors = {i: r for i, r in mirrors_before.items() if "rlrepro.run_key" in r[3]}
+    edited = {i: r for i, r in seed_mirrors.items() if r[3]["variant"] == "none"}
+    old = json.loads((runs_dir / "none" / "catch" / "seed0" / "summary.json").read_text())["run"]
+    assert len(before["none"]) == 2 * 3 and len(seed_mirrors) == 4 and len(edited) == 2
+
+    # the variant 'none' gets another policy lag: its runs train again, those of 'vtrace' stay as they are
+    text = spec.read_text()
+    spec.write_text(text.replace("    loss.correction: none\n", "    loss.correction: none\n    policy_lag: 2\n"))
+    second = snakemake(workdir, "-c2", *p.config, env=subprocess_env)
+    assert second.returncode == 0, _output(second)
+    [retired] = sorted((p.root / "retired").iterdir())
+    assert (f"finished runs of an earlier configuration retired (kept, moved aside) to {retired.relative_to(workdir)}"
+            in second.stderr)
+    # the earlier runs, byte for byte, and the tables of that time beside them; the unchanged variant left alone
+    assert _files(retired / "runs" / "toytest" / "toy_edit") == {f"none/{k}": v for k, v in before["none"].items()}
+    assert _files(runs_dir / "vtrace") == before["vtrace"]
+    assert _files(retired / "tables" / "toytest") == table_before
+    manifest = json.loads((retired / "retired.json").read_text())["experiments"]["toytest/toy_edit"]
+    assert manifest["spec_source"] == spec.as_posix() and manifest["why"].startswith("the spec was edited")
+    assert {r["config_hash"] for r in manifest["runs"].values()} == {old["config_hash"]}
+    # the new configuration's runs in the usual place
+    new = json.loads((runs_dir / "none" / "catch" / "seed0" / "summary.json").read_text())["run"]
+    assert new["config_hash"] != old["config_hash"] and new["spec_source"] == spec.as_posix()
+    # which configuration each number comes from, and where the earlier one is
+    table = json.loads((p.root / "tables" / "toytest" / "toy_edit.json").read_text())
+    assert {row["variant"]: row["config_hash"] for row in table["rows"]}["none"] == new["config_hash"]
+    where = f"retired/{retired.name}"
+    md = (p.root / "tables" / "toytest" / "toy_edit.md").read_text()
+    assert f"- earlier configuration retired (kept): `{where}`, 2 run(s) of config hash(es) `{old['config_hash']}`" in (
+        md)
+    assert f"An earlier configuration's 2 run(s) (config hash(es) `{old['config_hash']}`) are kept in `{where}`" in (
+        p.root / "REPORT.md").read_text()
+    # MLflow: the earlier mirrors are kept (not deleted), re-keyed and tagged; the new runs have mirrors of their own
+    mirrors = _mlflow_runs(p.uri, "toytest/toy_edit", "ACTIVE_ONLY")
+    for run_id, (_, _, name, tags) in edited.items():
+        assert mirrors[run_id][3]["rlrepro.retired"] == f"results/smoke/{where}"
+        assert mirrors[run_id][2] == f"{name} (retired {retired.name})"
+        assert mirrors[run_id][3]["rlrepro.run_key"] == f"{tags['rlrepro.run_key']} (retired {retired.name})"
+    def unlinked(run: tuple) -> tuple:  # the current runs are linked to the experiment's new summary run
+        return (*run[:3], {k: v for k, v in run[3].items() if k != "rlrepro.summary_run"})
+
+    kept = {i: unlinked(r) for i, r in seed_mirrors.items() if i not in edited}
+    assert {i: unlinked(mirrors[i]) for i in kept} == kept
+    fresh = [r for i, r in mirrors.items() if i not in mirrors_before and "rlrepro.run_key" in r[3]]
+    assert sorted(r[3]["rlrepro.run_key"] for r in fresh) == sorted(r[3]["rlrepro.run_key"] for r in edited.values())

@@ -40,7 +40,12 @@ from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, resolve_a
 from rlrepro.specs.control import split_variant
 from rlrepro.training.placement import actor_device_setting
 from rlrepro.training.program import ChunkPlan, TrainerProgram, seed_keys
-from rlrepro.workflow import MULTITASK_ENV, RunUnit, config_hash, multitask_env_ids, results_root
+from rlrepro.workflow import (
+    MULTITASK_ENV, ExperimentPlan, Job, RunUnit, config_hash, multitask_env_ids, results_root,
+)
+from rlrepro.workflow.retire import (
+    OtherSpecError, other_spec_text, replaced_runs, retire_run_dirs, retire_text, spec_source,
+)
 
 
 def train_job(
@@ -53,14 +58,20 @@ def train_job(
     results: Path,
     progress: str = "auto",
     track: bool = True,
+    retire: bool = False,
 ) -> list[Path]:
     """Train (or resume) the seeds of one (variant, env); returns the run folders.
 
     ``env`` ``MULTITASK_ENV`` trains the variant's multi-task agent (one seed) on every environment of the
     scale at once, with one run folder per environment.
 
+    A finished run of another configuration is moved aside first (``workflow.retire``: kept under
+    ``<scale>/retired/``), when it was trained from this spec file or ``retire`` is true.
+
     Raises:
         RunBusyError: another process is training one of these run folders.
+        OtherSpecError: a finished run was trained from another spec file with another configuration (and not
+            ``retire``); nothing was written.
     """
     spec = load_spec(spec_path)
     base, control = split_variant(variant)  # '<variant>@frozen': its control arm (rlrepro.specs.control)
@@ -91,13 +102,14 @@ def train_job(
         for run_dir in run_dirs:  # before anything in them is written or cut
             owned.enter_context(own_run_dir(run_dir))
         _check_finished_runs(run_dirs, seeds, digest)
+        _retire_other_configs(spec_path, spec, scale, env, units, run_dirs, seeds, digest, results, retire)
         memory = owned.enter_context(PeakMemory())  # the job's peak resident memory: summary.json, log, MLflow
         device = device_placement()
         print(f"devices: {device['device_count']} x {device['platform']} ({device['device_kind']})", flush=True)
         for unit, run_dir in zip(units, run_dirs):
             _write_resolved(
                 run_dir, unit, spec, scale, digest, agent.model_dump(mode="json"), env_of[unit.env].model_dump(mode="json"),
-                chunk_plan(agent, env_of[unit.env], frames=size.frames, run=spec.run), device, seeds,
+                chunk_plan(agent, env_of[unit.env], frames=size.frames, run=spec.run), device, seeds, spec_path,
             )
         state = program.init_batch(seed_keys(seeds))
         state, start_chunk, wall_offset, attempts = _resume(ckpt, state, digest, seeds, run_dirs, program)
@@ -109,8 +121,8 @@ def train_job(
 
 
 def _check_finished_runs(run_dirs: list[Path], seeds: tuple[int, ...], digest: str) -> None:
-    """Never replace a finished run without a word: one trained in another seed group is an error, one of
-    another configuration is retrained and said so.
+    """Never replace a finished run: one trained in another seed group is an error; one of another configuration
+    is retired afterwards (``_retire_other_configs``).
 
     Seeds trained together are one vmapped program, and XLA rounds a batch of one seed differently from a batch of
     two, so the same seed's curve drifts apart after enough chunks: the seed group is part of what identifies a
@@ -132,9 +144,25 @@ def _check_finished_runs(run_dirs: list[Path], seeds: tuple[int, ...], digest: s
                 "results with different numbers (seeds trained together are vmapped, and the batch changes float "
                 "rounding). Train the same seed group, or delete the folder's summary.json to retrain it in this one."
             )
-        if run.get("config_hash") not in (None, digest):
-            print(f"rlrepro: {run_dir} is finished with another configuration (config hash {run['config_hash']}, "
-                  f"the spec's is {digest} now): training it again replaces its results", file=sys.stderr, flush=True)
+
+
+def _retire_other_configs(
+    spec_path: Path, spec: ExperimentSpec, scale: Scale, env: str, units: list[RunUnit], run_dirs: list[Path],
+    seeds: tuple[int, ...], digest: str, results: Path, retire: bool,
+) -> None:
+    """Finished runs of this job of another configuration, moved aside and kept (``workflow.retire``), or an error
+    when another spec file trained them (Snakemake's runs meet this before planning: ``settle_finished_runs``)."""
+    job = Job(spec_path, spec.paper, spec.experiment, units[0].variant, env, seeds, units[0].frames, digest,
+              tuple(units))
+    plan = ExperimentPlan(spec_path, spec, (job,), scale)
+    root = results_root(results, scale)
+    replaced = [r for r in replaced_runs([plan], root) if r.run_dir in run_dirs]
+    if not replaced:
+        return
+    if any(r.other_spec for r in replaced) and not retire:
+        raise OtherSpecError(other_spec_text([r for r in replaced if r.other_spec], root, results, command=False))
+    dest = retire_run_dirs(replaced, root, results)
+    print(retire_text(replaced, dest), file=sys.stderr, flush=True)
 
 
 def _resume(
@@ -280,6 +308,7 @@ def device_placement() -> dict[str, Any]:
 def _write_resolved(
     run_dir: Path, unit: RunUnit, spec: ExperimentSpec, scale: str, digest: str, agent: dict, env: dict,
     chunks: ChunkPlan, device: dict[str, Any] | None = None, seed_group: tuple[int, ...] = (),
+    spec_path: Path | None = None,
 ) -> None:
     """spec.resolved.json: the run's identity and configuration (MLflow's params are its ``config``). ``frames`` is
     what the run trains (whole chunks, the builder's ``ChunkPlan``), ``frames_budget`` the scale's budget."""
@@ -298,6 +327,8 @@ def _write_resolved(
             "config_hash": digest,
             "git_commit": git_commit(),
             "run_key": f"{scale}/{unit.relpath}",
+            # the spec file that trained it: another file's runs are never replaced (workflow.retire)
+            "spec_source": spec_source(spec_path) if spec_path is not None else None,
             "seed_group": list(seed_group),  # the seeds trained with it in one vmapped program (_check_finished_runs)
         },
         "config": {"agent": agent, "env": env, **frames, "run": spec.run.model_dump(mode="json")},

@@ -28,6 +28,8 @@ class CellResult:
     commits: set[str] = field(default_factory=set)  # of every start that trained a run (summary.json attempts)
     resumed: list[str] = field(default_factory=list)  # runs trained by more than one start: "seed 0 (resumed at chunk 9)"
     spec_hashes: set[str] = field(default_factory=set)
+    config_hashes: set[str] = field(default_factory=set)  # what trained the cell's runs (workflow.config_hash)
+    spec_sources: set[str] = field(default_factory=set)  # the spec files that trained them (runs that record it)
     report_metric: str = "final_return"
     #: values outside the environment's declared ``return_range``, each "file:line: key value" (flagged on reading)
     out_of_range: list[str] = field(default_factory=list)
@@ -81,6 +83,8 @@ def collect(plan: ExperimentPlan, root: Path) -> dict[tuple[str, str], CellResul
                 cell.resumed.append(f"seed {unit.seed} (resumed at chunk {chunks})")
             cell.spec_hashes.add(summary["run"]["spec_hash"])
             cell.cpu_cores.append(_cpu_cores(run_dir))
+            cell.config_hashes.update(h for h in [summary["run"].get("config_hash")] if h)
+            cell.spec_sources.update(s for s in [summary["run"].get("spec_source")] if s)
             records = read_metrics(run_dir / METRICS)
             if (bounds := ranges.get(unit.env)) is not None:
                 cell.out_of_range += _flag_out_of_range(run_dir, summary, records, bounds, unit.env)

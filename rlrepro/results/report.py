@@ -38,6 +38,7 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
             f"### {experiment.key}\n\n{experiment.spec.reference.where}. Scale {prov['scale']}, {prov['seeds']} seeds, "
             f"{_frames_text(prov, experiment.spec)}, "
             f"spec hash `{prov['spec_hash']}`. "
+            + _configuration_text(prov)
             + (f"{len(prov['resumed_runs'])} of {prov['runs']} runs resumed after an interruption (the table says "
                "which). " if prov.get("resumed_runs") else "")
             + f"Table: [tables/{experiment.key}.md](tables/{experiment.key}.md)\n\n"
@@ -88,6 +89,16 @@ def write_report(specs: list[str | Path], *, scale: Scale, results: Path, only: 
 
 
 TALLY_FILE = "verdicts.json"
+
+
+def _configuration_text(prov: dict) -> str:
+    """Which spec file's runs the numbers come from, and where an earlier configuration's runs are kept."""
+    text = (f"Runs trained from {', '.join(f'`{s}`' for s in prov['run_spec_sources'])}. "
+            if prov.get("run_spec_sources") else "")
+    for retired in prov.get("retired") or []:
+        text += (f"An earlier configuration's {retired['runs']} run(s) (config hash(es) "
+                 f"{', '.join(f'`{h}`' for h in retired['config_hashes'])}) are kept in `{retired['folder']}`. ")
+    return text
 
 
 def not_run_text(experiment: ExperimentPlan, table_json: Path) -> str | None:

@@ -22,6 +22,7 @@ from rlrepro.results.plots import plot_learning_curves, x_axis_label
 from rlrepro.specs import ExperimentSpec, Scale, SpecError, load_spec, spec_hash
 from rlrepro.specs.experiment import RETURN_METRICS
 from rlrepro.workflow import ExperimentPlan, frame_count, plan_experiment, results_root
+from rlrepro.workflow.retire import retired_runs_of
 
 
 def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dict[str, Path]:
@@ -35,7 +36,7 @@ def aggregate_experiment(spec_path: Path, *, scale: Scale, results: Path) -> dic
     paths["json"] = paths["md"].with_suffix(".json")
     paths["md"].parent.mkdir(parents=True, exist_ok=True)
     rows = _rows(cells, spec.paper_values, spec.scale(scale).frames, spec.run.report_metric)
-    provenance = _provenance(plan, scale, cells)
+    provenance = _provenance(plan, scale, cells, root)
     searches = search_results(plan, root)
     _write_csv(paths["csv"], rows, provenance)
     seeds = provenance["seeds"]
@@ -216,6 +217,7 @@ def _rows(
                 "ci95_high": clean_float(high),
                 "per_seed": [{"seed": seed, "value": clean_float(v)} for seed, v in zip(cell.seeds, cell.final)],
                 "paper": paper_values.get(variant, {}).get(env, math.nan),
+                "config_hash": ",".join(sorted(cell.config_hashes)),  # the configuration behind the numbers
             }
         )
     return rows
@@ -231,7 +233,7 @@ def clean_float(value: float) -> float:
 
 
 CSV_FIELDS = ("experiment", "scale", "variant", "env", "seed", "metric", "unit", "value", "paper", "frames",
-              "frames_budget", "spec_hash", "run_commits")
+              "frames_budget", "spec_hash", "config_hash", "run_commits")
 
 
 def _frames_text(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], CellResult]) -> str:
@@ -242,7 +244,7 @@ def _frames_text(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], 
     return replace(planned, low=min(trained), high=max(trained)).text()
 
 
-def _provenance(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], CellResult]) -> dict:
+def _provenance(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], CellResult], root: Path) -> dict:
     commits = sorted(set().union(*(c.commits for c in cells.values())))
     return {
         "experiment": plan.key,
@@ -257,6 +259,8 @@ def _provenance(plan: ExperimentPlan, scale: str, cells: dict[tuple[str, str], C
         "resumed_runs": [f"{v} {e} {r}" for (v, e), c in cells.items() for r in c.resumed],
         "runs": sum(len(c.seeds) for c in cells.values()),
         "run_spec_hashes": sorted(set().union(*(c.spec_hashes for c in cells.values()))),
+        "run_spec_sources": sorted(set().union(*(c.spec_sources for c in cells.values()))),
+        "retired": retired_runs_of(root, plan.key),  # earlier configurations' runs, kept (workflow.retire)
         "table_commit": git_commit(),
         "metric": _metric_text(plan.spec.run.report_metric, plan.spec.run.final_fraction),
     }
@@ -284,6 +288,18 @@ def _metric_text(metric: str, fraction: float) -> str:
     return f"{metric}{unit}: its mean over the last {fraction:.0%} of frames"
 
 
+def _configuration_lines(prov: dict) -> list[str]:
+    """Which configuration the numbers come from (each row's config hash: the CSV's and the JSON's ``config_hash``),
+    and where the runs of earlier ones are kept."""
+    lines = []
+    if prov.get("run_spec_sources"):
+        lines.append(f"- configuration: runs trained from {', '.join(f'`{s}`' for s in prov['run_spec_sources'])}; "
+                     "each row's config hash is the CSV's and JSON's `config_hash`")
+    lines += [f"- earlier configuration retired (kept): `{r['folder']}`, {r['runs']} run(s) of config hash(es) "
+              f"{', '.join(f'`{h}`' for h in r['config_hashes'])} from `{r['spec_source']}`" for r in prov.get("retired") or []]
+    return lines
+
+
 def _resumed_lines(prov: dict) -> list[str]:
     """The runs that more than one start trained (a kill, a time limit). A resume is exact where the job checkpoints
     its environments; Atari games restart and a DQN replay refills (each run's summary.json lists its attempts)."""
@@ -309,6 +325,7 @@ def _write_csv(path: Path, rows: list[dict], provenance: dict) -> None:
                     **extra, "variant": row["variant"], "env": row["env"], "seed": run["seed"],
                     "metric": row["metric"], "unit": row["unit"], "value": _csv_number(run["value"]),
                     "paper": _csv_number(row["paper"]), "frames": row["frames"], "frames_budget": row["frames_budget"],
+                    "config_hash": row.get("config_hash", ""),
                 })
 
 
@@ -449,6 +466,7 @@ def _markdown(
         f"- scale: **{prov['scale']}**, seeds: {prov['seeds']}, {prov['frames_text']}",
         f"- spec: `{prov['spec']}` (hash `{prov['spec_hash']}`; runs made with spec hash(es) "
         f"{', '.join(f'`{h}`' for h in prov['run_spec_hashes'])}: a run is reused only while its resolved config is unchanged)",
+        *_configuration_lines(prov),
         f"- code: runs at commit(s) {', '.join(f'`{c}`' for c in prov['run_commits'])}; table at `{prov['table_commit']}`",
         *_resumed_lines(prov),
         f"- metric: {prov['metric']}; cells: mean over seeds [95% stratified-bootstrap CI]",

@@ -19,7 +19,7 @@ date iff it is FINISHED and its summary hash equals the folder's.
 
 The package, one module per job: ``store`` (where the store is, creating it), ``reach`` (the probe, HTTP bounds,
 retries), ``folders`` (a run folder as MLflow params, metrics and names), ``client`` (experiments and runs by key),
-``live`` (``RunTracker``), ``sync`` (re-ingestion) and ``publish`` (the experiment's summary run and what the UI
+``live`` (``RunTracker``), ``sync`` (re-ingestion), ``retired`` (the mirrors of retired runs, kept) and ``publish`` (the experiment's summary run and what the UI
 shows); ``common`` holds the tags and MLflow's limits they share.
 
 ``mlflow`` is imported lazily inside functions: ``import rlrepro.tracking`` stays cheap (no mlflow,
@@ -39,6 +39,7 @@ from rlrepro.tracking.reach import PROBE_TIMEOUT_S, StoreUnreachableError, bound
 from rlrepro.tracking.folders import flatten_config, run_name
 from rlrepro.tracking.live import RunTracker, trackers_for
 from rlrepro.tracking.sync import sync_all, sync_run_dir
+from rlrepro.tracking.retired import RETIRED_TAG, retire_mirrors
 from rlrepro.tracking.publish import (
     EXPERIMENT_KIND, EXPERIMENT_KIND_TAG, NOTE_TAG, experiment_description, publish_experiment, summary_metrics,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "NOTE_TAG",
     "PROBE_TIMEOUT_S",
     "PROJECT_ENV",
+    "RETIRED_TAG",
     "RUN_KEY_TAG",
     "SQLITE_TIMEOUT_S",
     "SUMMARY_TAG",
@@ -65,6 +67,7 @@ __all__ = [
     "probe_store",
     "project_namespace",
     "publish_experiment",
+    "retire_mirrors",
     "run_name",
     "shared_sqlite_warning",
     "sqlite_db_path",

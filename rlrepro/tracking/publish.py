@@ -178,6 +178,8 @@ def publish_experiment(
         tags = seed_run.data.tags
         if tags.get(PROJECT_TAG) != project or seed_run.info.run_id == run_id or RUN_KEY_TAG not in tags:
             continue  # another checkout's runs on a shared server, or the summary run itself
+        if "rlrepro.retired" in tags:  # an earlier configuration's run (tracking.retired): its own summary stays
+            continue
         if tags.get(SUMMARY_LINK_TAG) != run_id:
             call(lambda: client.set_tag(seed_run.info.run_id, SUMMARY_LINK_TAG, run_id))
         if PARENT_TAG in tags:  # nested by an older rlrepro: hidden under the summary until expanded

@@ -25,6 +25,7 @@ from rlrepro.environments.errors import BackendMissingError
 from rlrepro.jobs.run_folder import MetricsFileError
 from rlrepro.provenance import git_commit
 from rlrepro.jobs.run_lock import FinishedRunError, RunBusyError, own_run_dir
+from rlrepro.workflow.retire import OtherSpecError
 from rlrepro.specs import load_spec
 from rlrepro.jobs import checkpoint, runner
 from rlrepro.jobs.runner import read_metrics, train_job
@@ -206,14 +207,27 @@ def test_a_checkpoint_of_another_config_is_ignored(
         raise AssertionError("a checkpoint of another config was restored")
 
     monkeypatch.setattr(checkpoint, "restore", must_not_restore)
-    _train(edited, results)
+    def files() -> dict[Path, dict[str, bytes]]:
+        return {d: {p.name: p.read_bytes() for p in d.iterdir() if p.name != ".train.lock"} for d in _run_dirs(results)}
+
+    before = files()
+    # The edited copy lives in another folder: without --retire, a stop before anything is written (issue 50)
+    with pytest.raises(OtherSpecError, match="stopped before writing anything"):
+        _train(edited, results)
+    assert files() == before
+    _train(edited, results, retire=True)
 
     out, err = capsys.readouterr()
     assert "resuming" not in out
     # said, with why (issue 33: a checkpoint was thrown away without a word)
     assert f"checkpoint {_checkpoint(results)} (chunk {NUM_CHUNKS}) not used: it was trained with another configuration" in err
     assert "no usable checkpoint: training starts at chunk 0" in err
-    assert f"{_run_dirs(results)[0]} is finished with another configuration" in err
+    # the finished runs of the earlier configuration are kept, byte for byte, under retired/ (issue 50)
+    [retired] = (results / "smoke" / "retired").iterdir()
+    assert f"finished runs of an earlier configuration retired (kept, moved aside) to {retired}" in err
+    for run_dir, files in before.items():
+        kept = retired / "runs" / run_dir.relative_to(results / "smoke" / "runs")
+        assert {p.name: p.read_bytes() for p in kept.iterdir()} == files
     for run_dir, old_records in zip(_run_dirs(results), old):
         records = read_metrics(run_dir / "metrics.jsonl")
         assert [r["frames"] for r in records] == [FRAMES_PER_CHUNK * (i + 1) for i in range(NUM_CHUNKS)]

@@ -291,7 +291,7 @@ def test_csv_is_tidy_one_row_per_run(aggregated: dict[str, Any]) -> None:
 
     table = pd.read_csv(aggregated["paths"]["csv"])
     assert list(table.columns) == ["experiment", "scale", "variant", "env", "seed", "metric", "unit", "value", "paper",
-                                   "frames", "frames_budget", "spec_hash", "run_commits"]
+                                   "frames", "frames_budget", "spec_hash", "config_hash", "run_commits"]
     # 2 variants and their frozen arms x 2 environments x 4 seeds, typed: ints and floats, not strings packed with ';'
     assert len(table) == 32 and table["seed"].dtype.kind == "i" and table["value"].dtype.kind == "f"
     assert set(table["metric"]) == {"final_return"} and set(table["unit"]) == {"episode return"}
