@@ -37,7 +37,9 @@ from rlrepro.workflow import (
 # After a killed Snakemake: its lock files are removed and the training jobs it left running are stopped when no
 # Snakemake process works here (incomplete jobs then re-run through profiles/default's rerun-incomplete and resume
 # from their checkpoints).
-if workflow.is_main_process and (_recovered := recover(Path.cwd(), stop_trainers=not workflow.dryrun)):
+# While the Snakefile is read, workflow.dryrun is always False (the executor is chosen later): -n is read here
+DRY_RUN = workflow.dryrun or getattr(workflow.output_settings, "dryrun", False)
+if workflow.is_main_process and (_recovered := recover(Path.cwd(), stop_trainers=not DRY_RUN)):
     print(_recovered, file=sys.stderr)
 
 os.environ.update(cluster_environment(config))  # project, search_executor, dask_address, actor_device: where, never what
@@ -91,9 +93,7 @@ RETIRE = str(config.get("retire", "no")).strip().lower()
 if RETIRE not in (*RETIRE_YES, "0", "false", "no", "n", "off"):
     raise ValueError(f"--config retire={config['retire']}: expected yes or no")
 if workflow.is_main_process:
-    # While the Snakefile is read, workflow.dryrun is always False (the executor is chosen later): -n is read here
-    settle_finished_runs(PLANS, RESULTS, base=BASE, retire=RETIRE in RETIRE_YES,
-                         dry_run=workflow.dryrun or getattr(workflow.output_settings, "dryrun", False),
+    settle_finished_runs(PLANS, RESULTS, base=BASE, retire=RETIRE in RETIRE_YES, dry_run=DRY_RUN,
                          say=lambda message: print(message, file=sys.stderr))
 
 onstart: warn_shared_sqlite(workflow.executor_plugin, BASE)  # cluster executor + sqlite on the shared filesystem
