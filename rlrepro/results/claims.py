@@ -279,8 +279,9 @@ def _at_bound(spec: ExperimentSpec, env_id: str, metric: str, a: list[float], b:
 def _ordering_method(claim: OrderingClaim, comparisons: list[_Comparison]) -> str:
     """The test and its assumption, in one phrase (Verdict.method)."""
     if claim.relation == "beats":
-        return "exact two-sample permutation test of the difference of means, one-sided 0.025 (any distribution; " \
-            "assumes runs independent and exchangeable under no effect)" + (
+        splits = "; ".join(dict.fromkeys(stats.permutation_text(len(c.a), len(c.b)) for c in comparisons))
+        return "two-sample permutation test of the difference of means, one-sided 0.025 (any distribution; " \
+            "assumes runs independent and exchangeable under no effect)" + (f"; {splits}" if splits else "") + (
                 "; Holm over environments" if claim.holds_on == "at_least" else "")
     if comparisons and all(c.bounds is not None for c in comparisons):
         return "distribution-free interval on the metric's range (Anderson's bounds, Bonferroni over the two " \
@@ -747,7 +748,7 @@ def _threshold_verdict(claim: ThresholdClaim, code: int, detail: str, method: st
 
 ABOVE_TRIVIAL_METHOD = (
     "two-sample permutation test of each run's evaluation games against each trivial policy's games (same protocol), "
-    "one-sided 0.025, exact for any score distribution; every (run, policy) pair must hold (intersection-union); never "
+    "one-sided 0.025, valid for any score distribution; every (run, policy) pair must hold (intersection-union); never "
     "'not reproduced' (a handful of games cannot rule out a policy that plays some games well)"
 )
 
@@ -785,7 +786,10 @@ def _judge_above_trivial(claim: AboveTrivialClaim, spec: ExperimentSpec, scale: 
     if code == stats.UNDECIDED:
         detail += (". Games at the trivial level show no gain but cannot rule one out (a policy that plays some games "
                    "well): more evaluation games (evaluation.episodes at this scale) would decide")
-    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, method=ABOVE_TRIVIAL_METHOD)
+    splits = dict.fromkeys(stats.permutation_text(len(games), len(score.scores))
+                           for games in cell.eval_scores for score in scores.values())
+    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence,
+                   method=f"{ABOVE_TRIVIAL_METHOD}; {'; '.join(splits)}")
 
 
 AGGREGATES = {"median_hns": "median", "mean_hns": "mean", "iqm_hns": "iqm"}

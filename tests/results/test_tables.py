@@ -274,7 +274,7 @@ def test_markdown_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
     assert "catch: a - b = +9 [Welch 95% CI +6.73, +11.3], permutation p = 0.05 (the smallest possible at 3 v 3 " \
         "is 0.05) undecided" in lines[0]
     assert "(power: 3 seeds per side cannot detect any difference" in lines[0]
-    assert "(test: exact two-sample permutation test" in lines[0]
+    assert "(test: two-sample permutation test" in lines[0] and "exact: all 20 splits of 3 v 3 runs" in lines[0]
     assert lines[1].startswith("- **a_reaches_2**: reproduced.")
     # Anderson's bound on [0, 12] over 3 seeds (worked by hand in the stats tests)
     assert "mean 11 [95% distribution-free interval 2.924, 12]" in lines[1]
@@ -387,7 +387,7 @@ def test_report_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
     text = aggregated["report"].read_text(encoding="utf-8")
     rows = [line for line in text.splitlines() if line.startswith("| toy/mini |")]
     assert [line.split(" | ")[1:3] for line in rows] == [["a_beats_b", "**inconclusive**"], ["a_reaches_2", "**reproduced**"]]
-    assert "Test: exact two-sample permutation test" in rows[0]  # the verdict names its test
+    assert "two-sample permutation test" in rows[0]  # the verdict names its test
     # claims not judged are grouped per experiment and reason, below the judged ones
     not_judged = text.partition("## Claims not judged at this scale")[2].partition("## Experiments")[0]
     assert "- toy/mini: 1 claim(s) (b_beats_a_at_scale): the claim is judged at scale(s) paper" in not_judged
