@@ -85,10 +85,10 @@ onstart: warn_shared_sqlite(workflow.executor_plugin, BASE)  # cluster executor 
 
 
 onsuccess:
-    # The last lines of a run: the page to open and the verdict tally.
+    # The last lines of a run: the page to open and the verdict tally (a run with only=: first what it judged).
     from rlrepro.results.report import run_end_text
 
-    print(run_end_text(RESULTS))
+    print(run_end_text(RESULTS, [p.key for p in PLANS] if ONLY else None))
 
 
 def machine_cores():
@@ -203,7 +203,7 @@ rule aggregate:
 
 
 # The report always covers every spec (with the tables of earlier runs at this scale): a narrow only= makes the
-# tables it selects, never a smaller REPORT.md.
+# tables it selects, never a smaller REPORT.md; the report leads with them and their tally.
 rule report:
     input:
         [p.table_paths(RESULTS)["md"] for p in PLANS],
@@ -222,8 +222,9 @@ rule report:
     params:
         **COMMON,
         specs=SPECS,
+        only=f"--only {ONLY}" if ONLY else "",  # a params change: another only= writes the report again
     conda:
         ENV
     shell:
         "{params.py:q} -m rlrepro report --specs {params.specs:q} --scale {params.scale}"
-        " --results {params.base:q} > {log:q} 2>&1"
+        " --results {params.base:q} {params.only} > {log:q} 2>&1"

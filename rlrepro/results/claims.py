@@ -514,7 +514,7 @@ def _aggregate_comparison(claim: OrderingClaim, better: np.ndarray, worse: np.nd
         code = int(stats.decide_non_inferior(low, high, claim.margin))
     shown = (point, low, high) if claim.higher_is_better else (-point, -high, -low)
     return code, (f"{claim.aggregate}({claim.better}) - {claim.aggregate}({worse_name}) = {shown[0]:+.3g} "
-                  f"[95% CI {shown[1]:+.3g}, {shown[2]:+.3g}] {_LINE[code]}")
+                  f"[stratified-bootstrap 95% CI {shown[1]:+.3g}, {shown[2]:+.3g}] {_LINE[code]}")
 
 
 def _aggregate_trivial_check(

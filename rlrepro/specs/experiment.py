@@ -11,6 +11,19 @@ from rlrepro.specs.agents import AgentSpec
 from rlrepro.specs.common import Name, PositiveCount, Scale, SpecModel
 from rlrepro.specs.environments import EnvSpec
 
+#: One deviation from the paper or one scale choice a verdict rests on: a short phrase the report prints in a row.
+RestsOnItem = Annotated[str, Field(min_length=3, max_length=90, pattern=r"^\S(.*\S)?$")]
+_RESTS_ON = (
+    "The deviations from the paper and the scale choices {what}, a short phrase each (at most 90 characters, e.g. "
+    "'feed-forward agent (paper: LSTM)', '2 CPU cores (paper: one 48-core machine)'): the report prints them on "
+    "the claim's row under 'rests on', beside the seeds and frames the scale runs (derived from the spec)."
+)
+
+
+def _unique(field: str, items: list[str]) -> None:
+    if len(set(items)) != len(items):
+        raise ValueError(f"{field}: each item once; found {sorted({i for i in items if items.count(i) > 1})} twice")
+
 Overrides = dict[str, Any]
 
 
@@ -101,6 +114,13 @@ class ScaleSpec(SpecModel):
         "for runs that decide no claim at this scale (curves only) and take more than a path check's minutes. "
         "null: in the default job. The smoke scale runs every spec (it is the path check): cpu scale only.",
     )
+    rests_on: list[RestsOnItem] = Field(
+        default_factory=list, description=_RESTS_ON.format(what="of this scale that every claim judged at it rests on"))
+
+    @model_validator(mode="after")
+    def _check_rests_on(self) -> "ScaleSpec":
+        _unique("rests_on", self.rests_on)
+        return self
 
 
 class BudgetSpec(SpecModel):
@@ -209,6 +229,8 @@ class OrderingClaim(SpecModel):
     environments: list[str] | None = Field(None, description="Environment ids where it must hold (default: all run).")
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
+    rests_on: list[RestsOnItem] = Field(
+        default_factory=list, description=_RESTS_ON.format(what="this claim's verdict rests on"))
 
     @model_validator(mode="after")
     def _check_form(self) -> "OrderingClaim":
@@ -284,6 +306,8 @@ class ThresholdClaim(SpecModel):
     )
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
+    rests_on: list[RestsOnItem] = Field(
+        default_factory=list, description=_RESTS_ON.format(what="this claim's verdict rests on"))
 
     @model_validator(mode="after")
     def _check_reason(self) -> "ThresholdClaim":
@@ -327,6 +351,8 @@ class AboveTrivialClaim(SpecModel):
     environment: str = Field(description="Environment id (an Atari game).")
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
+    rests_on: list[RestsOnItem] = Field(
+        default_factory=list, description=_RESTS_ON.format(what="this claim's verdict rests on"))
 
 
 class AggregateClaim(SpecModel):
@@ -351,6 +377,8 @@ class AggregateClaim(SpecModel):
     )
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
+    rests_on: list[RestsOnItem] = Field(
+        default_factory=list, description=_RESTS_ON.format(what="this claim's verdict rests on"))
 
 
 ClaimSpec = Annotated[Union[OrderingClaim, ThresholdClaim, AboveTrivialClaim, AggregateClaim], Field(discriminator="kind")]
@@ -427,6 +455,7 @@ class ExperimentSpec(SpecModel):
                              f"cpu ({', '.join(judged)}); an opt-in set is for runs that decide no claim there")
         uninformative: list[str] = []
         for i, claim in enumerate(self.claims):
+            _unique(f"claims[{i}] ({claim.id}).rests_on", claim.rests_on)
             if isinstance(claim, OrderingClaim):
                 _check_subset(f"claims[{i}].better", [claim.better], names)
                 _check_subset(f"claims[{i}].worse", claim.worse, names)
