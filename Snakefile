@@ -19,6 +19,7 @@ from pathlib import Path
 from rlrepro.cluster import job_resources
 from rlrepro.recovery import recover
 from rlrepro.specs import SCALES
+from rlrepro.specs.cache import use_spec_cache
 from rlrepro.tracking import default_tracking_uri, warn_shared_sqlite
 from rlrepro.workflow import (
     cannot_run,
@@ -50,6 +51,7 @@ BASE = Path(config.get("results", "results"))
 if BASE.exists() and not BASE.is_dir():
     raise ValueError(f"--config results={BASE}: a file; expected a folder (made if missing)")
 RESULTS = results_root(BASE, SCALE)
+use_spec_cache(BASE / ".cache" / "specs")  # validated specs read back while spec and code are unchanged
 
 
 def config_int(key, default=None):

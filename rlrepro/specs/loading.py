@@ -17,6 +17,7 @@ from rlrepro.specs.agents import AgentSpec
 from rlrepro.specs.environments import EnvSpec
 from rlrepro.specs.common import Scale
 from rlrepro.specs.experiment import ExperimentSpec, VariantSpec
+from rlrepro.specs.cache import cached
 from rlrepro.specs.yaml_io import load_yaml
 
 
@@ -370,7 +371,7 @@ def load_specs(paths: Iterable[str | Path]) -> list[tuple[Path, ExperimentSpec]]
     loaded, problems = [], []
     for path in find_spec_files(paths):
         try:
-            loaded.append((path, load_spec(path)))
+            loaded.append((path, cached(path, load_spec)))  # read back when unchanged (use_spec_cache)
         except SpecError as error:
             problems.append(str(error))
     if problems:

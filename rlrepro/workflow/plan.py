@@ -279,9 +279,10 @@ def plan_experiment(spec_path: Path, spec: ExperimentSpec, scale: Scale) -> Expe
     per_job = spec.run.seeds_per_job or len(seeds)
     jobs = []
     for variant in variants:
-        if is_multitask(spec, variant, scale):
-            digest = config_hash(spec, variant.name, MULTITASK_ENV, scale)
-            pbt = resolve_agent(spec, variant, scale).multitask.pbt
+        agent = resolve_agent(spec, variant, scale)  # once per variant: the DAG builds on every invocation
+        if getattr(agent, "multitask", None) is not None:
+            digest = config_hash(spec, variant.name, MULTITASK_ENV, scale, agent=agent)
+            pbt = agent.multitask.pbt
             population = pbt.population_size if pbt.enabled else 1
             for seed in seeds:
                 units = tuple(
@@ -293,7 +294,7 @@ def plan_experiment(spec_path: Path, spec: ExperimentSpec, scale: Scale) -> Expe
                 )
             continue
         for env_id in env_ids:
-            digest = config_hash(spec, variant.name, env_id, scale)
+            digest = config_hash(spec, variant.name, env_id, scale, agent=agent)
             for start in range(0, len(seeds), per_job):
                 chunk = tuple(seeds[start : start + per_job])
                 units = tuple(
@@ -306,19 +307,20 @@ def plan_experiment(spec_path: Path, spec: ExperimentSpec, scale: Scale) -> Expe
     return ExperimentPlan(spec_path, spec, tuple(jobs), scale)
 
 
-def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Scale) -> str:
+def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Scale, *, agent: object = None) -> str:
     """Hash of everything that determines a run's numbers: resolved agent, environment, frames, run settings.
 
-    Editing a claim or a description leaves it unchanged, so finished runs are not retrained.
+    Editing a claim or a description leaves it unchanged, so finished runs are not retrained. ``agent``: the
+    variant's agent at ``scale`` when the caller has resolved it already.
     """
-    variant = next(v for v in spec.variant_list() if v.name == variant_name)
     if env_id == MULTITASK_ENV:
         env = [resolve_env(spec, e, scale).model_dump(mode="json") for e in multitask_env_ids(spec, scale)]
     else:
         env = resolve_env(spec, env_id, scale).model_dump(mode="json")
     return _hash(
         {
-            "agent": _without_absent_additions(_without_placement(resolve_agent(spec, variant, scale).model_dump(mode="json"))),
+            "agent": _without_absent_additions(_without_placement((agent if agent is not None else resolve_agent(
+                spec, next(v for v in spec.variant_list() if v.name == variant_name), scale)).model_dump(mode="json"))),
             "env": _without_reference_scores(env),
             "frames": spec.scale(scale).frames,
             # how jobs are laid out, checkpointed and drawn, not what they compute
