@@ -157,18 +157,36 @@ def claim_id_html(claim: str) -> str:
     return "<code class='claim'>" + "_<wbr>".join(html.escape(part) for part in claim.split("_")) + "</code>"
 
 
-def _not_judged_html(rows: list[tuple[str, ...]]) -> str:
-    """Claims not judged at this scale, one line per experiment and reason (as REPORT.md groups them)."""
+#: The reason of an experiment with no table at this scale (``rlrepro.results.report.not_run_text``).
+NO_TABLE_YET = "not run at this scale (no table yet)"
+
+
+def not_judged_groups(rows: list[tuple[str, ...]]) -> tuple[dict[tuple[str, str], list[str]], dict[str, int]]:
+    """The not-judged claims by (experiment, reason), and apart (when two or more) the experiments with no table
+    at this scale yet with their claim counts: after a run of a few experiments, one line rather than dozens."""
     groups: dict[tuple[str, str], list[str]] = {}
     for experiment, claim, _, detail, *_ in rows:
         groups.setdefault((experiment, detail), []).append(claim)
-    if not groups:
+    unrun = {e: len(c) for (e, detail), c in groups.items() if detail == NO_TABLE_YET}
+    if len(unrun) < 2:
+        return groups, {}
+    return {key: c for key, c in groups.items() if key[1] != NO_TABLE_YET}, unrun
+
+
+def _not_judged_html(rows: list[tuple[str, ...]]) -> str:
+    """Claims not judged at this scale, one line per experiment and reason (as REPORT.md groups them)."""
+    groups, unrun = not_judged_groups(rows)
+    if not groups and not unrun:
         return "<p>None.</p>"
     items = "".join(
         f"<li><a href='#{_anchor(e)}'>{html.escape(e)}</a>: {len(c)} claim{'' if len(c) == 1 else 's'} "
         f"({', '.join(claim_id_html(x) for x in c[:8])}{f' and {len(c) - 8} more' if len(c) > 8 else ''}): "
         f"{_inline_code(detail)}</li>"
         for (e, detail), c in groups.items())
+    if unrun:
+        items += (f"<li>{len(unrun)} experiments, {sum(unrun.values())} claims: {NO_TABLE_YET}: "
+                  + ", ".join(f"<a href='#{_anchor(e)}'>{html.escape(e)}</a> ({n})" for e, n in unrun.items())
+                  + "</li>")
     return f"<ul class='not-judged'>{items}</ul>"
 
 

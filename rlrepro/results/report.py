@@ -9,7 +9,7 @@ from pathlib import Path
 from rlrepro.provenance import git_commit
 from rlrepro.results.claim_rows import ClaimRow, claim_rows, short
 from rlrepro.results.claims import NOT_JUDGED, OUTCOMES, UNINFORMATIVE, VERDICT_MEANING, detail_with_method
-from rlrepro.results.html import write_html_report
+from rlrepro.results.html import NO_TABLE_YET, not_judged_groups, write_html_report
 from rlrepro.results.plots import x_axis_label
 from rlrepro.results.tables import FITNESS_DECIMALS, number_text, search_counts_text
 from rlrepro.specs import Scale, SpecError
@@ -193,7 +193,7 @@ def not_run_text(experiment: ExperimentPlan, table_json: Path) -> str | None:
     if (name := experiment.job_set) != DEFAULT_SET:
         return (f"not run: in the opt-in set '{name}' of this scale (it decides no claim here; it draws curves), "
                 f"which the default job leaves out: `snakemake -c2 --config scale={experiment.scale} set={name}`")
-    return "not run at this scale (no table yet)"
+    return NO_TABLE_YET
 
 
 def run_end_text(root: Path, experiments: list[str] | None = None) -> str:
@@ -271,15 +271,16 @@ def _search_summary(run: dict) -> str:
 
 
 def _not_judged_lines(rows: list[tuple[str, str, str, str]]) -> list[str]:
-    """One line per (experiment, reason), listing the claims it covers."""
-    groups: dict[tuple[str, str], list[str]] = {}
-    for experiment, claim, verdict, detail in rows:
-        if verdict == NOT_JUDGED:
-            groups.setdefault((experiment, detail), []).append(claim)
+    """One line per (experiment, reason), listing the claims it covers; the experiments with no table yet (two or
+    more) in one line."""
+    groups, unrun = not_judged_groups([row for row in rows if row[2] == NOT_JUDGED])
     lines = []
     for (experiment, detail), claims in groups.items():
         shown = ", ".join(claims[:6]) + (f" and {len(claims) - 6} more" if len(claims) > 6 else "")
         lines.append(f"- {experiment}: {len(claims)} claim(s) ({shown}): {detail}")
+    if unrun:
+        lines.append(f"- {len(unrun)} experiments, {sum(unrun.values())} claims: {NO_TABLE_YET}: "
+                     + ", ".join(f"{e} ({n})" for e, n in unrun.items()))
     return lines or ["- none"]
 
 

@@ -960,3 +960,15 @@ def test_a_republished_report_lists_each_verdict_changed_since_with_its_reason(
     assert cells[4].startswith("seeds 2 -> 3; test now: Anderson's distribution-free bound")
     page = (published / "report.html").read_text(encoding="utf-8")
     assert "Verdicts changed since the last published report</h2>" in page and "seeds 2 -&gt; 3" in page
+
+
+def test_experiments_with_no_table_yet_are_one_line_after_a_run_of_a_few() -> None:
+    """Issue 49: after a run of two experiments the other 29 read as one line, not 29 lines burying the two."""
+    from rlrepro.results.html import NO_TABLE_YET, not_judged_groups
+
+    rows = [("p/run", "c1", "not judged", "too small to tell"), ("p/x", "c2", "not judged", NO_TABLE_YET),
+            ("p/x", "c3", "not judged", NO_TABLE_YET), ("p/y", "c4", "not judged", NO_TABLE_YET)]
+    groups, unrun = not_judged_groups(rows)
+    assert groups == {("p/run", "too small to tell"): ["c1"]} and unrun == {"p/x": 2, "p/y": 1}
+    groups, unrun = not_judged_groups(rows[:3])  # one experiment without a table keeps its own line
+    assert unrun == {} and groups[("p/x", NO_TABLE_YET)] == ["c2", "c3"]
