@@ -51,7 +51,8 @@ BASE = Path(config.get("results", "results"))
 if BASE.exists() and not BASE.is_dir():
     raise ValueError(f"--config results={BASE}: a file; expected a folder (made if missing)")
 RESULTS = results_root(BASE, SCALE)
-use_spec_cache(BASE / ".cache" / "specs")  # validated specs read back while spec and code are unchanged
+# validated specs read back while spec and code are unchanged, in Snakemake's own folder (a dry run writes no results)
+use_spec_cache(Path(".snakemake") / "rlrepro-specs")
 
 
 def config_int(key, default=None):

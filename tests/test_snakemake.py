@@ -283,9 +283,14 @@ def test_a_narrow_only_does_not_shrink_the_report(pipeline: Pipeline, make_toy_s
         assert result.returncode == 0, _output(result)
         text = report.read_text()
         assert "2 experiment(s)" in text and "### toytest/toy_e2e" in text and "### toytest/toy_unrun" in text
-        assert "| toytest/toy_e2e | vtrace_beats_none |" in text  # the results of the selected experiment
+        assert "(`toytest/toy_e2e` `vtrace_beats_none`)" in text  # the results of the selected experiment
+        assert "This run (only=toytest/toy_e2e): 1 experiment(s)" in text  # first, with its tally
+        assert "This run: 1 experiment(s) (toytest/toy_e2e)" in result.stdout + result.stderr
     finally:
         extra.unlink()
+        # the report step's params name the run's only=: a run without it writes the report again, as later tests
+        # (and a user's next plain run) expect
+        snakemake(pipeline.workdir, "-c2", *pipeline.config, env=subprocess_env, timeout=300)
         report.write_bytes(before)
 
 

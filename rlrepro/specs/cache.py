@@ -2,8 +2,8 @@
 rather than validated again (issue 49: Snakemake builds the DAG on every invocation, `snakemake -n` included, and
 validating every spec at every scale was a third of it).
 
-Off unless a folder is given (``use_spec_cache``): the Snakefile keeps it in the results folder
-(``<results>/.cache/specs``). An entry's key is the spec file's path and bytes and a stamp of the code and data that
+Off unless a folder is given (``use_spec_cache``): the Snakefile keeps it in Snakemake's own folder of the working
+directory (``.snakemake/rlrepro-specs``; a dry run writes nothing under the results). An entry's key is the spec file's path and bytes and a stamp of the code and data that
 validation reads: every ``rlrepro`` module and reference table (path, size, modification time), Python's and
 pydantic's versions. Any change there starts a new stamp, and the first entry written under it removes the others.
 An entry that cannot be read is validated again; a cache that cannot be written is no error.
