@@ -66,7 +66,7 @@ test-jax-latest: install-jax-latest
 
 # The wheels scripts/device-check.sh installs on a GPU machine (no network there): envs/device-wheels.txt at the
 # JAX-latest lock's versions, for CPython 3.12 manylinux x86-64; checked (rlrepro/bench/device_wheels.py): no JAX or
-# CUDA, every requirement met by the image or the folder, under 48 MiB. The device tool carries it: carry [".device-wheels"].
+# CUDA, every requirement met by the image or the folder, under 48 MiB. Copy it to the GPU machine with the checkout.
 device-wheels: install
 	rm -rf $(DEVICE_WHEELS).new && mkdir -p $(DEVICE_WHEELS).new
 	$(VENV)/bin/python -m rlrepro.bench.device_wheels pins > $(DEVICE_WHEELS).new/requirements.txt

@@ -21,6 +21,7 @@ from pathlib import Path
 from rlrepro.cluster import job_resources
 from rlrepro.recovery import recover
 from rlrepro.specs import SCALES
+from rlrepro.specs.cache import use_spec_cache
 from rlrepro.tracking import default_tracking_uri, warn_shared_sqlite
 from rlrepro.workflow.retire import YES as RETIRE_YES, settle_finished_runs
 from rlrepro.workflow import (
@@ -55,6 +56,8 @@ BASE = Path(config.get("results", "results"))
 if BASE.exists() and not BASE.is_dir():
     raise ValueError(f"--config results={BASE}: a file; expected a folder (made if missing)")
 RESULTS = results_root(BASE, SCALE)
+# validated specs read back while spec and code are unchanged, in Snakemake's own folder (a dry run writes no results)
+use_spec_cache(Path(".snakemake") / "rlrepro-specs")
 
 
 def config_int(key, default=None):
@@ -100,10 +103,10 @@ onstart: warn_shared_sqlite(workflow.executor_plugin, BASE)  # cluster executor 
 
 
 onsuccess:
-    # The last lines of a run: the page to open and the verdict tally.
+    # The last lines of a run: the page to open and the verdict tally (a run with only=: first what it judged).
     from rlrepro.results.report import run_end_text
 
-    print(run_end_text(RESULTS))
+    print(run_end_text(RESULTS, [p.key for p in PLANS] if ONLY else None))
 
 
 def machine_cores():
@@ -218,7 +221,7 @@ rule aggregate:
 
 
 # The report always covers every spec (with the tables of earlier runs at this scale): a narrow only= makes the
-# tables it selects, never a smaller REPORT.md.
+# tables it selects, never a smaller REPORT.md; the report leads with them and their tally.
 rule report:
     input:
         [p.table_paths(RESULTS)["md"] for p in PLANS],
@@ -237,8 +240,9 @@ rule report:
     params:
         **COMMON,
         specs=SPECS,
+        only=f"--only {ONLY}" if ONLY else "",  # a params change: another only= writes the report again
     conda:
         ENV
     shell:
         "{params.py:q} -m rlrepro report --specs {params.specs:q} --scale {params.scale}"
-        " --results {params.base:q} > {log:q} 2>&1"
+        " --results {params.base:q} {params.only} > {log:q} 2>&1"

@@ -378,7 +378,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("report", help="Write REPORT.md: every experiment, every claim.")
     _add_scale(p)
     p.add_argument("--specs", nargs="+", default=["specs"])
-    p.add_argument("--only", default=None)
+    p.add_argument("--only", default=None, help="A run's only= (PAPER or PAPER/EXPERIMENT, comma-separated): the "
+                   "report still covers every experiment, and leads with these and their tally.")
     p.add_argument("--compare", type=Path, default=None, metavar="FOLDER",
                    help="Write nothing: list every claim whose verdict here differs from FOLDER's (a published report "
                    "such as docs/results/cpu, or another results root); exit 1 when one differs.")

@@ -78,3 +78,13 @@ def test_the_readme_links_the_published_report_with_its_summary_line() -> None:
     # the default job the manifest counts is today's: a job that changed since is not called complete
     job = [p.key for p in plan([REPO / "specs"], "cpu") if p.job_set == DEFAULT_SET and not cannot_run(p)]
     assert json.loads((published / MANIFEST).read_text(encoding="utf-8"))["job"] == job
+
+
+def test_the_snakemake_report_command_names_the_run_it_reports_on() -> None:
+    """Issue 49: `snakemake --report` plans the DAG of its own --config and needs every figure that DAG marks for the
+    report. Written with scale=smoke alone, after the first look's run (two experiments) it planned every spec and
+    failed at once ("eval_atari.png marked for report but does not exist"): the command carries the run's only=."""
+    [(scale, only)] = re.findall(r"snakemake --report \S+ -c1 --config scale=(\w+) only=([\w/,]+)", README)
+    first_look = re.findall(r"snakemake -c2 --config scale=(\w+) only=([\w/,]+)", _first_look())
+    assert (scale, only) == first_look[0]
+    assert README.count("snakemake --report") == 1  # the one command checked above

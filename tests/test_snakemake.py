@@ -113,11 +113,11 @@ def test_tables_are_written_in_every_format(pipeline: Pipeline):
 def test_the_report_gives_every_claim_one_verdict_line(pipeline: Pipeline):
     report = (pipeline.root / "REPORT.md").read_text()
     assert report.startswith("# rlrepro report — scale 'smoke'")
-    judged = report.partition("## Claims judged at this scale")[2].partition("## Claims not judged")[0]
-    not_judged = report.partition("## Claims not judged at this scale")[2].partition("## Experiments")[0]
-    rows = [line for line in judged.splitlines() if line.startswith("| toytest/toy_e2e | vtrace_beats_none |")]
+    judged = report.partition("## Results per paper")[2].partition("## Claims not judged")[0]
+    not_judged = report.partition("## Claims not judged at this scale")[2].partition("## Evidence")[0]
+    rows = [line for line in judged.splitlines() if "(`toytest/toy_e2e` `vtrace_beats_none`)" in line]
     assert len(rows) == 1, report
-    assert rows[0].split("|")[3].strip().strip("*") in VERDICTS
+    assert rows[0].strip("|").split(" | ")[3].strip().strip("*") in VERDICTS  # claim | paper | ours | verdict
     # claims not judged at this scale are listed once each, grouped with their reason
     assert "- toytest/toy_e2e: 1 claim(s) (judged_only_at_paper_scale): the claim is judged at scale(s) paper" in not_judged
 
@@ -283,9 +283,14 @@ def test_a_narrow_only_does_not_shrink_the_report(pipeline: Pipeline, make_toy_s
         assert result.returncode == 0, _output(result)
         text = report.read_text()
         assert "2 experiment(s)" in text and "### toytest/toy_e2e" in text and "### toytest/toy_unrun" in text
-        assert "| toytest/toy_e2e | vtrace_beats_none |" in text  # the results of the selected experiment
+        assert "(`toytest/toy_e2e` `vtrace_beats_none`)" in text  # the results of the selected experiment
+        assert "This run (only=toytest/toy_e2e): 1 experiment(s)" in text  # first, with its tally
+        assert "This run: 1 experiment(s) (toytest/toy_e2e)" in result.stdout + result.stderr
     finally:
         extra.unlink()
+        # the report step's params name the run's only=: a run without it writes the report again, as later tests
+        # (and a user's next plain run) expect
+        snakemake(pipeline.workdir, "-c2", *pipeline.config, env=subprocess_env, timeout=300)
         report.write_bytes(before)
 
 

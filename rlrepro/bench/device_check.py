@@ -425,7 +425,7 @@ def run(out_dir: Path, size: str | None, budget_s: float | None, parallel: int |
 
 
 def _interrupt_on_sigterm() -> None:
-    """SIGTERM (``timeout``, the device tool's limit) ends the check like Ctrl-C: its jobs are killed."""
+    """SIGTERM (``timeout``, a job scheduler's time limit) ends the check like Ctrl-C: its jobs are killed."""
 
     def interrupt(signum: int, frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")

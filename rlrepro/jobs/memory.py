@@ -22,7 +22,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-#: Seconds between polls of the children (the same period as the lead's whole-run sampler, /work/runs/memwatch.py).
+#: Seconds between polls of the children.
 POLL_SECONDS = 1.0
 
 

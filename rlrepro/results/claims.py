@@ -507,8 +507,9 @@ def _ordering_method(claim: OrderingClaim, comparisons: list[_Comparison]) -> st
             "one-sided 0.025 (exact when the variants' log10 values differ by a shift; assumes runs independent)" + (
                 "; Holm over environments" if claim.holds_on == "at_least" else "")
     if claim.relation == "beats":
-        return "exact two-sample permutation test of the difference of means, one-sided 0.025 (any distribution; " \
-            "assumes runs independent and exchangeable under no effect)" + (
+        splits = "; ".join(dict.fromkeys(stats.permutation_text(len(c.a), len(c.b)) for c in comparisons))
+        return "two-sample permutation test of the difference of means, one-sided 0.025 (any distribution; " \
+            "assumes runs independent and exchangeable under no effect)" + (f"; {splits}" if splits else "") + (
                 "; Holm over environments" if claim.holds_on == "at_least" else "")
     if comparisons and all(c.bounds is not None for c in comparisons):
         return "distribution-free interval on the metric's range (Anderson's bounds, Bonferroni over the two " \
@@ -756,7 +757,7 @@ def _aggregate_comparison(claim: OrderingClaim, better: np.ndarray, worse: np.nd
         code = int(stats.decide_non_inferior(low, high, claim.margin))
     shown = (point, low, high) if claim.higher_is_better else (-point, -high, -low)
     return code, (f"{claim.aggregate}({claim.better}) - {claim.aggregate}({worse_name}) = {shown[0]:+.3g} "
-                  f"[95% CI {shown[1]:+.3g}, {shown[2]:+.3g}] {_LINE[code]}")
+                  f"[stratified-bootstrap 95% CI {shown[1]:+.3g}, {shown[2]:+.3g}] {_LINE[code]}")
 
 
 def _aggregate_trivial_check(
@@ -993,7 +994,7 @@ def _threshold_verdict(claim: ThresholdClaim, code: int, detail: str, method: st
 
 ABOVE_TRIVIAL_METHOD = (
     "two-sample permutation test of each run's evaluation games against each trivial policy's games (same protocol), "
-    "one-sided 0.025, exact for any score distribution; every (run, policy) pair must hold (intersection-union); never "
+    "one-sided 0.025, valid for any score distribution; every (run, policy) pair must hold (intersection-union); never "
     "'not reproduced' (a handful of games cannot rule out a policy that plays some games well)"
 )
 
@@ -1031,7 +1032,10 @@ def _judge_above_trivial(claim: AboveTrivialClaim, spec: ExperimentSpec, scale: 
     if code == stats.UNDECIDED:
         detail += (". Games at the trivial level show no gain but cannot rule one out (a policy that plays some games "
                    "well): more evaluation games (evaluation.episodes at this scale) would decide")
-    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence, method=ABOVE_TRIVIAL_METHOD)
+    splits = dict.fromkeys(stats.permutation_text(len(games), len(score.scores))
+                           for games in cell.eval_scores for score in scores.values())
+    return Verdict(claim.id, claim.statement, _OUTCOME[code], detail, claim.paper_evidence,
+                   method=f"{ABOVE_TRIVIAL_METHOD}; {'; '.join(splits)}")
 
 
 AGGREGATES = {"median_hns": "median", "mean_hns": "mean", "iqm_hns": "iqm"}

@@ -76,24 +76,27 @@ def probability_of_improvement_ci(
     return point, float(low), float(high)
 
 
-def performance_profile(scores: npt.ArrayLike, taus: npt.ArrayLike) -> np.ndarray:
-    """Fraction of all runs x tasks scores strictly above each tau (rliable's run-score distribution)."""
+def performance_profile(scores: npt.ArrayLike, taus: npt.ArrayLike, *, higher_is_better: bool = True) -> np.ndarray:
+    """Fraction of all runs x tasks scores strictly above each tau (rliable's run-score distribution); strictly below
+    it for a metric where lower is better (an error), so the best variant's curve is the highest either way."""
     flat = np.asarray(scores, dtype=np.float64).ravel()
-    return (flat[None, :] > np.asarray(taus, dtype=np.float64)[:, None]).mean(axis=1)
+    taus = np.asarray(taus, dtype=np.float64)[:, None]
+    return ((flat[None, :] > taus) if higher_is_better else (flat[None, :] < taus)).mean(axis=1)
 
 
 def performance_profile_ci(
-    scores: npt.ArrayLike, taus: npt.ArrayLike, *, reps: int = REPS, seed: int = SEED
+    scores: npt.ArrayLike, taus: npt.ArrayLike, *, reps: int = REPS, seed: int = SEED, higher_is_better: bool = True
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The profile and its 95% stratified-bootstrap band (runs resampled within each task)."""
     matrix = np.asarray(scores, dtype=np.float64)
-    point = performance_profile(matrix, taus)
+    point = performance_profile(matrix, taus, higher_is_better=higher_is_better)
     if matrix.shape[0] == 1:
         return point, point.copy(), point.copy()
     rng = np.random.default_rng(seed)
     tasks = np.arange(matrix.shape[1])
     draws = np.stack([
-        performance_profile(matrix[rng.integers(0, matrix.shape[0], size=matrix.shape), tasks], taus) for _ in range(reps)
+        performance_profile(matrix[rng.integers(0, matrix.shape[0], size=matrix.shape), tasks], taus,
+                            higher_is_better=higher_is_better) for _ in range(reps)
     ])
     low, high = np.percentile(draws, [2.5, 97.5], axis=0)
     return point, low, high
@@ -171,8 +174,11 @@ def profile_thresholds(scores: npt.ArrayLike, points: int = 101) -> np.ndarray:
     return np.linspace(low_end - pad, high_end + pad, points)
 
 
-def plot_performance_profiles(panels: list[tuple[str, dict[str, np.ndarray]]], path: Path, *, metric: str, title: str) -> Path:
-    """Fraction of runs scoring above tau, per variant, with bootstrap bands; one panel per task group."""
+def plot_performance_profiles(
+    panels: list[tuple[str, dict[str, np.ndarray]]], path: Path, *, metric: str, title: str, higher_is_better: bool = True
+) -> Path:
+    """Fraction of runs scoring above tau (below it where lower is better), per variant, with bootstrap bands; one
+    panel per task group."""
     plt = _setup_matplotlib()
     variants = list(dict.fromkeys(v for _, m in panels for v in m))
     style = styles(variants)
@@ -180,12 +186,13 @@ def plot_performance_profiles(panels: list[tuple[str, dict[str, np.ndarray]]], p
     for ax, (name, matrices) in zip(axes[0], panels):
         taus = profile_thresholds(np.concatenate([m.ravel() for m in matrices.values()]))
         for v, m in matrices.items():
-            point, low, high = performance_profile_ci(m, taus)
+            point, low, high = performance_profile_ci(m, taus, higher_is_better=higher_is_better)
             ax.plot(taus, point, label=f"{v} (n={m.shape[0]})", linewidth=1.4, **style[v])
             ax.fill_between(taus, low, high, color=style[v]["color"], alpha=0.12, linewidth=0)
         ax.set_title(name, fontsize=9)
         ax.set_xlabel(f"{metric.replace('_', ' ')} threshold τ")
-        ax.set_ylabel("fraction of runs with score > τ")
+        ax.set_ylabel("fraction of runs with score > τ" if higher_is_better else
+                      "fraction of runs with score < τ (lower is better)")
         ax.set_ylim(-0.02, 1.02)
         ax.grid(alpha=0.3)
     handles, labels = axes[0][0].get_legend_handles_labels()
@@ -469,9 +476,14 @@ def write_figures(
     if panels:
         written.append(("interval estimates of median, IQM and mean",
                         plot_interval_estimates(panels, out(f"{curves_png.stem}.intervals.png"), metric=label, title=title)))
-        written.append(("performance profiles",
-                        plot_performance_profiles(panels, out(f"{curves_png.stem}.profiles.png"), metric=label, title=title)))
     comparisons = [c if isinstance(c, Comparison) else Comparison(*c, metric=metric) for c in pairs]
+    if panels:
+        # the claims on the table's metric say which way is better (an error: lower); none say: higher
+        lower = [c for c in comparisons if c.metric == metric and not c.higher_is_better]
+        higher = not lower or any(c.higher_is_better for c in comparisons if c.metric == metric)
+        written.append(("performance profiles" + ("" if higher else " (lower is better: fraction of runs below τ)"),
+                        plot_performance_profiles(panels, out(f"{curves_png.stem}.profiles.png"), metric=label,
+                                                  title=title, higher_is_better=higher)))
     for compared in dict.fromkeys(c.metric for c in comparisons):
         own = [c for c in comparisons if c.metric == compared]
         name = "improvement" if compared == metric else f"improvement.{compared}"

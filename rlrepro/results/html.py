@@ -19,6 +19,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from rlrepro.provenance import git_commit
+from rlrepro.results.claim_rows import ClaimRow, short
 from rlrepro.results.claims import NOT_JUDGED
 
 STYLE = """
@@ -41,6 +42,14 @@ nav ul { columns: 2; } .files a { margin-right: .8rem; }
 .verdict-other { background: #e6e6e6; color: #333; }
 .experiment { border-top: 1px solid #eee; }
 .meta { color: #555; font-size: .9rem; }
+table.results { display: table; width: 100%; table-layout: fixed; }
+table.results col.c-claim { width: 34.5%; } table.results col.c-paper { width: 11%; } table.results col.c-ours { width: 25%; }
+table.results col.c-verdict { width: 12%; } table.results col.c-rests { width: 17.5%; }
+table.results td { overflow-wrap: anywhere; } table.results td.rests { color: #444; font-size: .82rem; }
+table.results tr.claim td { border-bottom: none; } table.results tr.evidence td { background: #fff; border-top: none;
+  padding-top: 0; font-size: .82rem; }
+table.results details summary { cursor: pointer; color: #1a4f8b; } table.results details p { margin: .3rem 0 .3rem 1rem; }
+.lead { background: #eef4fb; border-left: 4px solid #1a4f8b; padding: .4rem .8rem; }
 """
 
 
@@ -68,6 +77,48 @@ def _relink(fragment: str, prefix: str) -> str:
         return f'{attr}="{prefix}{url}"'
 
     return re.sub(r'(src|href)="([^"]*)"', fix, fragment)
+
+
+def _results_tables(rows: list[ClaimRow], papers: dict[str, str]) -> str:
+    """One table per paper of its judged claims: the claim (the paper's words, short, with its experiment and id),
+    the paper's value, ours (with its interval, named by its method), the verdict, what it rests on, and the test,
+    p-values and full evidence in a <details> a click away."""
+    if not rows:
+        return "<p>No claim is judged at this scale.</p>"
+    out = []
+    for paper, title in papers.items():
+        mine = [row for row in rows if row.experiment.split("/")[0] == paper]
+        if not mine:
+            continue
+        columns = "".join(f"<col class='c-{c}'>" for c in ("claim", "paper", "ours", "verdict", "rests"))
+        out.append(f"<h3 id='paper-{_anchor(paper)[4:]}'>{html.escape(title)}</h3><table class='results'>"
+                   f"<colgroup>{columns}</colgroup><thead><tr><th>claim</th><th>the paper</th><th>ours</th>"
+                   "<th>verdict</th><th>rests on</th></tr></thead><tbody>")
+        for row in mine:
+            p_values = row.p_values.split(", ") if row.p_values else []
+            summary = "test and evidence" + (f": p = {', '.join(p_values[:3])}" if p_values else "") + (
+                f" and {len(p_values) - 3} more" if len(p_values) > 3 else "")
+            evidence = "".join(f"<p><b>{label}</b> {_inline_code(text)}</p>" for label, text in (
+                ("Test:", row.method), ("p:", row.p_values), ("Evidence:", row.detail),
+                ("The claim:", row.statement), ("The paper:", row.paper_evidence)) if text)
+            out.append(
+                f"<tr class='claim' id='{row.anchor}'><td class='claim-text'>{html.escape(short(row.statement))}<br>"
+                f"<a class='meta' href='#{_anchor(row.experiment)}'>{html.escape(row.experiment)}</a> "
+                f"{claim_id_html(row.claim)}</td><td>{html.escape(row.paper)}</td><td>{html.escape(row.ours)}</td>"
+                f"<td><span class='{verdict_class(row.verdict)}'>{html.escape(row.verdict)}</span></td>"
+                f"<td class='rests'>{html.escape(row.rests_on)}</td></tr>"
+                f"<tr class='evidence'><td colspan='5'><details><summary>{html.escape(summary)}</summary>{evidence}"
+                "</details></td></tr>")
+        out.append("</tbody></table>")
+    return "".join(out)
+
+
+def _changes_html(lines: list[str] | None) -> str:
+    """The verdicts changed since the last published report (REPORT.md's section, its table as HTML)."""
+    if lines is None:
+        return ""
+    return ("<h2 id='changes'>Verdicts changed since the last published report</h2>"
+            + _markdown_html("\n".join(lines)))
 
 
 def _verdict_table(rows: list[tuple[str, ...]]) -> str:
@@ -106,18 +157,36 @@ def claim_id_html(claim: str) -> str:
     return "<code class='claim'>" + "_<wbr>".join(html.escape(part) for part in claim.split("_")) + "</code>"
 
 
-def _not_judged_html(rows: list[tuple[str, ...]]) -> str:
-    """Claims not judged at this scale, one line per experiment and reason (as REPORT.md groups them)."""
+#: The reason of an experiment with no table at this scale (``rlrepro.results.report.not_run_text``).
+NO_TABLE_YET = "not run at this scale (no table yet)"
+
+
+def not_judged_groups(rows: list[tuple[str, ...]]) -> tuple[dict[tuple[str, str], list[str]], dict[str, int]]:
+    """The not-judged claims by (experiment, reason), and apart (when two or more) the experiments with no table
+    at this scale yet with their claim counts: after a run of a few experiments, one line rather than dozens."""
     groups: dict[tuple[str, str], list[str]] = {}
     for experiment, claim, _, detail, *_ in rows:
         groups.setdefault((experiment, detail), []).append(claim)
-    if not groups:
+    unrun = {e: len(c) for (e, detail), c in groups.items() if detail == NO_TABLE_YET}
+    if len(unrun) < 2:
+        return groups, {}
+    return {key: c for key, c in groups.items() if key[1] != NO_TABLE_YET}, unrun
+
+
+def _not_judged_html(rows: list[tuple[str, ...]]) -> str:
+    """Claims not judged at this scale, one line per experiment and reason (as REPORT.md groups them)."""
+    groups, unrun = not_judged_groups(rows)
+    if not groups and not unrun:
         return "<p>None.</p>"
     items = "".join(
         f"<li><a href='#{_anchor(e)}'>{html.escape(e)}</a>: {len(c)} claim{'' if len(c) == 1 else 's'} "
         f"({', '.join(claim_id_html(x) for x in c[:8])}{f' and {len(c) - 8} more' if len(c) > 8 else ''}): "
         f"{_inline_code(detail)}</li>"
         for (e, detail), c in groups.items())
+    if unrun:
+        items += (f"<li>{len(unrun)} experiments, {sum(unrun.values())} claims: {NO_TABLE_YET}: "
+                  + ", ".join(f"<a href='#{_anchor(e)}'>{html.escape(e)}</a> ({n})" for e, n in unrun.items())
+                  + "</li>")
     return f"<ul class='not-judged'>{items}</ul>"
 
 
@@ -167,13 +236,18 @@ def _claims_pointer(body: str, rows: list[tuple[str, ...]]) -> str:
 
 
 def write_html_report(
-    sections: list[tuple[str, str | None]], rows: list[tuple[str, str, str, str]], *, scale: str, root: Path
+    sections: list[tuple[str, str | None]], rows: list[tuple[str, str, str, str]], *, scale: str, root: Path,
+    claim_rows: list[ClaimRow] | None = None, lead: str = "", changes: list[str] | None = None,
+    papers: dict[str, str] | None = None,
 ) -> Path:
     """Write ``<root>/report.html``.
 
     Args:
       sections: (experiment key, why it has no table or None), in report order.
       rows: (experiment, claim, verdict, detail) for every claim, as REPORT.md lists them.
+      claim_rows: the judged claims as the papers' results tables show them (``rlrepro.results.claim_rows``).
+      lead: what a run with ``only=`` selected (shown first); changes: the changed-verdicts section's Markdown.
+      papers: paper -> its title, in report order.
     """
     parts = [experiment_section(key, root, not_run)[0] for key, not_run in sections]
     counts: dict[str, int] = {}
@@ -192,11 +266,14 @@ def write_html_report(
         f"{len(sections)} experiment(s), {len(rows)} claim(s): {summary or 'none'}. "
         "Files: <a href='REPORT.md'>REPORT.md</a>, <a href='tables/'>tables/</a>"
         + (", <a href='runs/'>runs/</a>" if (root / "runs").is_dir() else "")  # a published copy has no run folders
-        + ". "
-        "Intervals are 95% stratified-bootstrap confidence intervals over seeds.</p>"
+        + ". " + html.escape(INTERVALS_NOTE) + "</p>"
+        + (f"<p class='lead'>{html.escape(lead)}</p>" if lead else "")
+        + _changes_html(changes)
+        + f"<h2 id='claims'>Results per paper</h2>"
+        + (_results_tables(claim_rows, papers or {}) if claim_rows is not None else
+           _verdict_table([r for r in rows if r[2] != NOT_JUDGED]))
+        + f"<h2>Claims not judged at this scale</h2>{_not_judged_html([r for r in rows if r[2] == NOT_JUDGED])}"
         f"<nav><h2>Experiments</h2><ul>{nav}</ul></nav>"
-        f"<h2 id='claims'>Claims judged at this scale</h2>{_verdict_table([r for r in rows if r[2] != NOT_JUDGED])}"
-        f"<h2>Claims not judged at this scale</h2>{_not_judged_html([r for r in rows if r[2] == NOT_JUDGED])}"
         + "".join(parts)
         + "</body></html>\n"
     )
@@ -205,6 +282,11 @@ def write_html_report(
     path.write_text(page, encoding="utf-8")
     (root / STANDALONE).write_text(embed_images(page, root), encoding="utf-8")
     return path
+
+
+#: What the page says of its intervals once, in its header (REPORT.md's INTERVALS_TEXT in short).
+INTERVALS_NOTE = ("Each interval is named by its method where it appears (Welch, distribution-free, Clopper-Pearson, "
+                  "stratified bootstrap); a claim's test and p-values are behind its row's evidence.")
 
 
 #: The same page with every figure inside it: what ``snakemake --report`` shows (it embeds a page as a ``data:``

@@ -64,6 +64,43 @@ def compare(before: Path, now: Path) -> Comparison:
                       sum(1 for key in old if new.get(key) == old[key]))
 
 
+def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int, int, int]:
+    """The claims whose verdict differs between two folders (each a results root or a published folder), each with
+    the reason their tables give; and how many are the same, judged only before, only now.
+
+    A reason is read, never typed: what differs between the two tables' provenance (the spec's hash, the seeds, the
+    commits the runs trained at) and between the two verdicts' tests; where none differs, the same runs were judged
+    by other rules (the commits the tables were made at).
+    """
+    result = compare(before, now)
+    changed = []
+    for key, claim, old, new in result.differ:
+        a, b = (_table(folder, key) for folder in (before, now))
+        pa, pb = a.get("provenance", {}), b.get("provenance", {})
+        va, vb = (next((c for c in t.get("claims", []) if c["claim"] == claim), {}) for t in (a, b))
+        reasons = []
+        if pa.get("spec_hash") != pb.get("spec_hash"):
+            reasons.append(f"spec changed (hash {pa.get('spec_hash')} -> {pb.get('spec_hash')})")
+        if pa.get("seeds") != pb.get("seeds"):
+            reasons.append(f"seeds {pa.get('seeds')} -> {pb.get('seeds')}")
+        if pa.get("run_commits") != pb.get("run_commits"):
+            reasons.append("runs trained again (at " + ", ".join(c[:12] for c in pb.get("run_commits", [])) + ")")
+        if (va.get("method") or "") != (vb.get("method") or ""):
+            reasons.append(f"test now: {vb.get('method') or 'none'}")
+        if not reasons:
+            reasons.append(f"the same runs judged by the rules of another commit (tables at "
+                           f"{str(pa.get('table_commit', '?'))[:12]} -> {str(pb.get('table_commit', '?'))[:12]})")
+        if new == UNINFORMATIVE and vb.get("detail"):
+            reasons.append(vb["detail"].split(";")[0])  # the trivial-policy control that made it uninformative
+        changed.append({"experiment": key, "claim": claim, "before": old, "now": new, "reason": "; ".join(reasons)})
+    return changed, result.same, len(result.only_before), len(result.only_now)
+
+
+def _table(folder: Path, key: str) -> dict:
+    path = Path(folder) / "tables" / f"{key}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+
+
 def compare_lines(before: Path, now: Path) -> tuple[list[str], bool]:
     """What ``rlrepro report --compare`` prints, and whether any verdict differs."""
     result = compare(before, now)
@@ -219,7 +256,8 @@ def publish(root: Path, dest: Path, specs: list[str | Path] | None = None) -> tu
         stage = Path(tmp) / root.name
         kept, dropped = _stage_tables(root, dest, stage, new, {p.key: spec_hash(p.spec) for p in plans})
         dropped = [*unfinished.values(), *dropped]
-        write_report(specs, scale=root.name, results=Path(tmp))
+        earlier = dest if experiments_with_tables(dest) else None  # the verdicts changed since: a section
+        write_report(specs, scale=root.name, results=Path(tmp), compare_to=earlier)
         for path in stage.iterdir():
             if path.is_file() and path.name not in REPORT_FILES:
                 path.unlink()  # spec_sets.json (this machine's paths), the standalone page (every figure inlined)

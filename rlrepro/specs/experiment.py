@@ -12,6 +12,19 @@ from rlrepro.specs.common import Name, PositiveCount, Scale, SpecModel
 from rlrepro.specs.control import split_variant
 from rlrepro.specs.environments import EnvSpec
 
+#: One deviation from the paper or one scale choice a verdict rests on: a short phrase the report prints in a row.
+RestsOnItem = Annotated[str, Field(min_length=3, max_length=90, pattern=r"^\S(.*\S)?$")]
+_RESTS_ON = (
+    "The deviations from the paper and the scale choices {what}, a short phrase each (at most 90 characters, e.g. "
+    "'feed-forward agent (paper: LSTM)', '2 CPU cores (paper: one 48-core machine)'): the report prints them on "
+    "the claim's row under 'rests on', beside the seeds and frames the scale runs (derived from the spec)."
+)
+
+
+def _unique(field: str, items: list[str]) -> None:
+    if len(set(items)) != len(items):
+        raise ValueError(f"{field}: each item once; found {sorted({i for i in items if items.count(i) > 1})} twice")
+
 Overrides = dict[str, Any]
 
 
@@ -107,6 +120,13 @@ class ScaleSpec(SpecModel):
         description="Why claims judged at this scale leave the default job with its opt-in set (their runs' hours, "
         "measured): required when an opt-in experiment decides claims, which `rlrepro plan` counts under its set.",
     )
+    rests_on: list[RestsOnItem] = Field(
+        default_factory=list, description=_RESTS_ON.format(what="of this scale that every claim judged at it rests on"))
+
+    @model_validator(mode="after")
+    def _check_rests_on(self) -> "ScaleSpec":
+        _unique("rests_on", self.rests_on)
+        return self
 
 
 class BudgetSpec(SpecModel):
@@ -261,6 +281,8 @@ class OrderingClaim(ControlledClaim):
         description="What the runs' machine must have for the claim to be testable; runs on less leave it not judged "
         "('not testable on this machine: ...'). Default: any machine.",
     )
+    rests_on: list[RestsOnItem] = Field(
+        default_factory=list, description=_RESTS_ON.format(what="this claim's verdict rests on"))
 
     @model_validator(mode="after")
     def _check_form(self) -> "OrderingClaim":
@@ -339,6 +361,8 @@ class ThresholdClaim(ControlledClaim):
     )
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
+    rests_on: list[RestsOnItem] = Field(
+        default_factory=list, description=_RESTS_ON.format(what="this claim's verdict rests on"))
 
     @model_validator(mode="after")
     def _check_reason(self) -> "ThresholdClaim":
@@ -382,6 +406,8 @@ class AboveTrivialClaim(ControlledClaim):
     environment: str = Field(description="Environment id (an Atari game).")
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
+    rests_on: list[RestsOnItem] = Field(
+        default_factory=list, description=_RESTS_ON.format(what="this claim's verdict rests on"))
 
 
 class AggregateClaim(ControlledClaim):
@@ -414,6 +440,8 @@ class AggregateClaim(ControlledClaim):
     )
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
+    rests_on: list[RestsOnItem] = Field(
+        default_factory=list, description=_RESTS_ON.format(what="this claim's verdict rests on"))
 
 
 ClaimSpec = Annotated[Union[OrderingClaim, ThresholdClaim, AboveTrivialClaim, AggregateClaim], Field(discriminator="kind")]
@@ -495,6 +523,7 @@ class ExperimentSpec(SpecModel):
             raise ValueError("scales.cpu.opt_in_reason: only for an opt-in set that decides claims judged at cpu")
         uninformative: list[str] = []
         for i, claim in enumerate(self.claims):
+            _unique(f"claims[{i}] ({claim.id}).rests_on", claim.rests_on)
             if isinstance(claim, OrderingClaim):
                 _check_subset(f"claims[{i}].better", [claim.better], names)
                 _check_subset(f"claims[{i}].worse", claim.worse, names)

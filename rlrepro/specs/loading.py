@@ -18,6 +18,7 @@ from rlrepro.specs.agents import AgentSpec
 from rlrepro.specs.environments import EnvSpec
 from rlrepro.specs.common import Scale
 from rlrepro.specs.experiment import ExperimentSpec, VariantSpec
+from rlrepro.specs.cache import cached
 from rlrepro.specs.yaml_io import load_yaml
 
 
@@ -69,12 +70,39 @@ def _field_names(model: type[BaseModel], seen: set[type] | None = None) -> set[s
 _FIELD_NAMES = sorted(_field_names(ExperimentSpec))
 
 
-def _did_you_mean(key: object) -> str:
-    """' (did you mean 'learning_rate'?)' for a key close to a spec field's name; '' otherwise."""
+def _model_names(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:
+    """The class names of ``model`` and the models below it: pydantic names a member of a plain (untagged) union
+    by its class in an error's location."""
+    seen = seen if seen is not None else set()
+    if model in seen:
+        return set()
+    seen.add(model)
+    names = {model.__name__}
+    for field in model.model_fields.values():
+        stack = [field.annotation]
+        while stack:
+            annotation = stack.pop()
+            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                names |= _model_names(annotation, seen)
+            else:
+                stack.extend(get_args(annotation))
+    return names
+
+
+_MODEL_NAMES = _model_names(ExperimentSpec)
+
+
+def _did_you_mean(key: object, names: Iterable[str] = ()) -> str:
+    """' (did you mean 'learning_rate'?)' for a key close to a field's name: one of ``names`` (the fields its block
+    lacks) first, else any spec field's; never the key itself (a field of another model); '' otherwise."""
     import difflib  # noqa: PLC0415
 
-    close = difflib.get_close_matches(str(key), _FIELD_NAMES, n=1, cutoff=0.75)
-    return f"; did you mean '{close[0]}'?" if close else ""
+    for candidates in (list(names), _FIELD_NAMES):
+        close = difflib.get_close_matches(str(key), [n for n in candidates if n != str(key)], n=1, cutoff=0.75)
+        if close:
+            return f"; did you mean '{close[0]}'?"
+    return ""
+
 _AGENT_ADAPTER: TypeAdapter[Any] = TypeAdapter(AgentSpec)
 _ENV_ADAPTER: TypeAdapter[Any] = TypeAdapter(EnvSpec)
 
@@ -164,13 +192,35 @@ def validate_spec(data: Mapping[str, Any], *, source: str = "<spec>") -> Experim
 
 
 def format_errors(error: ValidationError, prefix: str = "") -> list[str]:
-    """One line per pydantic error: field path, what was expected, what was found."""
+    """One line per mistake: field path, what was expected, what was found.
+
+    A block whose type is a plain union (an optimiser: RMSProp or Adam) is reported against the member it comes
+    closest to (fewest errors), not once per member; a misspelt key and the required field it was meant to be are
+    one line, at the misspelt key (its YAML line): "unknown key (...; did you mean 'epsilon', a required field this
+    block lacks?)".
+    """
+    items = _closest_union_members(error.errors(include_url=False))
+    missing: dict[tuple, list[str]] = {}
+    for item in items:
+        if item["type"] == "missing" and item["loc"]:
+            missing.setdefault(_block(item["loc"]), []).append(str(item["loc"][-1]))
+    meant: set[tuple] = set()  # (block, field): a missing field named by a misspelt key's line
     lines = []
-    for item in error.errors(include_url=False):
+    for item in items:
         field = _field_path(item["loc"], prefix)
         if item["type"] == "extra_forbidden":
-            lines.append(f"{field}: unknown key (not a field of this model{_did_you_mean(item['loc'][-1])})")
+            block, key = _block(item["loc"]), item["loc"][-1]
+            hint = _did_you_mean(key, missing.get(block, []))
+            guess = hint.partition("'")[2].rpartition("'")[0]
+            if guess in missing.get(block, []) and (block, guess) not in meant:
+                meant.add((block, guess))
+                hint = f"; did you mean '{guess}', a required field this block lacks?"
+            lines.append(f"{field}: unknown key (not a field of this model{hint})")
+    for item in items:
+        if item["type"] == "extra_forbidden" or (
+                item["type"] == "missing" and item["loc"] and (_block(item["loc"]), str(item["loc"][-1])) in meant):
             continue
+        field = _field_path(item["loc"], prefix)
         if item["type"] == "union_tag_invalid":
             expected = item.get("ctx", {}).get("expected_tags", "")
             found = item.get("ctx", {}).get("tag")
@@ -183,6 +233,31 @@ def format_errors(error: ValidationError, prefix: str = "") -> list[str]:
         found_text = "missing" if item["type"] == "missing" else f"{found!r} ({type(found).__name__})"
         lines.append(f"{field}: expected {_expected(item['msg'])}; found {found_text}")
     return lines
+
+
+def _is_member(element: object) -> bool:
+    """A location element naming a member of a plain union (a model's class, or 'list[VariantSpec]')."""
+    return isinstance(element, str) and (element in _MODEL_NAMES or element.startswith("list["))
+
+
+def _block(loc: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The block an error's field is in: its location without the field and without union members' names."""
+    return tuple(e for e in loc[:-1] if not _is_member(e))
+
+
+def _closest_union_members(items: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Of a plain union's members (errors located ``(..., 'RMSPropSpec', ...)``), the errors of the member with the
+    fewest (the first such member on a tie): the one the block was meant to be."""
+    counts: dict[tuple, dict[str, int]] = {}
+    for item in items:
+        for j, element in enumerate(item["loc"]):
+            if _is_member(element):
+                members = counts.setdefault(tuple(item["loc"][:j]), {})
+                members[element] = members.get(element, 0) + 1
+    best = {at: min(members, key=lambda m: (members[m], list(members).index(m))) for at, members in counts.items()}
+    return [item for item in items
+            if all(best.get(tuple(item["loc"][:j]), element) == element
+                   for j, element in enumerate(item["loc"]) if _is_member(element))]
 
 
 def _expected(message: str) -> str:
@@ -199,7 +274,7 @@ def _field_path(loc: tuple[Any, ...], prefix: str) -> str:
             parts[-1:] = [f"{parts[-1]}[{element}]"] if parts else [f"[{element}]"]
         elif element in _UNION_TAGS and i < len(loc) - 1:
             continue
-        elif element.startswith(("list[", "VariantGridSpec")):
+        elif _is_member(element):  # a plain union's member: the closest one's errors are the ones left
             continue
         else:
             parts.append(element)
@@ -302,7 +377,7 @@ def load_specs(paths: Iterable[str | Path]) -> list[tuple[Path, ExperimentSpec]]
     loaded, problems = [], []
     for path in find_spec_files(paths):
         try:
-            loaded.append((path, load_spec(path)))
+            loaded.append((path, cached(path, load_spec)))  # read back when unchanged (use_spec_cache)
         except SpecError as error:
             problems.append(str(error))
     if problems:

@@ -290,9 +290,10 @@ def _variant_jobs(spec_path: Path, spec: ExperimentSpec, scale: Scale, variant: 
     env_ids = size.environments or [env.id for env in spec.environments]
     seeds = list(range(control_seeds(size.seeds) if split_variant(name)[1] else size.seeds))
     per_job = min(spec.run.seeds_per_job or len(seeds), len(seeds))
-    if is_multitask(spec, variant, scale):
-        digest = config_hash(spec, name, MULTITASK_ENV, scale)
-        pbt = resolve_agent(spec, variant, scale).multitask.pbt
+    agent = resolve_agent(spec, variant, scale, control=split_variant(name)[1])  # once per arm: the DAG builds often
+    if getattr(agent, "multitask", None) is not None:
+        digest = config_hash(spec, name, MULTITASK_ENV, scale, agent=agent)
+        pbt = agent.multitask.pbt
         population = pbt.population_size if pbt.enabled else 1
         return [
             Job(spec_path, spec.paper, spec.experiment, name, MULTITASK_ENV, (seed,), size.frames, digest,
@@ -302,7 +303,7 @@ def _variant_jobs(spec_path: Path, spec: ExperimentSpec, scale: Scale, variant: 
         ]
     jobs = []
     for env_id in env_ids:
-        digest = config_hash(spec, name, env_id, scale)
+        digest = config_hash(spec, name, env_id, scale, agent=agent)
         for start in range(0, len(seeds), per_job):
             chunk = tuple(seeds[start : start + per_job])
             units = tuple(RunUnit(spec.paper, spec.experiment, name, env_id, seed, size.frames) for seed in chunk)
@@ -311,10 +312,11 @@ def _variant_jobs(spec_path: Path, spec: ExperimentSpec, scale: Scale, variant: 
     return jobs
 
 
-def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Scale) -> str:
+def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Scale, *, agent: object = None) -> str:
     """Hash of everything that determines a run's numbers: resolved agent, environment, frames, run settings.
 
-    Editing a claim or a description leaves it unchanged, so finished runs are not retrained.
+    Editing a claim or a description leaves it unchanged, so finished runs are not retrained. ``agent``: the
+    variant's agent at ``scale`` when the caller has resolved it already.
     """
     variant, control = spec.variant_named(variant_name)
     if env_id == MULTITASK_ENV:
@@ -323,9 +325,9 @@ def config_hash(spec: ExperimentSpec, variant_name: str, env_id: str, scale: Sca
         env = resolve_env(spec, env_id, scale).model_dump(mode="json")
     return _hash(
         {
-            "agent": _without_absent_additions(
-                _without_placement(resolve_agent(spec, variant, scale, control=control).model_dump(mode="json"))
-            ),
+            "agent": _without_absent_additions(_without_placement(
+                (agent if agent is not None else resolve_agent(spec, variant, scale, control=control)).model_dump(mode="json")
+            )),
             "env": _without_reference_scores(env),
             "frames": spec.scale(scale).frames,
             # how jobs are laid out, checkpointed and drawn, not what they compute

@@ -85,7 +85,20 @@ def test_ordering_that_clearly_holds_is_reproduced_with_welchs_interval() -> Non
     # 4 v 4 with every HIGH above every LOW: the observed split is the most extreme of C(8, 4) = 70, p = 1/70
     assert verdict.detail.count("a - b = +9.12 [Welch 95% CI +7.79, +10.5], permutation p = 0.0143 supports") == 2
     assert "intersection-union" in verdict.detail
-    assert verdict.method.startswith("exact two-sample permutation test")
+    assert verdict.method.startswith("two-sample permutation test")
+    assert "exact: all 70 splits of 4 v 4 runs, smallest p 0.0143" in verdict.method  # C(8, 4) = 70, 1/70
+
+
+def test_a_permutation_test_over_random_splits_says_monte_carlo_and_its_floor() -> None:
+    """16 v 16 runs: C(32, 16) = 601,080,390 splits, above EXACT_SPLITS, so p counts 4,000 random splits and the
+    observed one: every clear gap reads 1/4,001 = 0.00025, and the method says so rather than 'exact'."""
+    high = [10.0 + 0.1 * i for i in range(16)]
+    low = [1.0 + 0.1 * i for i in range(16)]
+    [verdict] = judge_claims(make_spec(ordering()), "cpu", cells({("a", "catch"): high, ("b", "catch"): low}))
+    assert "permutation p = 0.00025 supports" in verdict.detail
+    assert "exact" not in verdict.method.split(";")[0]
+    assert ("Monte Carlo: 4,000 random splits of 16 v 16 runs and the observed one, p-value floor 1/4,001 = 0.00025 "
+            "(valid at its level; not exact)") in verdict.method
 
 
 def test_ordering_that_is_clearly_reversed_is_not_reproduced() -> None:

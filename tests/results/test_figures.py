@@ -39,6 +39,34 @@ def test_performance_profile_by_hand() -> None:
     assert performance_profile([[1.0, 2.0], [3.0, 4.0]], [0.0, 2.0, 4.0]).tolist() == [1.0, 0.5, 0.0]
 
 
+def test_a_lower_is_better_profile_counts_runs_below_tau_and_draws_the_best_variant_highest(tmp_path: Path, monkeypatch) -> None:
+    # scores {1, 2, 3, 4}, lower is better: < 0: none; < 2: {1} = 1/4 (strictly below); < 5: 4/4
+    assert performance_profile([[1.0, 2.0], [3.0, 4.0]], [0.0, 2.0, 5.0], higher_is_better=False).tolist() == [0.0, 0.25, 1.0]
+    from rlrepro.results.figures import Comparison
+
+    # FRODO's random walk: frodo's value error (0.01, 0.02) beats td's (0.05, 0.06); its profile must lie on top
+    cells = {(v, "rw"): CellResult(v, "rw", seeds=[0, 1], final=e, frames=[10, 10], report_metric="value_error")
+             for v, e in (("frodo", [0.01, 0.02]), ("td", [0.05, 0.06]))}
+    written = dict(write_figures(tmp_path / "x.png", cells, metric="value_error", title="t",
+                                 pairs=[Comparison("frodo", "td", "value_error", higher_is_better=False)]))
+    path = written["performance profiles (lower is better: fraction of runs below τ)"]
+    assert path.name == "x.profiles.png"
+    import matplotlib.pyplot as plt
+
+    from rlrepro.results import figures
+
+    drawn = {}
+    original = figures._save
+    monkeypatch.setattr(figures, "_save", lambda fig, p, plt_: (drawn.setdefault("ax", fig.axes[0]), original(fig, p, plt_))[1])
+    figures.plot_performance_profiles([("rw", {"frodo": np.array([[0.01], [0.02]]), "td": np.array([[0.05], [0.06]])})],
+                                      tmp_path / "p.png", metric="value_error", title="t", higher_is_better=False)
+    plt.close("all")
+    ax = drawn["ax"]
+    assert ax.get_ylabel() == "fraction of runs with score < τ (lower is better)"
+    frodo, td = (line.get_ydata() for line in ax.lines[:2])
+    assert (frodo >= td).all() and (frodo > td).any()  # the better (lower-error) variant's curve is on top
+
+
 def test_profile_thresholds_span_the_scores_and_stay_readable_when_they_are_equal() -> None:
     from rlrepro.results.figures import profile_thresholds
 

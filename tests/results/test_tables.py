@@ -40,7 +40,8 @@ def _toy() -> dict[str, Any]:
              "worse": ["b"], "judged_at": ["cpu"], "paper_evidence": "Table 2"},
             # on [0, 12] Anderson's lower bound of the mean of 10, 11, 12 (3 seeds) is 2.92: above 2
             {"kind": "threshold", "id": "a_reaches_2", "statement": "a reaches 2 on catch.", "variant": "a",
-             "environment": "catch", "op": ">=", "value": 2.0, "metric_range": [0.0, 12.0], "judged_at": ["cpu"]},
+             "environment": "catch", "op": ">=", "value": 2.0, "metric_range": [0.0, 12.0], "judged_at": ["cpu"],
+             "rests_on": ["toy tasks (paper: DMLab)"]},
             {"kind": "ordering", "id": "b_beats_a_at_scale", "statement": "b wins with the paper's budget.",
              "better": "b", "worse": ["a"], "judged_at": ["paper"]},
         ],
@@ -49,6 +50,13 @@ def _toy() -> dict[str, Any]:
         },
         paper_values={"a": {"catch": 46.8}},
     )
+
+
+def _row(report: str, key: str, claim: str) -> list[str]:
+    """The cells of a claim's row in its paper's results table (REPORT.md): claim, paper, ours, verdict, rests on,
+    evidence note."""
+    [line] = [line for line in report.splitlines() if line.startswith("| ") and f"(`{key}` `{claim}`)" in line]
+    return [cell.strip() for cell in line.strip("|").split(" | ")]
 
 
 def _dmlab() -> dict[str, Any]:
@@ -278,7 +286,7 @@ def test_markdown_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
     assert "catch: a - b = +9 [Welch 95% CI +7.59, +10.4], permutation p = 0.0143 supports" in lines[0]
     # beside it the frozen arm (about the random level, no order between a and b): shown beyond it
     assert "Control: the frozen arm reads inconclusive" in lines[0] and "the runs beyond the frozen arm: p = " in lines[0]
-    assert "(test: exact two-sample permutation test" in lines[0]
+    assert "(test: two-sample permutation test" in lines[0] and "exact: all 70 splits of 4 v 4 runs" in lines[0]
     assert lines[1].startswith("- **a_reaches_2**: reproduced.")
     # Anderson's bound on [0, 12] over 4 seeds (worked by hand in the stats tests)
     assert "mean 11 [95% distribution-free interval 3.887, 11.87]" in lines[1]
@@ -370,7 +378,7 @@ def test_cli_aggregate_and_report(tmp_path: Path) -> None:
     assert main(["aggregate", "--spec", str(toy), "--scale", "cpu", "--results", str(results)]) == 0
     assert (results / "cpu" / "tables" / "toy" / "mini.md").is_file()
     assert main(["report", "--specs", str(tmp_path / "specs"), "--scale", "cpu", "--results", str(results)]) == 0
-    assert "| toy/mini | a_beats_b | **reproduced** |" in (results / "cpu" / "REPORT.md").read_text()
+    assert _row((results / "cpu" / "REPORT.md").read_text(), "toy/mini", "a_beats_b")[3] == "**reproduced**"
 
 
 # --- the report --------------------------------------------------------------------------------------------
@@ -384,14 +392,29 @@ def test_report_is_written_under_the_scale_root(aggregated: dict[str, Any]) -> N
     # toy/mini: 2 reproduced (4 v 4) + 1 not judged; lab/watermaze and toy/unrun: not judged
     assert "3 experiment(s), 7 claim(s): 2 reproduced, 5 not judged" in text
     assert "**inconclusive**: this scale cannot decide" in text  # the verdicts are explained once, at the top
-    assert "## Uninformative claims" in text and "- none" in text.partition("## Uninformative claims")[2]
+    # each interval names its method where it appears: no global "bootstrap" line that most rows contradict
+    assert "Intervals: each is named by its method where it appears" in text
+    assert "stratified-bootstrap confidence intervals over seeds" not in text
 
 
 def test_report_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
     text = aggregated["report"].read_text(encoding="utf-8")
-    rows = [line for line in text.splitlines() if line.startswith("| toy/mini |")]
-    assert [line.split(" | ")[1:3] for line in rows] == [["a_beats_b", "**reproduced**"], ["a_reaches_2", "**reproduced**"]]
-    assert "Test: exact two-sample permutation test" in rows[0]  # the verdict names its test
+    # a results table per paper: the claim in the paper's words, the paper's value, ours with its interval (named by
+    # its method), the verdict, what it rests on (the spec's rests_on and the scale's seeds and frames against the
+    # paper's), and a note with the test, p-values and the full evidence
+    assert "### A Toy Paper (Someone et al., 2024)" in text
+    beats, reaches = _row(text, "toy/mini", "a_beats_b"), _row(text, "toy/mini", "a_reaches_2")
+    assert beats[:4] == ["a scores higher than b (`toy/mini` `a_beats_b`)", "a on catch: 46.8",
+                         "cartpole: a - b = +9 [Welch 95% CI +7.59, +10.4] (and 1 more in the evidence)",
+                         "**reproduced**"]
+    assert beats[4] == "cpu scale: 4 seeds (paper 5), 200 frames per run (paper 1k)"
+    assert reaches[1:5] == [">= 2 · a: 46.8", "final_return of a on catch: mean 11 "
+                            "[95% distribution-free interval 3.887, 11.87]", "**reproduced**",
+                            "toy tasks (paper: DMLab); cpu scale: 4 seeds (paper 5), 200 frames per run (paper 1k)"]
+    note = text.partition(f"<a id=\"{beats[5].partition('(#')[2].rstrip(')')}\"></a>")[2].partition("\n")[0]
+    assert note.startswith("1. **toy/mini** `a_beats_b`: **reproduced**.")
+    assert "Test: two-sample permutation test" in note and "p: 0.0143, 0.0143" in note  # not the rule's "smallest p"
+    assert "Evidence: final_return (higher is better)" in note
     # claims not judged are grouped per experiment and reason, below the judged ones
     not_judged = text.partition("## Claims not judged at this scale")[2].partition("## Experiments")[0]
     assert "- toy/mini: 1 claim(s) (b_beats_a_at_scale): the claim is judged at scale(s) paper" in not_judged
@@ -550,7 +573,7 @@ def test_a_job_published_a_session_at_a_time_keeps_what_earlier_sessions_publish
     report = (dest / "REPORT.md").read_text(encoding="utf-8")
     assert "in 2 sessions" in report.splitlines()[0]
     for key in ("toy/mini", "toy/other"):
-        assert f"| {key} | a_reaches_2 | **reproduced** |" in report
+        assert _row(report, key, "a_reaches_2")[3] == "**reproduced**"
         assert f"tables/{key}.png" in (dest / "report.html").read_text(encoding="utf-8")
     sessions = lambda: [s["experiments"] for s in json.loads((dest / MANIFEST).read_text())["sessions"]]  # noqa: E731
     assert sessions() == [["toy/mini"], ["toy/other"]]
@@ -598,13 +621,27 @@ def test_a_job_published_a_session_at_a_time_keeps_what_earlier_sessions_publish
     assert sorted(p.name for p in dest.parent.iterdir()) == ["cpu"]
 
 
-def test_report_only_selects(aggregated: dict[str, Any], tmp_path: Path) -> None:
-    results = tmp_path / "results"
-    path = write_report([aggregated["specs"]], scale="smoke", results=results, only="lab")
+def test_a_run_with_only_leads_its_report_and_ends_with_its_own_tally(aggregated: dict[str, Any]) -> None:
+    """Issue 49: a run of some experiments (only=) reads first what it judged, then the whole scale's report."""
+    from rlrepro.results.report import TALLY_FILE, run_end_text
+
+    results = aggregated["results"]
+    path = write_report([aggregated["specs"]], scale="cpu", results=results, only="toy/mini")
     text = path.read_text(encoding="utf-8")
-    assert path == results / "smoke" / "REPORT.md"
-    assert "1 experiment(s), 1 claim(s): 1 not judged" in text
-    assert "toy/mini" not in text
+    assert ("This run (only=toy/mini): 1 experiment(s), 3 claim(s): 1 reproduced, 1 inconclusive, 1 not judged. "
+            "They come first below: toy/mini.") in text
+    assert "3 experiment(s), 7 claim(s)" in text  # the report still covers every experiment
+    sections = [line for line in text.splitlines() if line.startswith("### ") and "/" in line]
+    assert sections[0] == "### toy/mini"
+    page = (path.parent / "report.html").read_text(encoding="utf-8")
+    assert "class='lead'>This run (only=toy/mini)" in page
+    assert page.index("id='exp-toy-mini'") < page.index("id='exp-lab-watermaze'")
+    assert json.loads((path.parent / TALLY_FILE).read_text())["run"]["claims"] == {
+        "reproduced": 1, "inconclusive": 1, "not judged": 1}
+    assert run_end_text(path.parent, ["toy/mini"]).splitlines() == [
+        "This run: 1 experiment(s) (toy/mini), 3 claim(s): 1 reproduced, 1 inconclusive, 1 not judged",
+        f"Report: {path.parent / 'report.html'} (they come first)",
+        "Whole report: 3 experiment(s), 7 claim(s): 1 reproduced, 1 inconclusive, 5 not judged"]
 
 
 def test_the_standalone_page_carries_every_figure_inside_it(aggregated: dict[str, Any]) -> None:
@@ -634,9 +671,11 @@ def test_the_page_shows_each_claim_once_and_groups_the_not_judged_per_experiment
     for claim, times in (("a_beats_b", 2), ("a_reaches_2", 2), ("b_beats_a_at_scale", 2), ("lab_claim", 1)):
         assert text.count(claim) == times, (claim, text.count(claim))
     assert "word-break: break-all" not in page and "a_<wbr>beats_<wbr>b" in page
-    judged = page.partition("Claims judged at this scale")[2].partition("Claims not judged")[0]
+    judged = page.partition("Results per paper")[2].partition("Claims not judged")[0]
     assert "exp-toy-mini" in judged and "a_<wbr>reaches_<wbr>2" in judged and "lab_<wbr>claim" not in judged
-    not_judged = page.partition("Claims not judged at this scale")[2].partition("<section")[0]
+    # the test, the p-value and the full evidence one click away, under each row
+    assert judged.count("<details>") == 2 and "<summary>test and evidence: p = 0.05, 0.05</summary>" in judged
+    not_judged = page.partition("Claims not judged at this scale")[2].partition("</ul>")[0]
     assert re.search(r"toy/unrun</a>: 3 claims \(.*\): not run at this scale|toy/unrun</a>: 3 claims", not_judged)
     assert not_judged.count("<li>") == 3  # toy/mini (1 at scale paper), lab/watermaze, toy/unrun
 
@@ -896,3 +935,44 @@ def test_the_hardware_of_the_runs_is_named_in_words() -> None:
     gpu = {"platform": "gpu", "device_kind": "NVIDIA H100 80GB HBM3", "device_count": 1, "cpu_cores": 16}
     assert _hardware_text(gpu) == "1x NVIDIA H100 80GB HBM3 + 16 CPU cores"
     assert _hardware_text({"platform": "cpu", "device_count": 1}) == "CPU cores not recorded (JAX on the CPU)"
+
+
+def test_a_republished_report_lists_each_verdict_changed_since_with_its_reason(
+    aggregated: dict[str, Any], tmp_path: Path
+) -> None:
+    """Issue 49: publishing over an earlier publication adds a section of the verdicts that changed since, each with
+    the reason the two tables give (here the earlier one had 2 seeds and another test), in REPORT.md and the page."""
+    published = tmp_path / "docs" / "cpu"
+    args = ["--scale", "cpu", "--results", str(aggregated["results"]), "--to", str(published),
+            "--specs", str(aggregated["specs"])]
+    assert main(["publish", *args]) == 0
+    first = (published / "REPORT.md").read_text(encoding="utf-8")
+    assert "## Verdicts changed since the last published report" not in first  # nothing published before it
+    table = published / "tables" / "toy" / "mini.json"
+    data = json.loads(table.read_text(encoding="utf-8"))  # the earlier publication, as if judged differently
+    data["provenance"]["seeds"] = 2
+    [claim] = [c for c in data["claims"] if c["claim"] == "a_reaches_2"]
+    claim.update(verdict="inconclusive", method="an older test")
+    table.write_text(json.dumps(data), encoding="utf-8")
+    assert main(["publish", *args]) == 0
+    report = (published / "REPORT.md").read_text(encoding="utf-8")
+    section = report.partition("## Verdicts changed since the last published report")[2].partition("## ")[0]
+    assert "2 claim(s) the same, 1 changed" in section
+    [row] = [line for line in section.splitlines() if "`a_reaches_2`" in line]
+    cells = [cell.strip() for cell in row.strip("|").split(" | ")]
+    assert cells[:4] == ["toy/mini", "`a_reaches_2`", "inconclusive", "**reproduced**"]
+    assert cells[4].startswith("seeds 2 -> 3; test now: Anderson's distribution-free bound")
+    page = (published / "report.html").read_text(encoding="utf-8")
+    assert "Verdicts changed since the last published report</h2>" in page and "seeds 2 -&gt; 3" in page
+
+
+def test_experiments_with_no_table_yet_are_one_line_after_a_run_of_a_few() -> None:
+    """Issue 49: after a run of two experiments the other 29 read as one line, not 29 lines burying the two."""
+    from rlrepro.results.html import NO_TABLE_YET, not_judged_groups
+
+    rows = [("p/run", "c1", "not judged", "too small to tell"), ("p/x", "c2", "not judged", NO_TABLE_YET),
+            ("p/x", "c3", "not judged", NO_TABLE_YET), ("p/y", "c4", "not judged", NO_TABLE_YET)]
+    groups, unrun = not_judged_groups(rows)
+    assert groups == {("p/run", "too small to tell"): ["c1"]} and unrun == {"p/x": 2, "p/y": 1}
+    groups, unrun = not_judged_groups(rows[:3])  # one experiment without a table keeps its own line
+    assert unrun == {} and groups[("p/x", NO_TABLE_YET)] == ["c2", "c3"]

@@ -149,3 +149,16 @@ def test_reference_scores_do_not_change_a_runs_config_hash() -> None:
     # a gym environment's return_range does change its numbers (normalized_return): it stays in the hash
     assert config_hash(validate_spec(spec_with(environments=gym)), "a", "catch", "cpu") != config_hash(
         validate_spec(spec_with(environments=with_range)), "a", "catch", "cpu")
+
+
+def test_rests_on_is_a_list_of_short_distinct_phrases_on_claims_and_scales() -> None:
+    """Issue 49: what a verdict rests on is the spec's, validated: a short phrase each, each once."""
+    spec = validate_spec(spec_with(ordering(rests_on=["feed-forward agents (paper: LSTM 256)"])))
+    assert spec.claims[0].rests_on == ["feed-forward agents (paper: LSTM 256)"]
+    with pytest.raises(SpecError, match=r"claims\[0\] \(o\)\.rests_on: each item once"):
+        validate_spec(spec_with(ordering(rests_on=["2 CPU cores", "2 CPU cores"])))
+    with pytest.raises(SpecError, match=r"claims\[0\]\.rests_on\[0\]: expected string should have at most 90 characters"):
+        validate_spec(spec_with(threshold(rests_on=["x" * 91])))
+    data = spec_with(ordering())
+    data["scales"]["cpu"]["rests_on"] = ["2 CPU cores (paper: 48 CPUs)"]
+    assert validate_spec(data).scales["cpu"].rests_on == ["2 CPU cores (paper: 48 CPUs)"]
