@@ -408,7 +408,16 @@ def decided_lines(plans: list, scale: str, left_out: list, *, detail: bool = Tru
         for paper in dict.fromkeys(e.spec.paper for e, _, _ in deciding):
             mine = [f"{e.spec.experiment} {len(e.claims_decided)}" for e, _, _ in deciding if e.spec.paper == paper]
             lines += wrap(f"{paper}: {', '.join(mine)}", indent="  ")
-    out_of_reach = [(e, e.claims_out_of_reach) for e, _, _ in runnable if e.claims_out_of_reach]
+    from rlrepro.results.claims import NOT_TESTABLE
+
+    untestable = [(e, key, why) for e, _, _ in runnable for key, why in e.claims_out_of_reach.items()
+                  if why.startswith(NOT_TESTABLE)]
+    if untestable:  # a limit of this machine, not of the claim's design: a bigger machine (or a cluster) decides them
+        lines += wrap(f"not testable on this machine ({len(untestable)}: not judged here, never refuted): " + ", ".join(
+            f"{e.key} {key}" + (f" ({why[len(NOT_TESTABLE):].strip()})" if detail else "") for e, key, why in untestable),
+            indent="  ")
+    out_of_reach = [(e, reasons) for e, _, _ in runnable
+                    if (reasons := {k: w for k, w in e.claims_out_of_reach.items() if not w.startswith(NOT_TESTABLE)})]
     if out_of_reach:
         count = sum(len(reasons) for _, reasons in out_of_reach)
         lines += wrap(f"judged here, but its seeds cannot show them reproduced ({count}: inconclusive, at most refuted, "

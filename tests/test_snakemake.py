@@ -93,7 +93,10 @@ def test_tables_are_written_in_every_format(pipeline: Pipeline):
     assert names == sorted([f"toy_e2e.{ext}" for ext in ("csv", "json", "md", "png")] + figures)
     assert (tables / "toy_e2e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = json.loads((tables / "toy_e2e.json").read_text())
-    assert {row["variant"] for row in table["rows"]} == set(VARIANTS)
+    # the frozen arm of each variant the claim reads trains at smoke too (the path check of issue 44's control)
+    assert {row["variant"] for row in table["rows"]} == {*VARIANTS, *(f"{v}@frozen" for v in VARIANTS)}
+    frozen = json.loads((pipeline.run_dir("vtrace@frozen", 0) / "spec.resolved.json").read_text())
+    assert frozen["config"]["agent"]["learning"] is False
     assert [c["claim"] for c in table["claims"]] == list(CLAIMS)
     assert table["provenance"]["scale"] == "smoke"
     md = (tables / "toy_e2e.md").read_text()

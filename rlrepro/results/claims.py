@@ -250,13 +250,14 @@ def _beside_frozen(claim: object, spec: ExperimentSpec, scale: str, verdict: Ver
                               matches=matches)
     frozen_text = f"the frozen arm reads {frozen_verdict.verdict}: {frozen_verdict.detail}"
     beyond_text = f"; the runs beyond the frozen arm: p = {beyond:.3g} ({test})" if beyond is not None else ""
+    # the runs' evidence first, the frozen arm's after "Control:" (a report's "ours" is the runs' first estimate)
     if outcome == "uninformative" and not matches:
-        return _with(verdict, UNINFORMATIVE, f"uninformative: a frozen agent also passes it ({frozen_text}); the runs "
-                     f"alone would read {verdict.verdict}. {verdict.detail}")
+        return _with(verdict, UNINFORMATIVE, f"uninformative: a frozen agent also passes it; the runs alone would read "
+                     f"{verdict.verdict}. {verdict.detail}. Control: {frozen_text}")
     if outcome == "uninformative":
         return _with(verdict, UNINFORMATIVE, f"uninformative: the variants that match are not shown beyond their frozen "
                      f"arms{beyond_text}: agents that learned nothing match; the runs alone would read "
-                     f"{REPRODUCED}. {verdict.detail}")
+                     f"{REPRODUCED}. {verdict.detail}. Control: {frozen_text}")
     if outcome == "inconclusive":
         return _with(verdict, INCONCLUSIVE, f"the runs alone would read {REPRODUCED}, but they are not shown beyond "
                      f"the frozen arm{beyond_text}: more seeds (of both arms) would decide whether learning, not the "

@@ -194,22 +194,32 @@ def provenance_line(dest: Path) -> str:
                      "training)" if beside else "") + ".")
 
 
-def summary_line(dest: Path, scale: str = "cpu") -> str:
+def summary_line(dest: Path, scale: str = "cpu", specs: list[str | Path] | None = None) -> str:
     """The README's line for a published report: "N claims judged at the cpu scale: a reproduced, ..." (from
-    ``verdicts.json``; N counts every verdict but "not judged"), and how much of the main job it covers."""
+    ``verdicts.json``; N counts every verdict but "not judged"), and how much of the main job it covers (given
+    ``specs``: and whether that job is still theirs)."""
     claims = json.loads((Path(dest) / "verdicts.json").read_text(encoding="utf-8"))["claims"]
     shown = (REPRODUCED, INCONCLUSIVE, NOT_REPRODUCED, UNINFORMATIVE)
     judged = sum(n for verdict, n in claims.items() if verdict != NOT_JUDGED)
     return (f"{judged} claims judged at the {scale} scale: "
-            + ", ".join(f"{claims.get(verdict, 0)} {verdict}" for verdict in shown) + f" ({_coverage(dest)})")
+            + ", ".join(f"{claims.get(verdict, 0)} {verdict}" for verdict in shown) + f" ({_coverage(dest, specs)})")
 
 
-def _coverage(dest: Path) -> str:
-    """How much of the main job a published folder holds (from its MANIFEST)."""
+def _coverage(dest: Path, specs: list[str | Path] | None = None) -> str:
+    """How much of the main job a published folder holds (from its MANIFEST), and, given ``specs``, whether that job
+    is still theirs (a job that changed since is never called complete)."""
+    from rlrepro.workflow import DEFAULT_SET, cannot_run, plan  # noqa: PLC0415 -- planning, only for this line
+
     job = json.loads((Path(dest) / MANIFEST).read_text(encoding="utf-8"))["job"]
     done = [key for key in experiments_with_tables(dest) if key in job]
-    return (f"{len(done)} of the main job's {len(job)} experiments published so far" if len(done) < len(job)
+    text = (f"{len(done)} of the main job's {len(job)} experiments published so far" if len(done) < len(job)
             else f"all {len(job)} experiments of the main job")
+    if specs is None:
+        return text
+    today = [p.key for p in plan(specs, "cpu") if p.job_set == DEFAULT_SET and not cannot_run(p)]
+    if today != job:
+        text += (f" as it was when published; today's main job, {len(today)} experiments, is not published yet")
+    return text
 
 
 def publish(root: Path, dest: Path, specs: list[str | Path] | None = None) -> tuple[list[Path], list[str]]:

@@ -51,8 +51,8 @@ def test_exploration_noise_read_as_far_fraction_is_uninformative() -> None:
                            "a@frozen": [0.02, 0.03, 0.025, 0.021], "b@frozen": [0.895, 0.89, 0.9, 0.893]},
                     "far_fraction")
     assert verdict.verdict == UNINFORMATIVE
-    assert verdict.detail.startswith("uninformative: a frozen agent also passes it (the frozen arm reads reproduced")
-    assert "the runs alone would read reproduced" in verdict.detail and "p = 0.0143" in verdict.detail
+    assert verdict.detail.startswith("uninformative: a frozen agent also passes it; the runs alone would read reproduced")
+    assert "Control: the frozen arm reads reproduced" in verdict.detail and "p = 0.0143" in verdict.detail
 
 
 def test_pbt_that_explores_without_learning_is_uninformative() -> None:

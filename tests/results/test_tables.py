@@ -405,7 +405,7 @@ def test_report_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
     assert "### A Toy Paper (Someone et al., 2024)" in text
     beats, reaches = _row(text, "toy/mini", "a_beats_b"), _row(text, "toy/mini", "a_reaches_2")
     assert beats[:4] == ["a scores higher than b (`toy/mini` `a_beats_b`)", "a on catch: 46.8",
-                         "cartpole: a - b = +9 [Welch 95% CI +7.59, +10.4] (and 1 more in the evidence)",
+                         "cartpole: a - b = +9 [Welch 95% CI +7.59, +10.4] (and 3 more in the evidence)",  # the frozen arm's two
                          "**reproduced**"]
     assert beats[4] == "cpu scale: 4 seeds (paper 5), 200 frames per run (paper 1k)"
     assert reaches[1:5] == [">= 2 · a: 46.8", "final_return of a on catch: mean 11 "
