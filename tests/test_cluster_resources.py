@@ -3,6 +3,7 @@ dry runs). The real cluster runs are tests/test_cluster.py (`make test-cluster`)
 
 from __future__ import annotations
 
+import math
 import os
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 from snakemake.profiles import ProfileConfigFileParser
 
 from rlrepro.cluster import job_resources, status_command_for
-from rlrepro.workflow.cost import MEM_MB, RUNTIME_OVERHEAD_MINUTES
+from rlrepro.workflow.cost import FROZEN_COST, MEM_MB, RUNTIME_OVERHEAD_MINUTES
 from rlrepro.plan_text import memory_lines
 from rlrepro.specs import SpecError, load_spec
 from rlrepro.workflow import plan, plan_experiment
@@ -28,13 +29,17 @@ def _experiment(path: Path, scale: str):
 
 def test_runtime_is_the_measured_minutes_per_job_with_headroom(tmp_path: Path):
     # Toy spec at smoke scale: 2 variants x 1 env = 2 jobs of equal frames, measured 0.5 min for the experiment
-    # with 2 jobs side by side on 2 cores -> each job 0.5 min of one core -> 0.5 x 2 (headroom) + 15 = 16 min.
+    # with 2 jobs side by side on 2 cores -> each job 0.5 min of one core -> 0.5 x 2 (headroom) + 15 = 16 min. Its
+    # frozen arm (the claim's two variants, learning off) adds 2 jobs at IMPALA's measured cost per frame:
+    # 0.5 x 1.46 = 0.73 min -> 0.73 x 2 + 15 = 16.46, rounded up: 17 min.
     path = write_spec(tmp_path, toy_run_spec_data(smoke_environments=["catch"]))
     experiment = _experiment(path, "smoke")
-    assert len(experiment.jobs) == 2
+    assert [job.variant for job in experiment.jobs] == ["vtrace", "none", "vtrace@frozen", "none@frozen"]
     for job in experiment.jobs:
         resources = job_resources(job, experiment, "smoke", gpus=1)
-        assert resources["runtime"] == 16 == 1 + RUNTIME_OVERHEAD_MINUTES
+        frozen = job.variant.endswith("@frozen")
+        assert resources["runtime"] == (math.ceil(0.5 * FROZEN_COST["impala"] * 2 + 15) if frozen else 16) == (
+            17 if frozen else 1 + RUNTIME_OVERHEAD_MINUTES)
         assert resources["gpu"] == 1 and resources["mem_mb"] > 0 and "slurm_extra" not in resources
 
 
@@ -101,7 +106,7 @@ def test_a_specs_measured_memory_reaches_slurm_with_headroom(tmp_path: Path):
     # (2,048 MB) is added: 3,460 -> 3,500. --config mem_mb overrides; the cpu scale states none: the default.
     path = _measured_toy(tmp_path / "specs", 600)
     smoke, cpu = _experiment(path, "smoke"), _experiment(path, "cpu")
-    assert [job_resources(job, smoke, "smoke", gpus=0)["mem_mb"] for job in smoke.jobs] == [1500, 1500]
+    assert [job_resources(job, smoke, "smoke", gpus=0)["mem_mb"] for job in smoke.jobs] == [1500] * 4  # frozen arm too
     assert job_resources(smoke.jobs[0], smoke, "smoke", gpus=1)["mem_mb"] == 3500
     assert job_resources(smoke.jobs[0], smoke, "smoke", gpus=0, mem_mb=8000)["mem_mb"] == 8000
     assert job_resources(cpu.jobs[0], cpu, "cpu", gpus=0)["mem_mb"] == MEM_MB == 4000
@@ -109,7 +114,7 @@ def test_a_specs_measured_memory_reaches_slurm_with_headroom(tmp_path: Path):
     result = _dry_run("scale=smoke", f"specs={tmp_path / 'specs'}")
     assert result.returncode == 0, result.stderr[-3000:]
     lines = [line for line in result.stdout.splitlines() if "runtime=" in line and "gpu=" in line]
-    assert len(lines) == 2 and all("mem_mb=1500" in line for line in lines), result.stdout[-3000:]
+    assert len(lines) == 4 and all("mem_mb=1500" in line for line in lines), result.stdout[-3000:]
 
 
 @pytest.mark.parametrize("value", [0, -512])
@@ -125,8 +130,8 @@ def test_the_plan_names_the_experiments_whose_jobs_fall_back_to_the_default_memo
     plans = [_experiment(measured, "smoke"), _experiment(unmeasured, "smoke")]
     lines = memory_lines(plans, "smoke")
     # per experiment under its paper: jobs, --mem (600 x 1.5 + 512 = 1,412 -> 1,500 MB), the measured peak
-    assert lines[3:6] == ["toytest", "  toy            2  1,500 MB             600 MB",
-                          "  unmeasured     2  4,000 MB [d]              -"]
+    assert lines[3:6] == ["toytest", "  toy            4  1,500 MB             600 MB",
+                          "  unmeasured     4  4,000 MB [d]              -"]
     notes = " ".join(" ".join(lines[6:]).split())  # wrapped at 80 columns
     assert notes == ("--mem: the measured peak x 1.5 + 512 MB (rounded up to 100 MB; jobs with GPUs add 2,048 MB). "
                      "[d] the default 4,000 MB: the spec states no measured memory at scale 'smoke' (or set --config "
@@ -135,7 +140,7 @@ def test_the_plan_names_the_experiments_whose_jobs_fall_back_to_the_default_memo
     result = subprocess.run([sys.executable, "-m", "rlrepro", "plan", "--specs", str(tmp_path / "b"), "--scale",
                              "smoke"], capture_output=True, text=True, timeout=300, cwd=REPO)
     assert result.returncode == 0, result.stderr
-    assert "  unmeasured     2  4,000 MB [d]              -" in result.stdout
+    assert "  unmeasured     4  4,000 MB [d]              -" in result.stdout
     assert "[d] the default 4,000 MB: the spec states no measured memory at scale 'smoke'" in result.stdout
 
 

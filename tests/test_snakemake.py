@@ -20,6 +20,7 @@ import pytest
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"
 VARIANTS = ("vtrace", "none")
+ARMS = (*VARIANTS, *(f"{v}@frozen" for v in VARIANTS))  # and the frozen arm of each (the claim reads both)
 SEEDS = (0, 1)
 CLAIMS = ("vtrace_beats_none", "judged_only_at_paper_scale")
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not judged", "uninformative")
@@ -94,7 +95,7 @@ def test_tables_are_written_in_every_format(pipeline: Pipeline):
     assert (tables / "toy_e2e.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     table = json.loads((tables / "toy_e2e.json").read_text())
     # the frozen arm of each variant the claim reads trains at smoke too (the path check of issue 44's control)
-    assert {row["variant"] for row in table["rows"]} == {*VARIANTS, *(f"{v}@frozen" for v in VARIANTS)}
+    assert {row["variant"] for row in table["rows"]} == set(ARMS)
     frozen = json.loads((pipeline.run_dir("vtrace@frozen", 0) / "spec.resolved.json").read_text())
     assert frozen["config"]["agent"]["learning"] is False
     assert [c["claim"] for c in table["claims"]] == list(CLAIMS)
@@ -131,7 +132,7 @@ def test_runs_are_mirrored_in_mlflow_once_per_unit_with_tags_and_steps(pipeline:
     keys = sorted(run.data.tags["rlrepro.run_key"] for run in mlflow_runs)
     # Keys carry the results root's identity (made once in <results>/.project), so two checkouts never collide.
     project = (pipeline.base / ".project").read_text().strip()
-    assert keys == sorted(f"{project}/smoke/toytest/toy_e2e/{v}/catch/seed{s}" for v in VARIANTS for s in SEEDS)
+    assert keys == sorted(f"{project}/smoke/toytest/toy_e2e/{v}/catch/seed{s}" for v in ARMS for s in SEEDS)
     assert {run.data.tags["rlrepro.project"] for run in mlflow_runs} == {project}
     for run in mlflow_runs:  # each job's device placement is a param (issue 15): JAX's CPU here
         assert run.data.params["device.platform"] == "cpu" and int(run.data.params["device.device_count"]) >= 1
@@ -232,7 +233,7 @@ def test_mlflow_sync_afterwards_skips_every_run(pipeline: Pipeline, subprocess_e
         cwd=pipeline.workdir, capture_output=True, text=True, env=subprocess_env, timeout=120,
     )  # fmt: skip
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == f"created=0 failed=0 replaced=0 skipped={len(VARIANTS) * len(SEEDS)}"
+    assert result.stdout.strip() == f"created=0 failed=0 replaced=0 skipped={len(ARMS) * len(SEEDS)}"
 
     from mlflow import MlflowClient
 
@@ -452,8 +453,8 @@ def test_the_dag_of_the_repository_specs_builds(tmp_path: Path, subprocess_env):
                      r"seeds 0-15\n    log: results/cpu/logs/train/impala/offpolicy_correction_toy/", per_job, flags=re.M)
     assert re.search(r"^Job \d+: tables of frodo/random_walk: results/cpu/tables/frodo/random_walk\.md$", per_job,
                      flags=re.M)
-    # the longest: the log path of the IMPALA toy's longest variant name (129 columns); was 1,500+
-    assert max(len(line) for line in per_job.splitlines()) <= 130
+    # the longest: the log path of the IMPALA toy's longest variant name's frozen arm (135 columns); was 1,500+
+    assert max(len(line) for line in per_job.splitlines()) <= 136
 
 
 def test_set_curves_runs_the_opt_in_experiments_only_and_an_unknown_set_is_an_error(tmp_path: Path, subprocess_env):
@@ -620,13 +621,15 @@ def test_a_spec_edited_in_place_retrains_and_keeps_the_earlier_runs_findable(
     first = snakemake(workdir, "-c2", *p.config, env=subprocess_env)
     assert first.returncode == 0, _output(first)
     runs_dir = p.root / "runs" / "toytest" / "toy_edit"
-    before = {variant: _files(runs_dir / variant) for variant in VARIANTS}
+    # each variant and its frozen arm (the claim reads both variants): an edit of 'none' changes its arm's run too
+    before = {variant: _files(runs_dir / variant) for variant in ARMS}
     table_before = _files(p.root / "tables" / "toytest")
     mirrors_before = _mlflow_runs(p.uri, "toytest/toy_edit", "ACTIVE_ONLY")
     seed_mirrors = {i: r for i, r in mirrors_before.items() if "rlrepro.run_key" in r[3]}
-    edited = {i: r for i, r in seed_mirrors.items() if r[3]["variant"] == "none"}
+    edited = {i: r for i, r in seed_mirrors.items() if r[3]["variant"] in ("none", "none@frozen")}
     old = json.loads((runs_dir / "none" / "catch" / "seed0" / "summary.json").read_text())["run"]
-    assert len(before["none"]) == 2 * 3 and len(seed_mirrors) == 4 and len(edited) == 2
+    old_arm = json.loads((runs_dir / "none@frozen" / "catch" / "seed0" / "summary.json").read_text())["run"]
+    assert len(before["none"]) == 2 * 3 and len(seed_mirrors) == 8 and len(edited) == 4
 
     # the variant 'none' gets another policy lag: its runs train again, those of 'vtrace' stay as they are
     text = spec.read_text()
@@ -637,12 +640,13 @@ def test_a_spec_edited_in_place_retrains_and_keeps_the_earlier_runs_findable(
     assert (f"finished runs of an earlier configuration retired (kept, moved aside) to {retired.relative_to(workdir)}"
             in second.stderr)
     # the earlier runs, byte for byte, and the tables of that time beside them; the unchanged variant left alone
-    assert _files(retired / "runs" / "toytest" / "toy_edit") == {f"none/{k}": v for k, v in before["none"].items()}
-    assert _files(runs_dir / "vtrace") == before["vtrace"]
+    assert _files(retired / "runs" / "toytest" / "toy_edit") == {
+        f"{arm}/{k}": v for arm in ("none", "none@frozen") for k, v in before[arm].items()}
+    assert _files(runs_dir / "vtrace") == before["vtrace"] and _files(runs_dir / "vtrace@frozen") == before["vtrace@frozen"]
     assert _files(retired / "tables" / "toytest") == table_before
     manifest = json.loads((retired / "retired.json").read_text())["experiments"]["toytest/toy_edit"]
     assert manifest["spec_source"] == spec.as_posix() and manifest["why"].startswith("the spec was edited")
-    assert {r["config_hash"] for r in manifest["runs"].values()} == {old["config_hash"]}
+    assert {r["config_hash"] for r in manifest["runs"].values()} == {old["config_hash"], old_arm["config_hash"]}
     # the new configuration's runs in the usual place
     new = json.loads((runs_dir / "none" / "catch" / "seed0" / "summary.json").read_text())["run"]
     assert new["config_hash"] != old["config_hash"] and new["spec_source"] == spec.as_posix()
@@ -651,9 +655,9 @@ def test_a_spec_edited_in_place_retrains_and_keeps_the_earlier_runs_findable(
     assert {row["variant"]: row["config_hash"] for row in table["rows"]}["none"] == new["config_hash"]
     where = f"retired/{retired.name}"
     md = (p.root / "tables" / "toytest" / "toy_edit.md").read_text()
-    assert f"- earlier configuration retired (kept): `{where}`, 2 run(s) of config hash(es) `{old['config_hash']}`" in (
-        md)
-    assert f"An earlier configuration's 2 run(s) (config hash(es) `{old['config_hash']}`) are kept in `{where}`" in (
+    hashes = ", ".join(f"`{h}`" for h in sorted({old["config_hash"], old_arm["config_hash"]}))  # the variant's and its arm's
+    assert f"- earlier configuration retired (kept): `{where}`, 4 run(s) of config hash(es) {hashes}" in md
+    assert f"An earlier configuration's 4 run(s) (config hash(es) {hashes}) are kept in `{where}`" in (
         p.root / "REPORT.md").read_text()
     # MLflow: the earlier mirrors are kept (not deleted), re-keyed and tagged; the new runs have mirrors of their own
     mirrors = _mlflow_runs(p.uri, "toytest/toy_edit", "ACTIVE_ONLY")

@@ -190,10 +190,14 @@ class MachineRequirement(SpecModel):
     why: str = Field(min_length=1, description="Why the claim needs them, e.g. '32 actor threads + the learner'.")
 
 
-class ControlledClaim(SpecModel):
-    """What every claim kind says about its control arm (``rlrepro.specs.control``): a claim is judged a second time
-    on the same variants trained with their learning switched off, and one that this frozen arm also passes reads
-    uninformative. A claim about the system rather than learning (frames per second) says ``control: none`` and why."""
+class ClaimBase(SpecModel):
+    """What every claim kind shares: what its verdict rests on, and its control arm (``rlrepro.specs.control``): a
+    claim is judged a second time on the same variants trained with their learning switched off, and one that this
+    frozen arm also passes reads uninformative. A claim about the system rather than learning (frames per second) says
+    ``control: none`` and why."""
+
+    rests_on: list[RestsOnItem] = Field(
+        default_factory=list, description=_RESTS_ON.format(what="this claim's verdict rests on"))
 
     control: Literal["frozen", "none"] = Field(
         "frozen",
@@ -204,7 +208,7 @@ class ControlledClaim(SpecModel):
     control_reason: str = Field("", description="With control: none, why no frozen arm can test the claim.")
 
     @model_validator(mode="after")
-    def _check_control(self) -> "ControlledClaim":
+    def _check_control(self) -> "ClaimBase":
         if self.control == "none" and not self.control_reason.strip():
             raise ValueError(f"claim {self.id}: control: none needs a control_reason (why a frozen agent cannot pass "
                              "it: e.g. a claim about frames per second, not about what was learned)")
@@ -213,7 +217,7 @@ class ControlledClaim(SpecModel):
         return self
 
 
-class OrderingClaim(ControlledClaim):
+class OrderingClaim(ClaimBase):
     """A variant beats, matches, or matches or beats others on a metric: on each environment, on at least k of
     them, or on an aggregate over them (e.g. "V-trace is best on 3 of 5 tasks")."""
 
@@ -281,8 +285,6 @@ class OrderingClaim(ControlledClaim):
         description="What the runs' machine must have for the claim to be testable; runs on less leave it not judged "
         "('not testable on this machine: ...'). Default: any machine.",
     )
-    rests_on: list[RestsOnItem] = Field(
-        default_factory=list, description=_RESTS_ON.format(what="this claim's verdict rests on"))
 
     @model_validator(mode="after")
     def _check_form(self) -> "OrderingClaim":
@@ -314,7 +316,7 @@ def _check_range(claim_id: str, metric_range: tuple[float, float] | None) -> Non
         raise ValueError(f"claim {claim_id}: metric_range must be [low, high] with low < high; got {list(metric_range)}")
 
 
-class ThresholdClaim(ControlledClaim):
+class ThresholdClaim(ClaimBase):
     """A variant's metric on an environment is at least (or at most) a value, within a tolerance."""
 
     kind: Literal["threshold"] = Field(description="Claim kind.")
@@ -361,8 +363,6 @@ class ThresholdClaim(ControlledClaim):
     )
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
-    rests_on: list[RestsOnItem] = Field(
-        default_factory=list, description=_RESTS_ON.format(what="this claim's verdict rests on"))
 
     @model_validator(mode="after")
     def _check_reason(self) -> "ThresholdClaim":
@@ -389,7 +389,7 @@ class ThresholdClaim(ControlledClaim):
 EVAL_SCORE_AGENTS = ("impala", "impala_sr", "frodo")
 
 
-class AboveTrivialClaim(ControlledClaim):
+class AboveTrivialClaim(ClaimBase):
     """Each run's trained policy plays an Atari game better than every trivial policy does.
 
     Not a bar typed by hand: the run's last evaluation games (summary.json ``eval_scores``, the scale's
@@ -406,11 +406,9 @@ class AboveTrivialClaim(ControlledClaim):
     environment: str = Field(description="Environment id (an Atari game).")
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
-    rests_on: list[RestsOnItem] = Field(
-        default_factory=list, description=_RESTS_ON.format(what="this claim's verdict rests on"))
 
 
-class AggregateClaim(ControlledClaim):
+class AggregateClaim(ClaimBase):
     """An aggregate over environments (e.g. the median human-normalised score over Atari games) against a value."""
 
     kind: Literal["aggregate"] = Field(description="Claim kind.")
@@ -440,8 +438,6 @@ class AggregateClaim(ControlledClaim):
     )
     judged_at: list[Scale] = Field(description="Scales at which the claim can be judged.")
     paper_evidence: str = Field("", description="Where the paper shows it.")
-    rests_on: list[RestsOnItem] = Field(
-        default_factory=list, description=_RESTS_ON.format(what="this claim's verdict rests on"))
 
 
 ClaimSpec = Annotated[Union[OrderingClaim, ThresholdClaim, AboveTrivialClaim, AggregateClaim], Field(discriminator="kind")]

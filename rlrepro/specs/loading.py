@@ -23,73 +23,35 @@ from rlrepro.specs.yaml_io import load_yaml
 
 
 
-def _kind_tags(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:
-    """Every value a ``kind`` discriminator can take in ``model`` and the models below it.
-
-    Pydantic puts the tag of a discriminated union into an error's location; error paths leave it out.
-    """
-    seen = seen if seen is not None else set()
-    if model in seen:
-        return set()
-    seen.add(model)
-    tags: set[str] = set()
-    for name, field in model.model_fields.items():
-        stack = [field.annotation]
-        while stack:
-            annotation = stack.pop()
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-                tags |= _kind_tags(annotation, seen)
-            elif get_origin(annotation) is Literal and name == "kind":
-                tags |= {str(a) for a in get_args(annotation)}
-            else:
-                stack.extend(get_args(annotation))
-    return tags
+def _models(model: type[BaseModel]) -> list[type[BaseModel]]:
+    """``model`` and every model below it (through fields, lists, unions and optionals), each once."""
+    found: list[type[BaseModel]] = []
+    pending = [model]
+    while pending:
+        current = pending.pop()
+        if current in found:
+            continue
+        found.append(current)
+        for field in current.model_fields.values():
+            stack = [field.annotation]
+            while stack:
+                annotation = stack.pop()
+                if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+                    pending.append(annotation)
+                else:
+                    stack.extend(get_args(annotation))
+    return found
 
 
-_UNION_TAGS = _kind_tags(ExperimentSpec)
-
-
-def _field_names(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:
-    """Every field name of ``model`` and the models below it: the words a misspelt key is matched against."""
-    seen = seen if seen is not None else set()
-    if model in seen:
-        return set()
-    seen.add(model)
-    names = set(model.model_fields)
-    for field in model.model_fields.values():
-        stack = [field.annotation]
-        while stack:
-            annotation = stack.pop()
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-                names |= _field_names(annotation, seen)
-            else:
-                stack.extend(get_args(annotation))
-    return names
-
-
-_FIELD_NAMES = sorted(_field_names(ExperimentSpec))
-
-
-def _model_names(model: type[BaseModel], seen: set[type] | None = None) -> set[str]:
-    """The class names of ``model`` and the models below it: pydantic names a member of a plain (untagged) union
-    by its class in an error's location."""
-    seen = seen if seen is not None else set()
-    if model in seen:
-        return set()
-    seen.add(model)
-    names = {model.__name__}
-    for field in model.model_fields.values():
-        stack = [field.annotation]
-        while stack:
-            annotation = stack.pop()
-            if isinstance(annotation, type) and issubclass(annotation, BaseModel):
-                names |= _model_names(annotation, seen)
-            else:
-                stack.extend(get_args(annotation))
-    return names
-
-
-_MODEL_NAMES = _model_names(ExperimentSpec)
+_SPEC_MODELS = _models(ExperimentSpec)
+# Pydantic puts the tag of a discriminated union into an error's location; error paths leave it out.
+_UNION_TAGS = {str(tag) for m in _SPEC_MODELS if "kind" in m.model_fields
+               and get_origin(annotation := m.model_fields["kind"].annotation) is Literal for tag in get_args(annotation)}
+# Every field name of the spec's models: the words a misspelt key is matched against.
+_FIELD_NAMES = sorted({name for m in _SPEC_MODELS for name in m.model_fields})
+# The class names of the spec's models: pydantic names a member of a plain (untagged) union by its class in an error's
+# location.
+_MODEL_NAMES = {m.__name__ for m in _SPEC_MODELS}
 
 
 def _did_you_mean(key: object, names: Iterable[str] = ()) -> str:

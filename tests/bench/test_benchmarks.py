@@ -23,6 +23,7 @@ TINY = {
     "sr-grad-norms": (["--updates", "2"], "SR/RL"),
     "sr-lstm-cost": (["--scale", "smoke", "--seeds", "2", "--lstm-sizes", "none", "8", "--updates-per-chunk", "1",
                       "--rounds", "1"], "s per chunk"),
+    "frozen": (["--only", "td_lambda", "--chunks", "1", "--rounds", "1"], "frozen / training"),
 }
 
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from rlrepro.workflow.cost import COLUMNS, THROUGHPUT_CSV, load_throughput
+from rlrepro.workflow.cost import COLUMNS, FROZEN_COST, THROUGHPUT_CSV, load_throughput, training_frames
 from rlrepro.cli import main
 from rlrepro.plan_text import hours_text
 from rlrepro.specs import load_spec, load_specs
-from rlrepro.workflow import plan
+from rlrepro.workflow import plan, plan_experiment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -88,7 +88,8 @@ def test_plan_at_paper_scale_prints_device_hours_and_their_sources(monkeypatch, 
 
 def test_the_stored_cpu_atari_rows_give_paper_hours_and_the_cpu_scale_keeps_its_measured_minutes(monkeypatch, capsys):
     """The measured CPU rows (the quiet 2-core machine, `python -m rlrepro.bench impala-atari`, end to end): at paper
-    scale impala/atari57_shallow is 57 games x 200M frames = 11.4e9 frames / 3,463 frames/s / 3,600 = 914.4 h. At cpu
+    scale impala/atari57_shallow is 57 games x 200M frames = 11.4e9 frames, and as many in its frozen arm at IMPALA's
+    measured cost 1.46 (workflow.cost.FROZEN_COST): 11.4e9 x 2.46 / 3,463 frames/s / 3,600 = 2,249.5 h. At cpu
     scale the spec's own measured minutes (60: the pipeline at that scale's smaller batches) stay the CPU figure, the
     same as the plan's time column, not the paper configuration's benchmark."""
     rows = [row for row in load_throughput() if row.device == "cpu"]
@@ -99,28 +100,34 @@ def test_the_stored_cpu_atari_rows_give_paper_hours_and_the_cpu_scale_keeps_its_
     assert main(["plan", "--scale", "paper", "--only", "impala/atari57_shallow"]) == 0
     out = capsys.readouterr().out
     cpu = _cost_row(out, "impala/atari57_shallow")[2]
-    assert cpu.startswith("914.4 h [")
+    assert cpu.startswith("2,249 h [")
     assert _source(out, cpu.split()[-1]) == ("CPU measured on 2-core x86-64 CPU, 24 GiB, no GPU: python -m "
                                              "rlrepro.bench impala-atari --chunks 3 --updates-per-chunk 10 (2026-11-24)")
     assert main(["plan", "--scale", "cpu", "--only", "impala/atari57_shallow"]) == 0
     out = capsys.readouterr().out
     # one column where the CPU machine-hours equal the time here (issue 31: two identical columns): 60 min
     time, gpu = _cost_row(out, "impala/atari57_shallow")[1:3]
-    assert time == "1.0 h [m]" and "CPU machine-hours" not in out and gpu.endswith("]")
+    legend = "It is the CPU machine-hours too"  # the time legend's words, not a column
+    assert time == "1.0 h [m]" and "CPU machine-hours" not in " ".join(out.split()).replace(legend, "")
+    assert gpu.endswith("]")
     assert "It is the CPU machine-hours too" in " ".join(out.split())
     assert "  1.0 h CPU-hours on 2-core x86-64 CPU, 24 GiB, no GPU" in out.splitlines()
 
 
 def test_a_multitask_experiment_counts_frames_the_same_way_in_time_and_machine_hours(monkeypatch, capsys):
-    """impala/atari57_multitask: its jobs' frames count once for all their games (``Job.frames_emulated``), 400,000 at
-    cpu scale (in the spec's cpu ``expected_minutes``) and 285e9 at paper scale, so both columns are
-    285e9 / (400,000 / (60 * minutes)) / 3,600 h (415,625 h when it read 35 min). The machine-hours used to divide by
-    the sum of per-game frames (277,083.3 h beside 415,625.0 h at 35 min): 2/3 of the time."""
+    """impala/atari57_multitask: its jobs' frames count once for all their games (``Job.frames_emulated``): at cpu
+    scale 4 seeds x (3 PBT members + the single agent) x 100,000 = 1.6e6 (in the spec's cpu ``expected_minutes``; the
+    frozen arm is not), at paper scale 285e9 (24 members and the single agent, 11.4e9 each) and the frozen arm of pbt
+    (its 24 members' 273.6e9) at IMPALA's measured cost 1.46, so both columns are (285e9 + 273.6e9 x 1.46) / (1.6e6 /
+    (60 * minutes)) / 3,600 h. The machine-hours used to divide by the sum of per-game frames: 2/3 of the time."""
     monkeypatch.chdir(REPO)
-    minutes = load_spec(REPO / "specs/impala/atari57_multitask.yaml").scales["cpu"].expected_minutes
-    hours = 285e9 / (400_000 / (60 * minutes)) / 3_600
+    spec = load_spec(REPO / "specs/impala/atari57_multitask.yaml")
+    minutes = spec.scales["cpu"].expected_minutes
+    assert training_frames(plan_experiment(Path("x.yaml"), spec, "cpu")) == 4 * (3 + 1) * 100_000
+    hours = (285e9 + 273.6e9 * FROZEN_COST["impala"]) / (1.6e6 / (60 * minutes)) / 3_600
     assert main(["plan", "--scale", "paper", "--only", "impala/atari57_multitask"]) == 0
     out = capsys.readouterr().out
     # the machine-hours equal the time: one column shows both (issue 31), and the CPU total says the same figure
-    assert _cost_row(out, "impala/atari57_multitask")[1] == hours_text(hours) and "CPU machine-hours" not in out
+    assert _cost_row(out, "impala/atari57_multitask")[1] == hours_text(hours)
+    assert "CPU machine-hours" not in " ".join(out.split()).replace("It is the CPU machine-hours too", "")
     assert f"  {hours_text(hours)} CPU-hours on 2-core x86-64 CPU, 24 GiB, no GPU" in out.splitlines()

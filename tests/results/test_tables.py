@@ -409,7 +409,7 @@ def test_report_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
                          "**reproduced**"]
     assert beats[4] == "cpu scale: 4 seeds (paper 5), 200 frames per run (paper 1k)"
     assert reaches[1:5] == [">= 2 · a: 46.8", "final_return of a on catch: mean 11 "
-                            "[95% distribution-free interval 3.887, 11.87]", "**reproduced**",
+                            "[95% distribution-free interval 3.887, 11.87] (and 1 more in the evidence)", "**reproduced**",
                             "toy tasks (paper: DMLab); cpu scale: 4 seeds (paper 5), 200 frames per run (paper 1k)"]
     note = text.partition(f"<a id=\"{beats[5].partition('(#')[2].rstrip(')')}\"></a>")[2].partition("\n")[0]
     assert note.startswith("1. **toy/mini** `a_beats_b`: **reproduced**.")
@@ -628,7 +628,7 @@ def test_a_run_with_only_leads_its_report_and_ends_with_its_own_tally(aggregated
     results = aggregated["results"]
     path = write_report([aggregated["specs"]], scale="cpu", results=results, only="toy/mini")
     text = path.read_text(encoding="utf-8")
-    assert ("This run (only=toy/mini): 1 experiment(s), 3 claim(s): 1 reproduced, 1 inconclusive, 1 not judged. "
+    assert ("This run (only=toy/mini): 1 experiment(s), 3 claim(s): 2 reproduced, 1 not judged. "
             "They come first below: toy/mini.") in text
     assert "3 experiment(s), 7 claim(s)" in text  # the report still covers every experiment
     sections = [line for line in text.splitlines() if line.startswith("### ") and "/" in line]
@@ -637,11 +637,11 @@ def test_a_run_with_only_leads_its_report_and_ends_with_its_own_tally(aggregated
     assert "class='lead'>This run (only=toy/mini)" in page
     assert page.index("id='exp-toy-mini'") < page.index("id='exp-lab-watermaze'")
     assert json.loads((path.parent / TALLY_FILE).read_text())["run"]["claims"] == {
-        "reproduced": 1, "inconclusive": 1, "not judged": 1}
+        "reproduced": 2, "not judged": 1}
     assert run_end_text(path.parent, ["toy/mini"]).splitlines() == [
-        "This run: 1 experiment(s) (toy/mini), 3 claim(s): 1 reproduced, 1 inconclusive, 1 not judged",
+        "This run: 1 experiment(s) (toy/mini), 3 claim(s): 2 reproduced, 1 not judged",
         f"Report: {path.parent / 'report.html'} (they come first)",
-        "Whole report: 3 experiment(s), 7 claim(s): 1 reproduced, 1 inconclusive, 5 not judged"]
+        "Whole report: 3 experiment(s), 7 claim(s): 2 reproduced, 5 not judged"]
 
 
 def test_the_standalone_page_carries_every_figure_inside_it(aggregated: dict[str, Any]) -> None:
@@ -674,7 +674,7 @@ def test_the_page_shows_each_claim_once_and_groups_the_not_judged_per_experiment
     judged = page.partition("Results per paper")[2].partition("Claims not judged")[0]
     assert "exp-toy-mini" in judged and "a_<wbr>reaches_<wbr>2" in judged and "lab_<wbr>claim" not in judged
     # the test, the p-value and the full evidence one click away, under each row
-    assert judged.count("<details>") == 2 and "<summary>test and evidence: p = 0.05, 0.05</summary>" in judged
+    assert judged.count("<details>") == 2 and "<summary>test and evidence: p = 0.0143, 0.0143" in judged
     not_judged = page.partition("Claims not judged at this scale")[2].partition("</ul>")[0]
     assert re.search(r"toy/unrun</a>: 3 claims \(.*\): not run at this scale|toy/unrun</a>: 3 claims", not_judged)
     assert not_judged.count("<li>") == 3  # toy/mini (1 at scale paper), lab/watermaze, toy/unrun
@@ -961,9 +961,9 @@ def test_a_republished_report_lists_each_verdict_changed_since_with_its_reason(
     [row] = [line for line in section.splitlines() if "`a_reaches_2`" in line]
     cells = [cell.strip() for cell in row.strip("|").split(" | ")]
     assert cells[:4] == ["toy/mini", "`a_reaches_2`", "inconclusive", "**reproduced**"]
-    assert cells[4].startswith("seeds 2 -> 3; test now: Anderson's distribution-free bound")
+    assert cells[4].startswith("seeds 2 -> 4; test now: Anderson's distribution-free bound")
     page = (published / "report.html").read_text(encoding="utf-8")
-    assert "Verdicts changed since the last published report</h2>" in page and "seeds 2 -&gt; 3" in page
+    assert "Verdicts changed since the last published report</h2>" in page and "seeds 2 -&gt; 4" in page
 
 
 def test_experiments_with_no_table_yet_are_one_line_after_a_run_of_a_few() -> None:
