@@ -235,6 +235,10 @@ def decide_share(passing: npt.ArrayLike, trials: int, share: float) -> np.ndarra
 
 # --- distribution-free tests and bounds (issue #25) --------------------------------------------------------------
 
+#: Differences of means within this share of the values' scale are ties: runs log float32 metrics, and two agents that
+#: compute the same quantity by another path (a frozen FRODO's and a frozen TD(lambda)'s value error from the same zero
+#: table: 1.8e-7 apart in every seed) differ by rounding alone, which a permutation test would read as an ordering.
+TIE = 1e-5
 EXACT_SPLITS = 13_000  # enumerate every split up to C(16, 8) = 12,870 (8 v 8); random splits above
 PERMUTATIONS = 4000  # random splits (plus the observed one) above EXACT_SPLITS
 AGGREGATE_SPLITS = 1000  # an aggregate is recomputed per split: exact up to C(12, 6) = 924, else 999 random
@@ -318,7 +322,7 @@ def permutation_p(better: npt.ArrayLike, worse: npt.ArrayLike) -> np.ndarray:
         block = slice(start, start + step)
         sums = flat[block] @ matrix
         diffs = sums / n_a - (totals[block, None] - sums) / n_b
-        extreme = diffs >= observed[block, None] - 1e-12 * scale[block, None]  # ties count as extreme
+        extreme = diffs >= observed[block, None] - TIE * scale[block, None]  # ties count as extreme
         p[block] = extreme.mean(axis=-1) if exact else extreme.sum(axis=-1) / matrix.shape[1]
     return p.reshape(batch)
 
@@ -509,7 +513,7 @@ def aggregate_permutation_p(better: np.ndarray, worse: np.ndarray, aggregate: st
     for split in order:
         x = pooled[..., split, :]
         diff = batched_aggregate(aggregate, x[..., :n_a, :]) - batched_aggregate(aggregate, x[..., n_a:, :])
-        count += diff >= observed - 1e-12 * (np.abs(observed) + 1.0)
+        count += diff >= observed - TIE * (np.abs(observed) + 1.0)
     return count / len(order)
 
 

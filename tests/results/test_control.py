@@ -138,3 +138,15 @@ def test_a_claim_about_the_system_says_control_none_and_why() -> None:
     spec = spec_with({**beats, "control": "none", "control_reason": "frames per second: the machine, not learning"})
     verdict = judge(spec, {"a": [900.0, 950.0, 920.0, 910.0], "b": [500.0, 520.0, 480.0, 510.0]}, "frames_per_second")
     assert verdict.verdict == REPRODUCED and "frozen" not in verdict.detail
+
+
+def test_a_frozen_arm_apart_by_rounding_alone_passes_nothing() -> None:
+    """Measured on the cpu random walk: frozen FRODO and frozen TD(lambda) predict from the same zero table, and
+    their float32 value errors differ by 1.8e-7 in every seed. A permutation test read that as 'FRODO below in every
+    seed' (p = 1/70) and the claim as uninformative; differences within stats.TIE of the values' scale are ties."""
+    spec = spec_with(claim("ordering", metric="value_error", higher_is_better=False, better="a", worse=["b"]))
+    frozen = 0.2509
+    verdict = judge(spec, {"a": [0.021, 0.022, 0.020, 0.023], "b": [0.045, 0.046, 0.044, 0.047],
+                           "a@frozen": [frozen - 1.79e-7] * 4, "b@frozen": [frozen] * 4}, "value_error")
+    assert verdict.verdict == REPRODUCED, verdict.detail
+    assert "Control: the frozen arm reads inconclusive" in verdict.detail
