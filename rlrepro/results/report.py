@@ -202,7 +202,10 @@ def not_run_text(experiment: ExperimentPlan, table_json: Path) -> str | None:
     if table_json.exists():
         return None
     if (name := experiment.job_set) != DEFAULT_SET:
-        return (f"not run: in the opt-in set '{name}' of this scale (it decides no claim here; it draws curves), "
+        why = (f"it decides {len(experiment.claims_judged)} claim(s) here, which the main job's hours cannot hold: "
+               f"{experiment.spec.scale(experiment.scale).opt_in_reason}" if experiment.claims_judged
+               else "it decides no claim here; it draws curves")
+        return (f"not run: in the opt-in set '{name}' of this scale ({why}), "
                 f"which the default job leaves out: `snakemake -c2 --config scale={experiment.scale} set={name}`")
     return NO_TABLE_YET
 
