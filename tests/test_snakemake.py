@@ -180,9 +180,10 @@ def test_two_training_jobs_ran_side_by_side_without_a_database_error(pipeline: P
         variant = run.data.tags["variant"]
         start, end = spans.get(variant, (run.info.start_time, run.info.end_time))
         spans[variant] = (min(start, run.info.start_time), max(end, run.info.end_time))
-    (start_a, end_a), (start_b, end_b) = spans["vtrace"], spans["none"]
-    assert start_a < end_b and start_b < end_a, f"the two jobs did not overlap: {spans}"
-    for variant in VARIANTS:
+    # 4 jobs (2 variants and their frozen arms) on 2 cores: Snakemake pairs them as it likes; some two overlapped
+    pairs = [(a, b) for a in spans for b in spans if a < b]
+    assert any(spans[a][0] < spans[b][1] and spans[b][0] < spans[a][1] for a, b in pairs), f"no two jobs overlapped: {spans}"
+    for variant in ARMS:
         log = pipeline.log(variant).read_text()
         for sign in ("TrackingWarning", "tracking disabled", "database is locked", "OperationalError", "Traceback"):
             assert sign not in log, f"{pipeline.log(variant)}:\n{log}"
