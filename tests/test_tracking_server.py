@@ -1,5 +1,6 @@
 """Issue 15: MLflow as teams run it: an ``mlflow server`` backed by PostgreSQL on 127.0.0.1, a smoke experiment through
-the real Snakefile with 4 training jobs at once logging to it, and a second checkout syncing to the same server.
+the real Snakefile with 4 training jobs at once logging to it (8 in all: the 2 variants' seeds and their frozen arms), and a
+second checkout syncing to the same server.
 
 Marker ``services`` (``make test-services`` installs Debian's postgresql when missing; CI runs it when time allows).
 """
@@ -23,7 +24,9 @@ from tests.postgres_server import postgres_bindir, postgres_server
 pytestmark = pytest.mark.services
 
 REPO = Path(__file__).resolve().parents[1]
-VARIANTS, SEEDS = ("vtrace", "none"), (0, 1)
+# The spec's 2 variants and, since its claims read them, their frozen arms (the plan adds them at every scale).
+VARIANTS, SEEDS = ("vtrace", "none", "vtrace@frozen", "none@frozen"), (0, 1)
+RUNS = len(VARIANTS) * len(SEEDS)
 
 
 def _snakemake(workdir: Path, specs: Path, env: dict[str, str], *extra: str) -> subprocess.CompletedProcess:
@@ -48,7 +51,8 @@ def server(tmp_path_factory) -> tuple[str, str]:
 
 @pytest.fixture(scope="module")
 def specs(tmp_path_factory) -> Path:
-    """The toy experiment on Catch, one seed per job: 2 variants x 2 seeds = 4 training jobs, all run at once."""
+    """The toy experiment on Catch, one seed per job: (2 variants + 2 frozen arms) x 2 seeds = 8 training jobs, 4 at
+    a time."""
     folder = tmp_path_factory.mktemp("specs")
     data = toy_run_spec_data(experiment="toy_server", smoke_environments=["catch"])
     data["run"]["seeds_per_job"] = 1
@@ -82,7 +86,7 @@ def test_four_concurrent_jobs_through_snakemake_record_each_run_once_in_postgres
     result = _snakemake(workdir, specs, env)
     assert result.returncode == 0, _output(result)
     log = result.stderr
-    assert log.count("(Rule: train_toytest_toy_server_") == 4, "expected 4 training jobs, one seed each"
+    assert log.count("(Rule: train_toytest_toy_server_") == RUNS, f"expected {RUNS} training jobs, one seed each"
     assert "TrackingWarning" not in log and "tracking off" not in log
 
     project = (workdir / "results" / ".project").read_text().strip()
@@ -100,10 +104,10 @@ def test_four_concurrent_jobs_through_snakemake_record_each_run_once_in_postgres
         on_disk = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
         history = client.get_metric_history(run.info.run_id, "episode_return")
         assert sorted(m.step for m in history) == [r["frames"] for r in on_disk]  # no metric twice, none missing
-    # The runs really are in PostgreSQL (not a sqlite file beside the server): 4 seed runs + the summary run.
+    # The runs really are in PostgreSQL (not a sqlite file beside the server): the seed runs + the summary run.
     rows = _sql(database, "SELECT count(*) FROM runs WHERE lifecycle_stage = 'active'")
-    assert rows == [(5,)]
-    assert _sql(database, "SELECT count(DISTINCT value) FROM tags WHERE key = 'rlrepro.run_key'") == [(4,)]
+    assert rows == [(RUNS + 1,)]
+    assert _sql(database, "SELECT count(DISTINCT value) FROM tags WHERE key = 'rlrepro.run_key'") == [(RUNS,)]
 
 
 def test_a_second_checkout_on_the_same_server_keeps_both_sets_of_runs(server, specs, tmp_path, subprocess_env):
@@ -113,14 +117,14 @@ def test_a_second_checkout_on_the_same_server_keeps_both_sets_of_runs(server, sp
     workdir = tmp_path / "checkout-b"
     workdir.mkdir()
     before = {run.info.run_id for run in _seed_runs(url)}
-    assert len(before) == 4, "runs after the first test"
+    assert len(before) == RUNS, "runs after the first test"
     result = _snakemake(workdir, specs, env)
     assert result.returncode == 0, _output(result)
     sync = subprocess.run([sys.executable, "-m", "rlrepro", "mlflow-sync", "--scale", "smoke", "--results",
                            str(workdir / "results")], capture_output=True, text=True, env=env, timeout=300, cwd=workdir)
     assert sync.returncode == 0, sync.stderr
-    assert sync.stdout.strip() == "created=0 failed=0 replaced=0 skipped=4"
+    assert sync.stdout.strip() == f"created=0 failed=0 replaced=0 skipped={RUNS}"
     runs = _seed_runs(url)
     assert before <= {run.info.run_id for run in runs}  # the first checkout's runs are untouched
     projects = collections.Counter(run.data.tags["rlrepro.project"] for run in runs)
-    assert len(projects) == 2 and set(projects.values()) == {4}
+    assert len(projects) == 2 and set(projects.values()) == {RUNS}
