@@ -115,7 +115,8 @@ def _finished(cluster: Cluster) -> dict[str, dict[str, str]]:
 
 
 def _toy_spec(directory: Path, experiment: str, frames: int, updates_per_chunk: int, variants: list[str],
-              whole_machine: bool = False, seeds: int = 2, mem_mb: int | None = None) -> Path:
+              whole_machine: bool = False, seeds: int = 2, mem_mb: int | None = None, claims: bool = True) -> Path:
+    """The toy spec on Catch; ``claims=False`` drops its claims, and with them the frozen arm the plan adds for them."""
     from tests.conftest import toy_run_spec_data
 
     data = toy_run_spec_data(experiment=experiment, smoke_frames=frames, updates_per_chunk=updates_per_chunk,
@@ -124,6 +125,8 @@ def _toy_spec(directory: Path, experiment: str, frames: int, updates_per_chunk: 
     if mem_mb is not None:
         data["scales"]["smoke"]["expected_mem_mb"] = mem_mb
     data["run"]["whole_machine"] = whole_machine
+    if not claims:
+        data["claims"] = []
     return write_spec(directory, data)
 
 
@@ -144,9 +147,10 @@ def test_a_smoke_experiment_runs_through_the_shipped_profile_every_training_job_
     assert (root / "REPORT.md").exists() and (root / "tables" / "toytest" / "toy_slurm.md").exists()
 
     submitted, sbatch_calls = _submissions(output)
-    # One training rule for the experiment's grid (2 variants x Catch, seeds 0-1): 2 jobs in one array job.
+    # One training rule for the experiment's grid (2 variants and their frozen arms x Catch, seeds 0-1): 4 jobs in
+    # one array job.
     assert len(submitted) == 1 and next(iter(submitted)).startswith("train_"), submitted
-    assert len(next(iter(submitted.values()))) == 2 and sbatch_calls == 1, output[-6000:]
+    assert len(next(iter(submitted.values()))) == 4 and sbatch_calls == 1, output[-6000:]
     for rule in LOCAL_RULES:  # the small steps ran where Snakemake runs: finished, never submitted (above)
         assert f"(Rule: {rule})" in output, rule
     # Every submission ran on the cluster and completed there (JobComp records them without accounting).
@@ -160,7 +164,7 @@ def test_a_smoke_experiment_runs_through_the_shipped_profile_every_training_job_
             job = cluster.run("scontrol", "show", "job", slurm_id).stdout
             asked = re.search(r"MinMemoryNode=(\d+)M", job)
             assert asked and 1500 < int(asked.group(1)) <= 1510, job
-    for variant in ("vtrace", "none"):
+    for variant in ("vtrace", "none", "vtrace@frozen", "none@frozen"):
         for seed in (0, 1):
             summary = json.loads((root / "runs" / "toytest" / "toy_slurm" / variant / "catch" / f"seed{seed}" /
                                   "summary.json").read_text())
@@ -177,8 +181,9 @@ def test_a_job_killed_at_its_time_limit_is_resubmitted_and_resumes_without_dupli
     # job: it takes machine_cores CPUs and a node of its own (under a cluster executor there is no --cores).
     chunks, per_chunk = 400, 20 * 4000
     specs = tmp_path / "specs"
+    # No claims, so no frozen arm: a second whole-machine job of 6 minutes would add nothing to what is tested.
     _toy_spec(specs, "toy_timeout", frames=chunks * per_chunk, updates_per_chunk=4000, variants=["vtrace"],
-              whole_machine=True, seeds=1)
+              whole_machine=True, seeds=1, claims=False)
     workdir = tmp_path / "work"
     workdir.mkdir()
     root = workdir / "results" / "smoke"
