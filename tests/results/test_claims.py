@@ -795,6 +795,20 @@ def test_a_factor_of_about_1_6_reads_reproduced_as_beats_but_not_as_orders_of_ma
     assert "by a factor 1.58" in verdict.detail and "CONTRADICTS" in verdict.detail
 
 
+def test_a_by_factor_line_says_when_the_log10_spreads_are_far_apart() -> None:
+    # log10 values: a = -2 + (0, 0.1, -0.1, 0) (SD sqrt(0.02 / 3) = 0.0816), b = (0, 0.3, -0.3, 0) (SD 0.245): 3x apart,
+    # where the shifted permutation test is no longer exact (measured up to 0.15 on skewed shapes: in the method)
+    a = [10 ** (-2 + x) for x in (0.0, 0.1, -0.1, 0.0)]
+    b = [10 ** y for y in (0.0, 0.3, -0.3, 0.0)]
+    [verdict] = judge_claims(make_spec(kl_ordering(by_factor=10.0)), "cpu", kl_cells({("a", "catch"): a, ("b", "catch"): b}))
+    assert "(log10 spreads 3x apart: the test is exact only for a shift; see the method)" in verdict.detail
+    assert "up to 0.15 on skewed ones" in verdict.method
+    # equal spreads (the first test's data): no note
+    [verdict] = judge_claims(make_spec(kl_ordering(by_factor=10.0)), "cpu",
+                             kl_cells({("a", "catch"): [x / 100 for x in b], ("b", "catch"): b}))
+    assert "spreads" not in verdict.detail
+
+
 def test_beats_by_a_factor_needs_positive_values_and_relation_beats() -> None:
     [verdict] = judge_claims(make_spec(kl_ordering(by_factor=10.0)), "cpu",
                              kl_cells({("a", "catch"): [0.0, -1.0], ("b", "catch"): [1.0, 2.0]}))
