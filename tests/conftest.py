@@ -102,8 +102,12 @@ def toy_run_spec_data(
     smoke_environments: list[str] | None = None,
     updates_per_chunk: int = 5,
     learning_rate: float = 2e-3,
+    claims: bool = True,
 ) -> dict[str, Any]:
-    """A valid experiment spec: IMPALA with V-trace vs no correction at policy lag 4 on Catch and CartPole."""
+    """A valid experiment spec: IMPALA with V-trace vs no correction at policy lag 4 on Catch and CartPole.
+
+    ``claims=False``: no claims, and so no frozen arm (the plan adds one for the variants a claim reads), for tests
+    of the pipeline's machinery whose job counts the arm would only double."""
     smoke: dict[str, Any] = {"frames": smoke_frames, "seeds": smoke_seeds, "expected_minutes": 0.5}
     if smoke_environments is not None:
         smoke["environments"] = smoke_environments
@@ -119,7 +123,7 @@ def toy_run_spec_data(
         budget={"frames": 100_000, "seeds": 2},
         scales={"smoke": smoke, "cpu": {"frames": 4_000, "seeds": 1}},
         run={"updates_per_chunk": updates_per_chunk, "final_fraction": 0.5},
-        claims=[
+        claims=[] if not claims else [
             {
                 "kind": "ordering",
                 "id": "vtrace_beats_none",

@@ -116,17 +116,15 @@ def _finished(cluster: Cluster) -> dict[str, dict[str, str]]:
 
 def _toy_spec(directory: Path, experiment: str, frames: int, updates_per_chunk: int, variants: list[str],
               whole_machine: bool = False, seeds: int = 2, mem_mb: int | None = None, claims: bool = True) -> Path:
-    """The toy spec on Catch; ``claims=False`` drops its claims, and with them the frozen arm the plan adds for them."""
+    """The toy spec on Catch (``claims=False``: without the frozen arm, ``toy_run_spec_data``)."""
     from tests.conftest import toy_run_spec_data
 
     data = toy_run_spec_data(experiment=experiment, smoke_frames=frames, updates_per_chunk=updates_per_chunk,
-                             smoke_environments=["catch"], smoke_seeds=seeds)
+                             smoke_environments=["catch"], smoke_seeds=seeds, claims=claims)
     data["scales"]["smoke"]["variants"] = variants
     if mem_mb is not None:
         data["scales"]["smoke"]["expected_mem_mb"] = mem_mb
     data["run"]["whole_machine"] = whole_machine
-    if not claims:
-        data["claims"] = []
     return write_spec(directory, data)
 
 

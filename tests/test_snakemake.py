@@ -348,7 +348,10 @@ def test_ctrl_c_with_two_jobs_exits_in_seconds_with_runs_killed_and_the_next_syn
     import time
 
     specs = tmp_path / "specs"
-    make_toy_spec(specs, experiment="toy_ctrlc", smoke_environments=["catch"], smoke_frames=400 * 500, updates_per_chunk=25)
+    # No claims, so no frozen arm: the two jobs on 2 cores are the two variants' (with the arm Snakemake may start
+    # the arm's first, and the wait below for both variants' chunks would outlast the arm's jobs)
+    make_toy_spec(specs, experiment="toy_ctrlc", smoke_environments=["catch"], smoke_frames=400 * 500, updates_per_chunk=25,
+                  claims=False)
     workdir = tmp_path / "work"
     workdir.mkdir()
     base = workdir / "results"
