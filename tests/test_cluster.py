@@ -20,6 +20,7 @@ from pathlib import Path
 import pytest
 
 from rlrepro.jobs.run_folder import read_metrics
+from rlrepro.specs.control import control_name
 from tests.factories import write_spec
 from tests.slurm_cluster import Cluster, missing_tools, slurm_cluster
 
@@ -162,7 +163,7 @@ def test_a_smoke_experiment_runs_through_the_shipped_profile_every_training_job_
             job = cluster.run("scontrol", "show", "job", slurm_id).stdout
             asked = re.search(r"MinMemoryNode=(\d+)M", job)
             assert asked and 1500 < int(asked.group(1)) <= 1510, job
-    for variant in ("vtrace", "none", "vtrace@frozen", "none@frozen"):
+    for variant in ("vtrace", "none", *map(control_name, ("vtrace", "none"))):
         for seed in (0, 1):
             summary = json.loads((root / "runs" / "toytest" / "toy_slurm" / variant / "catch" / f"seed{seed}" /
                                   "summary.json").read_text())

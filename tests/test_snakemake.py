@@ -17,10 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from rlrepro.specs.control import control_name
+
 REPO = Path(__file__).resolve().parents[1]
 SNAKEFILE = REPO / "Snakefile"
 VARIANTS = ("vtrace", "none")
-ARMS = (*VARIANTS, *(f"{v}@frozen" for v in VARIANTS))  # and the frozen arm of each (the claim reads both)
+ARMS = (*VARIANTS, *map(control_name, VARIANTS))  # and the frozen arm of each (the claim reads both)
 SEEDS = (0, 1)
 CLAIMS = ("vtrace_beats_none", "judged_only_at_paper_scale")
 VERDICTS = ("reproduced", "not reproduced", "inconclusive", "not judged", "uninformative")

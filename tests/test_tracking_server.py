@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from rlrepro.specs.control import control_name
 from tests.factories import write_spec
 from tests.conftest import toy_run_spec_data
 from tests.mlflow_server import mlflow_server
@@ -25,7 +26,7 @@ pytestmark = pytest.mark.services
 
 REPO = Path(__file__).resolve().parents[1]
 # The spec's 2 variants and, since its claims read them, their frozen arms (the plan adds them at every scale).
-VARIANTS, SEEDS = ("vtrace", "none", "vtrace@frozen", "none@frozen"), (0, 1)
+VARIANTS, SEEDS = ("vtrace", "none", *map(control_name, ("vtrace", "none"))), (0, 1)
 RUNS = len(VARIANTS) * len(SEEDS)
 
 
