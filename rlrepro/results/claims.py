@@ -200,8 +200,10 @@ def judge_claims(
     return verdicts
 
 
-def _judge(claim: object, spec: ExperimentSpec, scale: str, cells: dict[tuple[str, str], CellResult], reps: int) -> Verdict:
-    """One claim's verdict on ``cells`` alone."""
+def _judge(claim: object, spec: ExperimentSpec, scale: str, cells: dict[tuple[str, str], CellResult], reps: int,
+           *, advise: bool = True) -> Verdict:
+    """One claim's verdict on ``cells`` alone; ``advise``: an undecided verdict says what would decide it (the runs'
+    verdict does; the frozen arm's, read as the control's evidence, does not: more frozen seeds decide nothing)."""
     if scale not in claim.judged_at:
         seeds = spec.scale(scale).seeds
         detail = (
@@ -212,17 +214,17 @@ def _judge(claim: object, spec: ExperimentSpec, scale: str, cells: dict[tuple[st
     if isinstance(claim, OrderingClaim) and (short := machine_shortfall(claim, cells)):
         return Verdict(claim.id, claim.statement, NOT_JUDGED, short, claim.paper_evidence)
     if isinstance(claim, OrderingClaim) and claim.holds_on == "aggregate":
-        return _judge_ordering_aggregate(claim, spec, cells, reps)
+        return _judge_ordering_aggregate(claim, spec, cells, reps, advise=advise)
     if isinstance(claim, OrderingClaim):
-        return _judge_ordering(claim, spec, cells)
+        return _judge_ordering(claim, spec, cells, advise=advise)
     if isinstance(claim, ThresholdClaim) and claim.best_of is not None:
         return _judge_best_of(claim, cells, runs=spec.scale(scale).seeds)
     if isinstance(claim, ThresholdClaim) and claim.seeds_share is not None:
-        return _judge_share(claim, cells)
+        return _judge_share(claim, cells, advise=advise)
     if isinstance(claim, ThresholdClaim):
-        return _judge_threshold(claim, spec, cells)
+        return _judge_threshold(claim, spec, cells, advise=advise)
     if isinstance(claim, AboveTrivialClaim):
-        return _judge_above_trivial(claim, spec, scale, cells)
+        return _judge_above_trivial(claim, spec, scale, cells, advise=advise)
     return _judge_aggregate(claim, spec, cells, reps, runs=spec.scale(scale).seeds)
 
 
@@ -243,7 +245,7 @@ def _beside_frozen(claim: object, spec: ExperimentSpec, scale: str, verdict: Ver
         if verdict.verdict != REPRODUCED:
             return _with(verdict, verdict.verdict, f"{verdict.detail}. Control: {note}")
         return _with(verdict, INCONCLUSIVE, f"the runs alone would read {REPRODUCED}, but {note}. {verdict.detail}")
-    frozen_verdict = _judge(claim, spec, scale, frozen, reps)
+    frozen_verdict = _judge(claim, spec, scale, frozen, reps, advise=False)
     matches = isinstance(claim, OrderingClaim) and claim.relation != "beats"
     beyond, test = _beyond_frozen(claim, spec, runs, frozen) if verdict.verdict == REPRODUCED else (None, "")
     outcome = control.combine(_CODE[verdict.verdict], _CODE.get(frozen_verdict.verdict, stats.UNDECIDED), beyond,
@@ -391,7 +393,8 @@ def _inside(values: list[float], bounds: tuple[float, float] | None) -> bool:
     return bounds is None or all(bounds[0] <= v <= bounds[1] for v in values)
 
 
-def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -> Verdict:
+def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], *,
+                    advise: bool = True) -> Verdict:
     envs = claim.environments or sorted({env for (_, env) in cells})
     comparisons, missing, few = [], [], []
     for env in envs:
@@ -436,7 +439,7 @@ def _judge_ordering(claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tupl
         rule = f"{_rule(claim)}, on every environment and against every worse variant (intersection-union test)"
     lines = [_comparison_line(claim, c) for c in comparisons]
     detail = f"{rule}. " + "; ".join(lines) + _replay_gap_note(claim, cells, envs)
-    if code == stats.UNDECIDED:
+    if code == stats.UNDECIDED and advise:
         detail += ". " + _what_would_decide(claim, comparisons)
     power = _power_text(comparisons) if claim.relation == "beats" and claim.by_factor is None else ""
     if claim.by_factor is not None and comparisons:  # the spread and the detectable gap on the log scale
@@ -710,7 +713,8 @@ def _variant_matrix(
 
 
 def _judge_ordering_aggregate(
-    claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], reps: int
+    claim: OrderingClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], reps: int, *,
+    advise: bool = True,
 ) -> Verdict:
     envs = claim.environments or sorted({env for (_, env) in cells})
     method = (
@@ -742,7 +746,7 @@ def _judge_ordering_aggregate(
         f"(high - random)), {claim.aggregate} over {len(envs)} environments ({', '.join(envs)}) with rliable's "
         f"definition; {len(better)} run(s) of {claim.better}. " + "; ".join(lines)
     )
-    if code == stats.UNDECIDED:
+    if code == stats.UNDECIDED and advise:
         detail += ". More seeds per environment (or more environments) would decide it"
         if claim.relation == "beats" and stats.smallest_permutation_p(len(better), len(better)) > stats.ALPHA:
             detail += f" (the permutation test needs at least {stats.fewest_seeds_for_permutation()} runs per side)"
@@ -805,7 +809,8 @@ HURDLE_REJECTS = "hurdle_reject_fraction"  # a search's summary: 1 when no progr
 FOUND_PROGRAM_METRICS = ("best_td_like",)  # properties of the program a search found, not of its seed
 
 
-def _judge_threshold(claim: ThresholdClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult]) -> Verdict:
+def _judge_threshold(claim: ThresholdClaim, spec: ExperimentSpec, cells: dict[tuple[str, str], CellResult], *,
+                     advise: bool = True) -> Verdict:
     cell = cells.get((claim.variant, claim.environment))
     values = _finite(cell.values(claim.metric)) if cell else []
     bounds = metric_bounds(spec, claim, claim.environment)
@@ -846,7 +851,7 @@ def _judge_threshold(claim: ThresholdClaim, spec: ExperimentSpec, cells: dict[tu
         f"[95% {kind} interval {float(interval.low):.4g}, {float(interval.high):.4g}] over {len(values)} seeds; {needs}"
         + ("; reproduced only when the whole interval is on the claimed side" if bounds is not None else "")
     )
-    if code == stats.UNDECIDED:
+    if code == stats.UNDECIDED and advise:
         detail += _threshold_seeds_note(claim, values, bounds, interval)
     detail = _weak_bar_note(claim, spec) + detail
     return _threshold_verdict(claim, code, detail + (f" ({seed_note}; those searches are left out)" if seed_note else ""), method)
@@ -948,7 +953,7 @@ def _judge_best_of(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResul
 SHARE_METHOD = "share of seeds that pass: exact Clopper-Pearson interval, one-sided 0.025 (any distribution)"
 
 
-def _judge_share(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult]) -> Verdict:
+def _judge_share(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult], *, advise: bool = True) -> Verdict:
     """'More than a share of the seeds pass on their own' (``seeds_share``): the passing share's Clopper-Pearson
     interval against it. A per-seed property (a discrete metric the seeds agree on exactly) is judged here; its mean
     with no spread would have no interval."""
@@ -967,7 +972,7 @@ def _judge_share(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult]
         f"Clopper-Pearson {low:.2f}, {high:.2f}]; needs more than {share:g} of the seeds, reproduced only when the "
         "whole interval is above it"
     )
-    if code == stats.UNDECIDED:
+    if code == stats.UNDECIDED and advise:
         more = next((n for n in range(len(values) + 1, 257)
                      if stats.decide_share(round(n * passing / len(values)), n, share) == stats.SUPPORTED), None)
         detail += (f". If the observed share were the truth, about {more} seeds would decide it" if more and passing
@@ -1013,7 +1018,8 @@ ABOVE_TRIVIAL_METHOD = (
 )
 
 
-def _judge_above_trivial(claim: AboveTrivialClaim, spec: ExperimentSpec, scale: str, cells: dict[tuple[str, str], CellResult]) -> Verdict:
+def _judge_above_trivial(claim: AboveTrivialClaim, spec: ExperimentSpec, scale: str,
+                         cells: dict[tuple[str, str], CellResult], *, advise: bool = True) -> Verdict:
     """Each run's last evaluation games (summary.json ``eval_scores``) against the games of every trivial policy
     measured under the run's protocol (``rlrepro.results.trivial``): ``stats.decide_games_above_trivial`` per
     (run, policy), combined by intersection-union."""
@@ -1043,7 +1049,7 @@ def _judge_above_trivial(claim: AboveTrivialClaim, spec: ExperimentSpec, scale: 
     code = int(stats.combine_each(np.array(codes)))
     detail = (f"{claim.environment} at the {scale} protocol ({env.max_episode_frames:,} frames per game at most); "
               + "; ".join(lines))
-    if code == stats.UNDECIDED:
+    if code == stats.UNDECIDED and advise:
         detail += (". Games at the trivial level show no gain but cannot rule one out (a policy that plays some games "
                    "well): more evaluation games (evaluation.episodes at this scale) would decide")
     splits = dict.fromkeys(stats.permutation_text(len(games), len(score.scores))

@@ -85,6 +85,21 @@ def test_frodo_beating_td_lambda_is_a_real_effect_and_stays_reproduced() -> None
     assert "the runs beyond the frozen arm: p = " in verdict.detail and "difference-in-differences" in verdict.detail
 
 
+def test_the_frozen_arms_evidence_gives_no_advice_about_seeds() -> None:
+    """The frozen arm is the control's evidence, read after 'Control:'; what would decide an undecided verdict is
+    the runs' question, not the frozen arm's (more frozen seeds decide nothing about learning). A share of 8 seeds
+    with 6 passing ([0.35, 0.97] Clopper-Pearson) is undecided against 'more than half': alone it says how many seeds
+    would decide it; as the frozen arm beside runs that pass 8 of 8 it says only what it measured."""
+    spec = spec_with(claim("threshold", metric="c_z_key", variant="a", environment="catch", op=">=", value=1.0,
+                           seeds_share=0.5), variants=("a",), seeds=8)
+    alone = judge(spec, {"a": [2.0] * 6 + [0.0] * 2}, "c_z_key")
+    assert alone.verdict == INCONCLUSIVE and "seeds would decide it" in alone.detail
+    verdict = judge(spec, {"a": [2.0] * 8, "a@frozen": [2.0] * 6 + [0.0] * 2}, "c_z_key")
+    control_text = verdict.detail.split("Control: ", 1)[1]
+    assert control_text.startswith("the frozen arm reads inconclusive: c_z_key of a on catch: 6 of 8 seeds")
+    assert "would decide" not in control_text, control_text
+
+
 def test_vtrace_beating_no_correction_at_lag_32_stays_reproduced() -> None:
     """V-trace against no correction at policy lag 32 on Catch ([-1, 1]): the frozen agents both play at random
     (about -0.8), the runs 0.9 against -0.2."""
