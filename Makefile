@@ -1,6 +1,7 @@
 # The two commands a newcomer needs (see README):
 #   make main   install, then run the main job (snakemake, cpu scale, 2 cores)
 #   make test   install, then run the test suite (what CI runs)
+#   make install-cluster   add the Slurm and Kubernetes executor plugins (profiles/slurm, profiles/kubernetes)
 #   make test-cluster   install Debian's slurm-wlm + munge (apt, as root), then run profiles/slurm on a single-node
 #                       Slurm that the test starts on 127.0.0.1 and stops (tests/test_cluster.py)
 #   make test-jax-latest   the newest JAX the project supports (Python 3.12, its own venv .venv-jax-latest), fast subset
@@ -9,6 +10,7 @@ PYTHON ?= python3.11
 VENV := .venv
 LOCK := envs/requirements-cpu.lock.txt
 CUDA_LOCK := envs/requirements-cuda.lock.txt
+CLUSTER_LOCK := envs/requirements-cluster.lock.txt
 # The other end of the supported JAX range: the newest JAX (what the GPU machines' image has) with the flax, optax,
 # chex, ... that go with it, on Python 3.12 (JAX >= 0.11 needs it), in a venv of its own.
 PYTHON_LATEST ?= $(firstword $(wildcard $(HOME)/.pyenv/versions/3.12*/bin/python3.12) python3.12)
@@ -29,7 +31,7 @@ DEVICE_PLATFORMS := $(foreach n,17 24 27 28 31 34 35,--platform manylinux_2_$(n)
 CORES ?= 2
 SCALE ?= cpu
 
-.PHONY: install install-cuda install-jax-latest main test test-slow test-services test-cluster test-jax-latest \
+.PHONY: install install-cluster install-cuda install-jax-latest main test test-slow test-services test-cluster test-jax-latest \
 	device-wheels lint lock lock-jax-latest
 
 # A venv from a lock: $(call make-venv,PYTHON,VENV,LOCK) (the project editable on top, then pip check).
@@ -46,6 +48,16 @@ $(VENV)/.installed: $(LOCK) pyproject.toml
 	$(call make-venv,$(PYTHON),$(VENV),$(LOCK))
 
 install: $(VENV)/.installed
+
+# Cluster profiles: the executor plugins, pinned, on top of the CPU lock. Not in the default environment: Snakemake
+# imports every installed executor plugin at every start, 1.1 s of each `snakemake -n` (README). The tests use them
+# (profiles/slurm dry runs, a real Slurm), so the test targets install them.
+$(VENV)/.cluster-installed: $(VENV)/.installed $(CLUSTER_LOCK)
+	$(VENV)/bin/python -m pip install --quiet -r $(CLUSTER_LOCK) -c $(LOCK)
+	$(VENV)/bin/python -m pip check
+	touch $@
+
+install-cluster: $(VENV)/.cluster-installed
 
 # GPU machines: the CPU environment plus jax's CUDA 12 plugin at the same jax version (the CPU lock constrains the rest).
 # Then every training job logs its devices (device.json in the run folder, `device.*` params in MLflow).
@@ -82,17 +94,17 @@ main: install
 # The default suite on TEST_WORKERS processes (pytest-xdist; a test file stays on one worker, so its module fixtures,
 # e.g. test_snakemake.py's smoke pipeline, run once).
 TEST_WORKERS ?= 2
-test: install
+test: install-cluster
 	$(VENV)/bin/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder --durations=15
 
 # Test by test over the workers (a few long tests would leave one worker idle file by file); a module whose fixture
 # is heavy keeps to one worker with pytest.mark.xdist_group.
-test-slow: install
+test-slow: install-cluster
 	$(VENV)/bin/python -m pytest -q -m slow -n $(TEST_WORKERS) --dist loadgroup --durations=15
 
 # MLflow as teams run it: an `mlflow server` on PostgreSQL, started and stopped by the tests (tests/test_tracking_server.py).
 # Installs Debian's postgresql when initdb is missing (apt, as root or with passwordless sudo; bounded).
-test-services: install
+test-services: install-cluster
 	@if ! command -v initdb >/dev/null && ! ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1; then \
 	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo -n"; \
 	  timeout 300 $$sudo apt-get -o DPkg::Lock::Timeout=600 update -qq && \
@@ -102,7 +114,7 @@ test-services: install
 
 # The packages put sinfo/scontrol on PATH but no config under /etc/slurm: the test's cluster lives in a temporary
 # folder (SLURM_CONF), so other snakemake runs on the machine are not slowed by the plugin's `scontrol show config`.
-test-cluster: install
+test-cluster: install-cluster
 	@command -v slurmctld >/dev/null && command -v munged >/dev/null || { \
 	  sudo=""; [ "$$(id -u)" = 0 ] || sudo="sudo -n"; \
 	  DEBIAN_FRONTEND=noninteractive timeout 900 $$sudo apt-get -o DPkg::Lock::Timeout=600 install -y -q slurm-wlm munge \
@@ -115,9 +127,13 @@ lint: install
 	$(VENV)/bin/python -m rlrepro validate
 	$(VENV)/bin/python -m rlrepro schema --check
 
+# The cluster lock's packages stay in their own lock (install-cluster), out of the default one.
 lock:
-	@(head -2 $(LOCK); $(VENV)/bin/python -m pip freeze --exclude-editable) > $(LOCK).new && mv $(LOCK).new $(LOCK)
+	@names=$$(sed -n 's/==.*//p' $(CLUSTER_LOCK) | paste -sd'|'); \
+	(head -2 $(LOCK); $(VENV)/bin/python -m pip freeze --exclude-editable | grep -v -i -E "^($$names)==") > $(LOCK).new && \
+	  mv $(LOCK).new $(LOCK)
 
 lock-jax-latest:
-	@(head -4 $(LATEST_LOCK); $(VENV_LATEST)/bin/python -m pip freeze --exclude-editable) > $(LATEST_LOCK).new && \
-	  mv $(LATEST_LOCK).new $(LATEST_LOCK)
+	@names=$$(sed -n 's/==.*//p' $(CLUSTER_LOCK) | paste -sd'|'); \
+	(head -4 $(LATEST_LOCK); $(VENV_LATEST)/bin/python -m pip freeze --exclude-editable | grep -v -i -E "^($$names)==") \
+	  > $(LATEST_LOCK).new && mv $(LATEST_LOCK).new $(LATEST_LOCK)
