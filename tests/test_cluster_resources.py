@@ -13,7 +13,7 @@ import pytest
 from snakemake.profiles import ProfileConfigFileParser
 
 from rlrepro.cluster import job_resources, status_command_for
-from rlrepro.workflow.cost import FROZEN_COST, MEM_MB, RUNTIME_OVERHEAD_MINUTES
+from rlrepro.workflow.cost import FROZEN_COST, MEM_MB, RUNTIME_OVERHEAD_MINUTES, experiment_hours
 from rlrepro.plan_text import memory_lines
 from rlrepro.specs import SpecError, load_spec
 from rlrepro.workflow import plan, plan_experiment
@@ -41,6 +41,25 @@ def test_runtime_is_the_measured_minutes_per_job_with_headroom(tmp_path: Path):
         assert resources["runtime"] == (math.ceil(0.5 * FROZEN_COST["impala"] * 2 + 15) if frozen else 16) == (
             17 if frozen else 1 + RUNTIME_OVERHEAD_MINUTES)
         assert resources["gpu"] == 1 and resources["mem_mb"] > 0 and "slurm_extra" not in resources
+
+
+def test_one_job_and_its_frozen_arm_run_side_by_side(tmp_path: Path):
+    """A scale of one training job (measured 0.5 min: one job on one core, the other idle) whose claim reads its
+    variant: the frozen arm's job (0.5 x 1.46 = 0.73 min) runs on the other core beside it. Each job's Slurm time is
+    its own minutes (own 0.5 x 2 + 15 = 16; arm 17, as above), not twice them as if two jobs had shared the measured
+    minutes; the experiment takes the longer job, 0.73 min, not the sum 1.23."""
+    data = toy_run_spec_data(smoke_environments=["catch"])
+    data["variants"] = data["variants"][:1]
+    data["claims"] = [{"kind": "threshold", "id": "vtrace_above", "statement": "V-trace scores above -1.",
+                       "variant": "vtrace", "environment": "catch", "metric": "final_return", "op": ">=",
+                       "value": -0.5, "judged_at": ["smoke"]}]
+    data["scales"]["smoke"]["seeds"] = 1
+    experiment = _experiment(write_spec(tmp_path, data), "smoke")
+    assert [job.variant for job in experiment.jobs] == ["vtrace", "vtrace@frozen"]
+    own, arm = (job_resources(job, experiment, "smoke", gpus=0)["runtime"] for job in experiment.jobs)
+    assert (own, arm) == (16, math.ceil(0.5 * FROZEN_COST["impala"] * 2 + 15)) == (16, 17)
+    hours, measured = experiment_hours(experiment, "smoke")
+    assert measured and hours * 60 == pytest.approx(0.5 * FROZEN_COST["impala"])
 
 
 def test_paper_scale_runtime_follows_frames_with_no_day_cap_unless_the_partition_has_one():

@@ -449,7 +449,9 @@ def test_the_dag_of_the_repository_specs_builds(tmp_path: Path, subprocess_env):
     # Issue 32: the cpu scale's opt-in set (runs that decide no claim there) is left out of the default job too
     every_rule = re.findall(r"^(train_\w+)\s+\d+$", result.stdout, flags=re.M)
     assert any(job.startswith("train_frodo_catch") for job in every_rule)
-    assert not any(job.startswith(("train_frodo_atari", "train_impala_atari57_shallow")) for job in every_rule)
+    assert not any(job.startswith(("train_frodo_atari", "train_impala_atari57_deep")) for job in every_rule)
+    # Issue 46: the main job shows IMPALA learning Atari (atari57_shallow's cpu scale: Breakout, and its frozen arm)
+    assert any(job.startswith("train_impala_atari57_shallow") for job in every_rule)
     assert not (tmp_path / "results").exists()  # a dry run writes nothing
     # Issue 31 item 10: a job prints one line of what it does and its log, not its input and output lists (a job of
     # 16 seeds listed 16 summary paths; the aggregate step every summary of its experiment: lines of 1,000+ columns)

@@ -105,9 +105,18 @@ def cpu_rate(spec) -> float | None:
 def experiment_hours(experiment: ExperimentPlan, scale: Scale) -> tuple[float | None, bool]:
     """Wall hours of the whole experiment on the reference machine, and whether they are the spec's measured minutes
     at this scale (else its cpu-scale rate scaled by frames); the control arm added at ``FROZEN_COST``. None: the
-    spec states no minutes."""
+    spec states no minutes.
+
+    From the measured minutes (its own variants' jobs, as many at a time as there were of them up to 2): each job's
+    minutes by its frames (a control job's weighted by ``FROZEN_COST``), shared over the lanes all the jobs run in (2
+    at a time, one for whole-machine jobs), and never less than the longest job: an experiment of one job and its
+    frozen arm runs the two side by side (about the longer of them), not one after the other.
+    """
     if measured := experiment.spec.scale(scale).expected_minutes:
-        return measured / 60.0 * (1.0 + control_share(experiment)), True
+        own = [job for job in experiment.jobs if not is_control(job)]
+        per_frame = measured * _lanes(experiment, own) / training_frames(experiment)  # core-minutes per frame
+        minutes = [job_weight(job, experiment) * per_frame for job in experiment.jobs]
+        return max(sum(minutes) / _lanes(experiment, experiment.jobs), max(minutes)) / 60.0, True
     rate = cpu_rate(experiment.spec)
     if rate is None:
         return None, False
@@ -115,18 +124,25 @@ def experiment_hours(experiment: ExperimentPlan, scale: Scale) -> tuple[float | 
     return weight / rate / 3600.0, False
 
 
+def _lanes(experiment: ExperimentPlan, jobs) -> int:
+    """How many of ``jobs`` run at once on the reference machine: 2 (its cores), 1 for whole-machine jobs."""
+    return 1 if experiment.jobs[0].whole_machine else min(2, len(jobs))
+
+
 def estimated_minutes(job: Job, experiment: ExperimentPlan, scale: Scale) -> float | None:
     """Wall minutes of one job on one core of the reference machine (all its cores for a whole-machine job).
 
     The cost model is ``rlrepro plan``'s (one place: the lead may swap it): the spec's minutes measured at this
-    scale, or else its cpu-scale rate (frames over measured minutes), both for 2 jobs at a time on 2 cores; a job
-    gets its share by frames (a control job's weighted by ``FROZEN_COST``). None when the spec states no minutes.
+    scale, which are its own variants' jobs (the control arm's came later) run as many at a time as there were of
+    them up to 2, or else its cpu-scale rate (frames over measured minutes, 2 jobs at a time on 2 cores); a job gets
+    its share by frames (a control job's weighted by ``FROZEN_COST``). None when the spec states no minutes.
     """
     concurrency = 1 if job.whole_machine else 2
     weight = job_weight(job, experiment) * sum(unit.frames for unit in job.units) / max(job.frames_emulated, 1)
     measured = experiment.spec.scale(scale).expected_minutes
     if measured:
-        return measured * min(concurrency, len(experiment.jobs)) * weight / training_frames(experiment)
+        own = [other for other in experiment.jobs if not is_control(other)]
+        return measured * _lanes(experiment, own) * weight / training_frames(experiment)
     rate = cpu_rate(experiment.spec)
     if rate is None:
         return None
@@ -215,10 +231,10 @@ def cpu_hours(key: str, frames: int, rows: list[Throughput], spec: Any, referenc
     spec's measured cpu-scale minutes scaled by frames (``frames`` and the cpu-scale frames counted the same way).
     None without any."""
     if scale in ("smoke", "cpu") and (measured := spec.scale(scale).expected_minutes):
-        share = control_share(plan_experiment(Path("x.yaml"), spec, scale))
-        return DeviceHours("cpu", reference_machine, measured / 60.0 * (1.0 + share), "measured",
+        experiment = plan_experiment(Path("x.yaml"), spec, scale)
+        return DeviceHours("cpu", reference_machine, experiment_hours(experiment, scale)[0], "measured",
                            f"the spec's {scale}-scale minutes (the pipeline, 2 jobs at a time)"
-                           + (", the frozen arm added at FROZEN_COST" if share else ""))
+                           + (", the frozen arm added at FROZEN_COST" if control_share(experiment) else ""))
     row = _stored(key, rows, ("cpu",))
     if row is not None:
         return DeviceHours("cpu", row.hardware, frames / row.frames_per_s / 3600.0, row.status,
