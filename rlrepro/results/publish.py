@@ -46,6 +46,10 @@ def verdicts(root: Path) -> dict[tuple[str, str], str]:
     return found
 
 
+#: What a changed-verdicts row says of a judged claim one side's spec does not have.
+REMOVED, ADDED = "claim removed", "claim added"
+
+
 class Comparison(NamedTuple):
     """Two sets of verdicts side by side: the claims whose verdict differs (key, claim, before, now), those only
     one side judged (an experiment run on one side only, or a claim added or removed) and how many agree."""
@@ -70,7 +74,8 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
 
     A reason is read, never typed: what differs between the two tables' provenance (the spec's hash, the seeds, the
     commits the runs trained at) and between the two verdicts' tests; where none differs, the same runs were judged
-    by other rules (the commits the tables were made at).
+    by other rules (the commits the tables were made at). A judged claim the spec removed or added since, in an
+    experiment both folders hold, is a row too ("claim removed", "claim added"); the counts are of the rest.
     """
     result = compare(before, now)
     changed = []
@@ -93,7 +98,22 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
         if new == UNINFORMATIVE and vb.get("detail"):
             reasons.append(vb["detail"].split(";")[0])  # the trivial-policy control that made it uninformative
         changed.append({"experiment": key, "claim": claim, "before": old, "now": new, "reason": "; ".join(reasons)})
-    return changed, result.same, len(result.only_before), len(result.only_now)
+    # A judged claim that the spec dropped or added, in an experiment both sides hold, changed too: listed, not only
+    # counted. (Claims of an experiment one side lacks were not compared: it was not run there.)
+    sides = {REMOVED: verdicts(before), ADDED: verdicts(now)}
+    both = {key for key, _ in sides[REMOVED]} & {key for key, _ in sides[ADDED]}
+    for outcome, keys in ((REMOVED, result.only_before), (ADDED, result.only_now)):
+        for key, claim in keys:
+            verdict = sides[outcome][(key, claim)]
+            if key not in both or verdict == NOT_JUDGED:
+                continue
+            old, new = (verdict, outcome) if outcome == REMOVED else (outcome, verdict)
+            hashes = [_table(folder, key).get("provenance", {}).get("spec_hash") for folder in (before, now)]
+            changed.append({"experiment": key, "claim": claim, "before": old, "now": new,
+                            "reason": f"{outcome} in the spec (hash {hashes[0]} -> {hashes[1]})"})
+    listed = {(c["experiment"], c["claim"]) for c in changed}
+    return (changed, result.same, sum(1 for k in result.only_before if k not in listed),
+            sum(1 for k in result.only_now if k not in listed))
 
 
 def _table(folder: Path, key: str) -> dict:

@@ -953,15 +953,24 @@ def test_a_republished_report_lists_each_verdict_changed_since_with_its_reason(
     data["provenance"]["seeds"] = 2
     [claim] = [c for c in data["claims"] if c["claim"] == "a_reaches_2"]
     claim.update(verdict="inconclusive", method="an older test")
+    # a judged claim the spec has since dropped, and one it has since added (absent before)
+    data["claims"].append({**claim, "claim": "a_dropped_since", "verdict": "reproduced"})
+    [added] = [c for c in data["claims"] if c["claim"] != "a_reaches_2" and c["verdict"] != "not judged"][:1]
+    data["claims"].remove(added)
     table.write_text(json.dumps(data), encoding="utf-8")
     assert main(["publish", *args]) == 0
     report = (published / "REPORT.md").read_text(encoding="utf-8")
     section = report.partition("## Verdicts changed since the last published report")[2].partition("## ")[0]
-    assert "2 claim(s) the same, 1 changed" in section
+    assert "1 claim(s) the same, 3 changed" in section and "only" not in section.splitlines()[1]
     [row] = [line for line in section.splitlines() if "`a_reaches_2`" in line]
     cells = [cell.strip() for cell in row.strip("|").split(" | ")]
     assert cells[:4] == ["toy/mini", "`a_reaches_2`", "inconclusive", "**reproduced**"]
     assert cells[4].startswith("seeds 2 -> 4; test now: Anderson's distribution-free bound")
+    rows = {line.split(" | ")[1].strip("` "): [c.strip() for c in line.strip("|").split(" | ")]
+            for line in section.splitlines() if line.startswith("| toy/mini")}
+    assert rows["a_dropped_since"][2:4] == ["reproduced", "**claim removed**"]
+    assert rows[added["claim"]][2:4] == ["claim added", f"**{added['verdict']}**"]
+    assert rows["a_dropped_since"][4].startswith("claim removed in the spec (hash ")
     page = (published / "report.html").read_text(encoding="utf-8")
     assert "Verdicts changed since the last published report</h2>" in page and "seeds 2 -&gt; 4" in page
 
