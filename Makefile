@@ -50,7 +50,7 @@ $(VENV)/.installed: $(LOCK) pyproject.toml
 install: $(VENV)/.installed
 
 # Cluster profiles: the executor plugins, pinned, on top of the CPU lock. Not in the default environment: Snakemake
-# imports every installed executor plugin at every start, 1.1 s of each `snakemake -n` (README). The tests use them
+# imports every installed executor plugin at every start, about 1.2 s of each (README). The tests use them
 # (profiles/slurm dry runs, a real Slurm), so the test targets install them.
 $(VENV)/.cluster-installed: $(VENV)/.installed $(CLUSTER_LOCK)
 	$(VENV)/bin/python -m pip install --quiet -r $(CLUSTER_LOCK) -c $(LOCK)
