@@ -56,7 +56,9 @@ GPU_HOST_MB = 2048
 #: after them); the plan adds the arm at these ratios. A kind not measured counts as much as training.
 #: Measured 2026-11-29 with ``python -m rlrepro.bench frozen --chunks 2 --rounds 3`` (2 cores shared with other
 #: work, load 9-14: read them to about 0.2): the backward pass XLA drops is a small part of a chunk beside acting,
-#: the environments and the losses the metrics still report. PPO and ACER have no claim judged at cpu.
+#: the environments and the losses the metrics still report. PPO and ACER have no claim judged at cpu. IMPALA's
+#: ratio is its toy's; on Atari (the threaded actor-learner, Breakout at the cpu scale) the two real jobs side by side
+#: ran at 1,487 and 1,007 frames/s (1.48).
 FROZEN_COST: dict[str, float] = {"impala": 1.46, "frodo": 1.02, "td_lambda": 0.72, "dqn": 1.0, "impala_sr": 0.92,
                                  "vracer": 0.91, "ddpg": 1.03, "naf": 1.0}
 FROZEN_COST_UNMEASURED = 1.0
