@@ -62,7 +62,10 @@ class Comparison(NamedTuple):
 
 def compare(before: Path, now: Path) -> Comparison:
     """The verdicts of ``now`` against those of ``before`` (each a results root or a published folder)."""
-    old, new = verdicts(before), verdicts(now)
+    return _compare(verdicts(before), verdicts(now))
+
+
+def _compare(old: dict[tuple[str, str], str], new: dict[tuple[str, str], str]) -> Comparison:
     differ = [(*key, old[key], new[key]) for key in old if key in new and old[key] != new[key]]
     return Comparison(differ, [key for key in old if key not in new], [key for key in new if key not in old],
                       sum(1 for key in old if new.get(key) == old[key]))
@@ -77,7 +80,8 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
     by other rules (the commits the tables were made at). A judged claim the spec removed or added since, in an
     experiment both folders hold, is a row too ("claim removed", "claim added"); the counts are of the rest.
     """
-    result = compare(before, now)
+    sides = {REMOVED: verdicts(before), ADDED: verdicts(now)}  # each folder's table JSONs read once
+    result = _compare(sides[REMOVED], sides[ADDED])
     changed = []
     for key, claim, old, new in result.differ:
         a, b = (_table(folder, key) for folder in (before, now))
@@ -100,7 +104,6 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
         changed.append({"experiment": key, "claim": claim, "before": old, "now": new, "reason": "; ".join(reasons)})
     # A judged claim that the spec dropped or added, in an experiment both sides hold, changed too: listed, not only
     # counted. (Claims of an experiment one side lacks were not compared: it was not run there.)
-    sides = {REMOVED: verdicts(before), ADDED: verdicts(now)}
     both = {key for key, _ in sides[REMOVED]} & {key for key, _ in sides[ADDED]}
     for outcome, keys in ((REMOVED, result.only_before), (ADDED, result.only_now)):
         for key, claim in keys:

@@ -76,7 +76,7 @@ def is_control(job: Job) -> bool:
 
 def training_frames(experiment) -> int:
     """The frames of the experiment's own variants (what its measured minutes cover), the control arm left out."""
-    return sum(job.frames_emulated for job in experiment.jobs if not is_control(job))
+    return sum(job.frames_emulated for job in _own_jobs(experiment))
 
 
 def job_weight(job: Job, experiment: ExperimentPlan) -> float:
@@ -115,8 +115,7 @@ def experiment_hours(experiment: ExperimentPlan, scale: Scale) -> tuple[float | 
     frozen arm runs the two side by side (about the longer of them), not one after the other.
     """
     if measured := experiment.spec.scale(scale).expected_minutes:
-        own = [job for job in experiment.jobs if not is_control(job)]
-        per_frame = measured * _lanes(experiment, own) / training_frames(experiment)  # core-minutes per frame
+        per_frame = measured * _lanes(experiment, _own_jobs(experiment)) / training_frames(experiment)  # core-min/frame
         minutes = [job_weight(job, experiment) * per_frame for job in experiment.jobs]
         return max(sum(minutes) / _lanes(experiment, experiment.jobs), max(minutes)) / 60.0, True
     rate = cpu_rate(experiment.spec)
@@ -124,6 +123,11 @@ def experiment_hours(experiment: ExperimentPlan, scale: Scale) -> tuple[float | 
         return None, False
     weight = sum(job_weight(job, experiment) for job in experiment.jobs)
     return weight / rate / 3600.0, False
+
+
+def _own_jobs(experiment: ExperimentPlan) -> list[Job]:
+    """The jobs of the spec's own variants (what its measured minutes cover), the control arm left out."""
+    return [job for job in experiment.jobs if not is_control(job)]
 
 
 def _lanes(experiment: ExperimentPlan, jobs) -> int:
@@ -143,8 +147,7 @@ def estimated_minutes(job: Job, experiment: ExperimentPlan, scale: Scale) -> flo
     weight = job_weight(job, experiment) * sum(unit.frames for unit in job.units) / max(job.frames_emulated, 1)
     measured = experiment.spec.scale(scale).expected_minutes
     if measured:
-        own = [other for other in experiment.jobs if not is_control(other)]
-        return measured * _lanes(experiment, own) * weight / training_frames(experiment)
+        return measured * _lanes(experiment, _own_jobs(experiment)) * weight / training_frames(experiment)
     rate = cpu_rate(experiment.spec)
     if rate is None:
         return None
