@@ -231,6 +231,10 @@ def _judge(claim: object, spec: ExperimentSpec, scale: str, cells: dict[tuple[st
 # --- the frozen arm beside every claim (rlrepro.results.control) -------------------------------------------------
 
 _CODE = {REPRODUCED: stats.SUPPORTED, NOT_REPRODUCED: stats.CONTRADICTED, INCONCLUSIVE: stats.UNDECIDED}
+#: How a detail begins when a control, not the runs alone, set the verdict (its first clause, up to ';', says which):
+#: read by ``rlrepro.results.publish.changed_verdicts`` as the reason a verdict changed.
+RUNS_ALONE = f"the runs alone would read {REPRODUCED}, but "
+CONTROL_LEADS = (f"{UNINFORMATIVE}: ", RUNS_ALONE)
 
 
 def _beside_frozen(claim: object, spec: ExperimentSpec, scale: str, verdict: Verdict,
@@ -244,7 +248,7 @@ def _beside_frozen(claim: object, spec: ExperimentSpec, scale: str, verdict: Ver
                 "not known: run the experiment again (the plan makes the arm) to decide")
         if verdict.verdict != REPRODUCED:
             return _with(verdict, verdict.verdict, f"{verdict.detail}. Control: {note}")
-        return _with(verdict, INCONCLUSIVE, f"the runs alone would read {REPRODUCED}, but {note}. {verdict.detail}")
+        return _with(verdict, INCONCLUSIVE, f"{RUNS_ALONE}{note}. {verdict.detail}")
     frozen_verdict = _judge(claim, spec, scale, frozen, reps, advise=False)
     matches = isinstance(claim, OrderingClaim) and claim.relation != "beats"
     beyond, test = _beyond_frozen(claim, spec, runs, frozen) if verdict.verdict == REPRODUCED else (None, "")
@@ -261,7 +265,7 @@ def _beside_frozen(claim: object, spec: ExperimentSpec, scale: str, verdict: Ver
                      f"arms{beyond_text}: agents that learned nothing match; the runs alone would read "
                      f"{REPRODUCED}. {verdict.detail}. Control: {frozen_text}")
     if outcome == "inconclusive":
-        return _with(verdict, INCONCLUSIVE, f"the runs alone would read {REPRODUCED}, but they are not shown beyond "
+        return _with(verdict, INCONCLUSIVE, f"{RUNS_ALONE}they are not shown beyond "
                      f"the frozen arm{beyond_text}: more seeds (of both arms) would decide whether learning, not the "
                      f"design, passes it. {verdict.detail}. Control: {frozen_text}")
     return _with(verdict, verdict.verdict, f"{verdict.detail}. Control: {frozen_text}{beyond_text}")

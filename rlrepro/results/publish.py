@@ -23,7 +23,7 @@ from typing import NamedTuple
 
 from rlrepro.jobs.run_folder import SUMMARY
 from rlrepro.results.collect import MissingRunsError
-from rlrepro.results.claims import INCONCLUSIVE, NOT_JUDGED, NOT_REPRODUCED, REPRODUCED, UNINFORMATIVE
+from rlrepro.results.claims import CONTROL_LEADS, INCONCLUSIVE, NOT_JUDGED, NOT_REPRODUCED, REPRODUCED, UNINFORMATIVE
 
 #: What a published folder holds besides ``tables/``; the standalone page (every figure inlined) is left out.
 REPORT_FILES = ("REPORT.md", "report.html", "verdicts.json")
@@ -77,7 +77,9 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
 
     A reason is read, never typed: what differs between the two tables' provenance (the spec's hash, the seeds, the
     commits the runs trained at) and between the two verdicts' tests; where none differs, the same runs were judged
-    by other rules (the commits the tables were made at). A judged claim the spec removed or added since, in an
+    by other rules (the commits the tables were made at). A verdict a control set (uninformative, or the runs not
+    shown beyond their frozen arm) leads with the control's clause: that, not the provenance, is why it reads so. A
+    judged claim the spec removed or added since, in an
     experiment both folders hold, is a row too ("claim removed", "claim added"); the counts are of the rest.
     """
     sides = {REMOVED: verdicts(before), ADDED: verdicts(now)}  # each folder's table JSONs read once
@@ -99,8 +101,8 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
         if not reasons:
             reasons.append(f"the same runs judged by the rules of another commit (tables at "
                            f"{str(pa.get('table_commit', '?'))[:12]} -> {str(pb.get('table_commit', '?'))[:12]})")
-        if new == UNINFORMATIVE and vb.get("detail"):
-            reasons.append(vb["detail"].split(";")[0])  # the trivial-policy control that made it uninformative
+        if (vb.get("detail") or "").startswith(CONTROL_LEADS):  # a control set it: its clause is the reason, first
+            reasons.insert(0, vb["detail"].split(";")[0])
         changed.append({"experiment": key, "claim": claim, "before": old, "now": new, "reason": "; ".join(reasons)})
     # A judged claim that the spec dropped or added, in an experiment both sides hold, changed too: listed, not only
     # counted. (Claims of an experiment one side lacks were not compared: it was not run there.)

@@ -165,3 +165,26 @@ def test_a_frozen_arm_apart_by_rounding_alone_passes_nothing() -> None:
                            "a@frozen": [frozen - 1.79e-7] * 4, "b@frozen": [frozen] * 4}, "value_error")
     assert verdict.verdict == REPRODUCED, verdict.detail
     assert "Control: the frozen arm reads inconclusive" in verdict.detail
+
+
+def test_a_verdict_the_frozen_arm_changed_gives_the_control_as_the_reason_it_changed(tmp_path) -> None:
+    """Issue 49's before/after: a claim published reproduced before its frozen arm existed, now inconclusive because
+    the runs are not shown beyond that arm, says so first, not only that the spec and the test changed."""
+    import dataclasses
+    import json
+
+    from rlrepro.results.publish import changed_verdicts
+
+    spec = spec_with(claim("threshold", variant="a", environment="catch", op=">=", value=0.0), variants=("a",), seeds=7)
+    now = judge(spec, {"a": [1.0] * 7, "a@frozen": [1.0] * 6 + [-1.0]})
+    before = dataclasses.replace(now, verdict=REPRODUCED, detail="the runs alone", method="the test before the arm")
+    assert now.verdict == INCONCLUSIVE
+    for name, verdict, spec_hash in (("before", before, "aaa"), ("now", now, "bbb")):
+        table = tmp_path / name / "tables" / "toy" / "mini.json"
+        table.parent.mkdir(parents=True)
+        table.write_text(json.dumps({"provenance": {"spec_hash": spec_hash, "seeds": 7}, "rows": [],
+                                     "claims": [verdict.as_dict()]}), encoding="utf-8")
+    [row], same, only_before, only_now = changed_verdicts(tmp_path / "before", tmp_path / "now")
+    assert (row["before"], row["now"], same, only_before, only_now) == (REPRODUCED, INCONCLUSIVE, 0, 0, 0)
+    assert row["reason"].startswith("the runs alone would read reproduced, but they are not shown beyond the frozen "
+                                    "arm; spec changed (hash aaa -> bbb)")
