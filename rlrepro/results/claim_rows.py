@@ -2,10 +2,10 @@
 verdict rests on, with the test, the p-values and the full evidence kept for a click away (REPORT.md, report.html).
 
 Everything here is read from the spec and the verdict (the table JSON's ``claims``), never typed for the report:
-"the paper" is the claim's bar (threshold, aggregate) and the spec's ``paper_values`` where they cover the claim's
-variants; "ours" is the first estimate of the verdict's evidence, with its interval as the verdict computed it (the
-bracket names the method: Welch, distribution-free, Clopper-Pearson, stratified bootstrap); "rests on" is the claim's
-and the scale's ``rests_on`` and the seeds and frames the scale runs against the paper's.
+"the paper" is the claim's bar, named "bar" (threshold, aggregate), and the spec's ``paper_values`` where they cover
+the claim's variants; "ours" is the first estimate of the verdict's evidence, with its interval as the verdict
+computed it (the bracket names the method: Welch, distribution-free, Clopper-Pearson, stratified bootstrap); "rests
+on" is the claim's and the scale's ``rests_on`` and the seeds and frames the scale runs against the paper's.
 """
 
 from __future__ import annotations
@@ -84,16 +84,16 @@ def p_values_text(detail: str) -> str:
 
 
 def paper_text(spec, claim) -> str:
-    """The paper's number for a claim: its bar (a threshold's or an aggregate's value, which the spec takes from the
-    paper) and the spec's ``paper_values`` of the claim's variants where it has them; '—' for an ordering without
-    paper values."""
+    """The paper's number for a claim: the claim's bar, named so (a threshold's or an aggregate's value: the paper's
+    number where the paper gives one, else what the claim needs, e.g. a trivial policy's level plus a margin), and
+    the spec's ``paper_values`` of the claim's variants where it has them; '—' for an ordering without paper values."""
     values = spec.paper_values
     bar = ""
     if getattr(claim, "kind", "") == "threshold":
-        bar = f"{claim.op} {claim.value:g}" + (f" (tolerance {claim.tolerance:g})" if claim.tolerance else "")
+        bar = f"bar {claim.op} {claim.value:g}" + (f" (tolerance {claim.tolerance:g})" if claim.tolerance else "")
         variants, envs = [claim.variant], [claim.environment]
     elif getattr(claim, "kind", "") == "aggregate":
-        return f"{claim.aggregate.replace('_', ' ')} {claim.op} {claim.value:g}%"
+        return f"bar: {claim.aggregate.replace('_', ' ')} {claim.op} {claim.value:g}%"
     elif getattr(claim, "kind", "") == "ordering":
         variants = [claim.better, *claim.worse]
         envs = claim.environments or [env.id for env in spec.environments]

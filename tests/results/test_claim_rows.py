@@ -14,8 +14,10 @@ ORDERING = ("fps (higher is better): each difference must be significant by the 
             "+660], permutation p = 0.0143 supports")
 MEAN = ("final_return of frodo on catch: mean 0.8852 [95% distribution-free interval 0.2346, 0.9718] over 16 seeds; "
         "needs >= 0.273 (tolerance 0); reproduced only when the whole interval is on the claimed side")
-SHARE = ("far_fraction of refer on inverted_pendulum: 6 of 6 seeds reach <= 0.1 (tolerance 0.03); share 1.00 [95% "
-         "Clopper-Pearson 0.54, 1.00]; needs more than 0.5 of the seeds")
+SHARE = ("the runs alone would read reproduced, but they are not shown beyond the frozen arm; the runs beyond the "
+         "frozen arm: p = 1 (6 of 6 runs pass, 4 of 4 frozen runs; Fisher's exact test): more seeds would decide. "
+         "far_fraction of refer on inverted_pendulum: 6 of 6 seeds reach <= 0.1 (tolerance 0.03), the seeds 0.0733 to "
+         "0.0942, share 1.00 [95% Clopper-Pearson 0.54, 1.00]; needs more than 0.5 of the seeds")
 GAMES = ("pong at the cpu protocol (27,000 frames per game at most); seed 0 (3 games, mean -20) v noop (30 games, "
          "mean -21): p 0.0909, undecided; seed 0 (3 games, mean -20) v uniform_random (30 games, mean -20.43): p 0.276, "
          "undecided")
@@ -25,7 +27,9 @@ def test_ours_is_the_first_estimate_with_the_interval_its_method_names() -> None
     assert ours_text(ORDERING) == "pong: impala - a3c = -561 [Welch 95% CI -839, -283] (and 1 more in the evidence)"
     assert ours_text(MEAN) == ("final_return of frodo on catch: mean 0.8852 [95% distribution-free interval 0.2346, "
                                "0.9718]")
-    assert ours_text(SHARE) == "share 1.00 [95% Clopper-Pearson 0.54, 1.00]"
+    # a share: how many seeds pass, the seeds' values and the share's interval (not the control's clause before it)
+    assert ours_text(SHARE) == ("far_fraction of refer on inverted_pendulum: 6 of 6 seeds reach <= 0.1 (tolerance "
+                                "0.03), the seeds 0.0733 to 0.0942, share 1.00 [95% Clopper-Pearson 0.54, 1.00]")
     # no interval (a run's games against a trivial policy's): the first clause with a mean
     assert ours_text(GAMES) == "seed 0 (3 games, mean -20) v noop (30 games, mean -21): p 0.0909, undecided"
 
@@ -64,7 +68,7 @@ def test_the_papers_number_comes_from_the_spec_for_the_claims_metric_only() -> N
     ordering, kl, threshold = spec.claims
     assert paper_text(spec, ordering) == "a on catch: 0.9; b on catch: 0.4"
     assert paper_text(spec, kl) == "—"  # paper_values are of the table's metric (final_return), not of the KL
-    assert paper_text(spec, threshold) == ">= 0.5 (tolerance 0.1) · a: 0.9"
+    assert paper_text(spec, threshold) == "bar >= 0.5 (tolerance 0.1) · a: 0.9"  # the claim's bar, named so
 
 
 def test_rests_on_reads_the_claim_the_scale_and_the_budget_against_the_papers() -> None:

@@ -408,7 +408,7 @@ def test_report_has_a_verdict_per_claim(aggregated: dict[str, Any]) -> None:
                          "cartpole: a - b = +9 [Welch 95% CI +7.59, +10.4] (and 3 more in the evidence)",  # the frozen arm's two
                          "**reproduced**"]
     assert beats[4] == "cpu scale: 4 seeds (paper 5), 200 frames per run (paper 1k)"
-    assert reaches[1:5] == [">= 2 · a: 46.8", "final_return of a on catch: mean 11 "
+    assert reaches[1:5] == ["bar >= 2 · a: 46.8", "final_return of a on catch: mean 11 "
                             "[95% distribution-free interval 3.887, 11.87] (and 1 more in the evidence)", "**reproduced**",
                             "toy tasks (paper: DMLab); cpu scale: 4 seeds (paper 5), 200 frames per run (paper 1k)"]
     note = text.partition(f"<a id=\"{beats[5].partition('(#')[2].rstrip(')')}\"></a>")[2].partition("\n")[0]
