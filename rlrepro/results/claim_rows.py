@@ -90,7 +90,7 @@ def paper_text(spec, claim) -> str:
     values = spec.paper_values
     bar = ""
     if getattr(claim, "kind", "") == "threshold":
-        bar = f"bar {claim.op} {claim.value:g}" + (f" (tolerance {claim.tolerance:g})" if claim.tolerance else "")
+        bar = f"bar {claim.requirement}" if claim.tolerance else f"bar {claim.op} {claim.value:g}"
         variants, envs = [claim.variant], [claim.environment]
     elif getattr(claim, "kind", "") == "aggregate":
         return f"bar: {claim.aggregate.replace('_', ' ')} {claim.op} {claim.value:g}%"

@@ -972,8 +972,8 @@ def _judge_share(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult]
     code = int(stats.decide_share(passing, len(values), share))
     spread = f"{min(values):.3g}" + (f" to {max(values):.3g}" if max(values) > min(values) else "")
     detail = (  # one clause up to the interval: a report's "ours" (rlrepro.results.claim_rows) shows the values too
-        f"{claim.metric} of {claim.variant} on {claim.environment}: {passing} of {len(values)} seeds reach "
-        f"{claim.op} {claim.value:g} (tolerance {claim.tolerance:g}), the seeds {spread}, share "
+        f"{claim.metric} of {claim.variant} on {claim.environment}: {passing} of {len(values)} seeds "
+        f"{'lie' if claim.op == 'within' else 'reach'} {claim.requirement}, the seeds {spread}, share "
         f"{passing / len(values):.2f} [95% "
         f"Clopper-Pearson {low:.2f}, {high:.2f}]; needs more than {share:g} of the seeds, reproduced only when the "
         "whole interval is above it"

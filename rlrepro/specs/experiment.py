@@ -317,7 +317,9 @@ def _check_range(claim_id: str, metric_range: tuple[float, float] | None) -> Non
 
 
 class ThresholdClaim(ClaimBase):
-    """A variant's metric on an environment is at least (or at most) a value, within a tolerance."""
+    """A variant's metric on an environment is at least (or at most) a value, within a tolerance; or, judged per
+    seed, within a band around it (``op: within``: value +- tolerance, e.g. a quantity a mechanism holds near a
+    target, which a policy that never moves must miss on one side)."""
 
     kind: Literal["threshold"] = Field(description="Claim kind.")
     id: Name = Field(description="Claim id.")
@@ -327,9 +329,12 @@ class ThresholdClaim(ClaimBase):
     )
     variant: str = Field(description="Variant name.")
     environment: str = Field(description="Environment id.")
-    op: Literal[">=", "<="] = Field(description="Comparison.")
-    value: float = Field(description="Threshold.")
-    tolerance: float = Field(0.0, ge=0, description="Allowed shortfall.")
+    op: Literal[">=", "<=", "within"] = Field(
+        description="Comparison: >= or <= (value, less or more by the tolerance), or within (value +- tolerance, "
+        "judged per seed: needs seeds_share and a tolerance above 0)."
+    )
+    value: float = Field(description="Threshold (within: the band's centre).")
+    tolerance: float = Field(0.0, ge=0, description="Allowed shortfall (within: the band's half-width).")
     metric_range: tuple[float, float] | None = Field(
         None,
         description=_RANGE_TEXT + "without one a mean over seeds is never decided (a per-seed claim, seeds_share, "
@@ -371,12 +376,24 @@ class ThresholdClaim(ClaimBase):
         if self.seeds_share is not None and self.best_of is not None:
             raise ValueError(f"claim {self.id}: seeds_share (a share of seeds) and best_of (a count of the best runs) "
                              "are two readings of one claim: give one")
+        if self.op == "within" and (self.seeds_share is None or self.tolerance <= 0):
+            raise ValueError(f"claim {self.id}: op 'within' (value +- tolerance) is judged per seed: give seeds_share "
+                             f"and a tolerance above 0 (got seeds_share {self.seeds_share}, tolerance {self.tolerance:g})")
         _check_range(self.id, self.metric_range)
         return self
 
     def passes(self, value: float) -> bool:
-        """One run's value is on the claimed side of the bound."""
+        """One run's value is on the claimed side of the bound (within: inside the band)."""
+        if self.op == "within":
+            return abs(value - self.value) <= self.tolerance
         return value >= self.bound if self.op == ">=" else value <= self.bound
+
+    @property
+    def requirement(self) -> str:
+        """What one run's value must be, in words: '>= 7.8 (tolerance 0)', 'within 0.1 +- 0.03'."""
+        if self.op == "within":
+            return f"within {self.value:g} +- {self.tolerance:g}"
+        return f"{self.op} {self.value:g} (tolerance {self.tolerance:g})"
 
     @property
     def bound(self) -> float:
@@ -574,8 +591,7 @@ class ExperimentSpec(SpecModel):
             return []
         scores = self.trivial_scores(claim.environment)
         return [
-            f"claims[{i}] ({claim.id}): {policy} policy {score:g} on {claim.environment} satisfies {claim.op} "
-            f"{claim.value:g} (tolerance {claim.tolerance:g})"
+            f"claims[{i}] ({claim.id}): {policy} policy {score:g} on {claim.environment} satisfies {claim.requirement}"
             for policy, score in scores.items() if claim.passes(score)
         ][:1]
 

@@ -434,6 +434,28 @@ def test_a_share_of_seeds_is_judged_by_clopper_pearson_and_a_sample_with_no_spre
     assert six.verdict == INCONCLUSIVE and "If the observed share were the truth, about" in six.detail
 
 
+def test_a_band_is_judged_per_seed_and_a_seed_on_either_side_of_it_fails() -> None:
+    """op 'within' (value +- tolerance): ReF-ER's far fraction held near D = 0.1. 8 seeds in [0.07, 0.13] pass
+    (lower Clopper-Pearson bound 0.631 > 0.5); 8 seeds at 0 (a policy that never moves) and 8 at 0.4 (plain ER's
+    level) each fail on their side: 0 of 8, upper bound 0.369 < 0.5, not reproduced."""
+    band = threshold("within", 0.1, 0.03, seeds_share=0.5, metric_range=[0.0, 1.0])
+    inside = [0.07, 0.08, 0.09, 0.1, 0.11, 0.12, 0.13, 0.095]
+    [held] = judge_claims(make_spec(band), "cpu", cells({("a", "catch"): inside}))
+    assert held.verdict == REPRODUCED
+    assert "8 of 8 seeds lie within 0.1 +- 0.03, the seeds 0.07 to 0.13, share 1.00" in held.detail
+    for outside in ([0.0] * 8, [0.4] * 8):
+        [missed] = judge_claims(make_spec(band), "cpu", cells({("a", "catch"): outside}))
+        assert missed.verdict == NOT_REPRODUCED, outside
+
+
+@pytest.mark.parametrize("extra", [{"tolerance": 0.03}, {"seeds_share": 0.5, "tolerance": 0.0}])
+def test_a_band_without_a_share_of_seeds_or_a_width_is_rejected(extra: dict[str, Any]) -> None:
+    """A band has no one-sided bound for a mean's interval: it is judged per seed, and a band of width 0 is a point."""
+    claim = {**threshold("within", 0.1, 0.0, metric_range=[0.0, 1.0]), **extra}
+    with pytest.raises(SpecError, match="op 'within' .* is judged per seed: give seeds_share and a tolerance above 0"):
+        make_spec(claim)
+
+
 # --- 'the best k of n runs' (the paper's seed selection) ---------------------------------------------------------
 
 

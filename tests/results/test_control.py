@@ -188,3 +188,17 @@ def test_a_verdict_the_frozen_arm_changed_gives_the_control_as_the_reason_it_cha
     assert (row["before"], row["now"], same, only_before, only_now) == (REPRODUCED, INCONCLUSIVE, 0, 0, 0)
     assert row["reason"].startswith("the runs alone would read reproduced, but they are not shown beyond the frozen "
                                     "arm; spec changed (hash aaa -> bbb)")
+
+
+def test_a_frozen_agent_below_a_band_fails_it_so_the_runs_in_the_band_are_shown_beyond_it() -> None:
+    """ReF-ER's far fraction (review 1's shape): a frozen V-RACER never moves, so its far fraction is 0 on every seed.
+    Against 'at most D + 0.03' it passes (4 of 4: the runs, 6 of 6, cannot be shown beyond it: Fisher p = 1); against
+    the band D +- 0.03 it fails (0 of 4), and the runs in the band are shown beyond it (Fisher 1 / C(10, 4) = 1/210)."""
+    runs = {"a": [0.073, 0.081, 0.085, 0.088, 0.09, 0.094], "a@frozen": [0.0] * 4}
+    common = {"variant": "a", "environment": "catch", "value": 0.1, "tolerance": 0.03, "seeds_share": 0.5,
+              "metric": "far_fraction", "metric_range": [0.0, 1.0]}
+    upper = judge(spec_with(claim("threshold", op="<=", **common), variants=("a",), seeds=6), runs, "far_fraction")
+    assert upper.verdict == INCONCLUSIVE and "4 of 4 frozen runs" in upper.detail
+    band = judge(spec_with(claim("threshold", op="within", **common), variants=("a",), seeds=6), runs, "far_fraction")
+    assert band.verdict == REPRODUCED
+    assert "p = 0.00476 (6 of 6 runs pass, 0 of 4 frozen runs" in band.detail
