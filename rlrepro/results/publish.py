@@ -78,7 +78,8 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
     A reason is read, never typed: what differs between the two tables' provenance (the spec's hash, the seeds, the
     commits the runs trained at) and between the two verdicts' tests; where none differs, the same runs were judged
     by other rules (the commits the tables were made at). A verdict a control set (uninformative, or the runs not
-    shown beyond their frozen arm) leads with the control's clause: that, not the provenance, is why it reads so. A
+    shown beyond their frozen arm), and a claim not judged now (not testable on this machine, say), lead with their
+    detail's first clause: that, not the provenance, is why it reads so. A
     judged claim the spec removed or added since, in an
     experiment both folders hold, is a row too ("claim removed", "claim added"); the counts are of the rest.
     """
@@ -101,8 +102,8 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
         if not reasons:
             reasons.append(f"the same runs judged by the rules of another commit (tables at "
                            f"{str(pa.get('table_commit', '?'))[:12]} -> {str(pb.get('table_commit', '?'))[:12]})")
-        if (vb.get("detail") or "").startswith(CONTROL_LEADS):  # a control set it: its clause is the reason, first
-            reasons.insert(0, vb["detail"].split(";")[0])
+        if vb.get("detail") and (new == NOT_JUDGED or vb["detail"].startswith(CONTROL_LEADS)):
+            reasons.insert(0, vb["detail"].split(";")[0])  # why it is not judged, or the control that set it: first
         changed.append({"experiment": key, "claim": claim, "before": old, "now": new, "reason": "; ".join(reasons)})
     # A judged claim that the spec dropped or added, in an experiment both sides hold, changed too: listed, not only
     # counted. (Claims of an experiment one side lacks were not compared: it was not run there.)

@@ -167,9 +167,10 @@ def test_a_frozen_arm_apart_by_rounding_alone_passes_nothing() -> None:
     assert "Control: the frozen arm reads inconclusive" in verdict.detail
 
 
-def test_a_verdict_the_frozen_arm_changed_gives_the_control_as_the_reason_it_changed(tmp_path) -> None:
+def test_a_changed_verdict_leads_its_reason_with_the_control_or_why_it_is_not_judged(tmp_path) -> None:
     """Issue 49's before/after: a claim published reproduced before its frozen arm existed, now inconclusive because
-    the runs are not shown beyond that arm, says so first, not only that the spec and the test changed."""
+    the runs are not shown beyond that arm, says so first, not only that the spec and the test changed; so does a
+    claim not judged now because the machine cannot express it."""
     import dataclasses
     import json
 
@@ -188,6 +189,14 @@ def test_a_verdict_the_frozen_arm_changed_gives_the_control_as_the_reason_it_cha
     assert (row["before"], row["now"], same, only_before, only_now) == (REPRODUCED, INCONCLUSIVE, 0, 0, 0)
     assert row["reason"].startswith("the runs alone would read reproduced, but they are not shown beyond the frozen "
                                     "arm; spec changed (hash aaa -> bbb)")
+    # a claim the machine cannot express now (Table 1's ordering on 2 cores) says so first, not "test now: none"
+    untestable = dataclasses.replace(now, verdict="not judged", method="", detail=(
+        "not testable on this machine: it needs 33 CPU cores; the runs had 2, so they neither show nor refute it"))
+    table = tmp_path / "now" / "tables" / "toy" / "mini.json"
+    table.write_text(json.dumps({"provenance": {"spec_hash": "bbb", "seeds": 7}, "rows": [],
+                                 "claims": [untestable.as_dict()]}), encoding="utf-8")
+    [row], *_ = changed_verdicts(tmp_path / "before", tmp_path / "now")
+    assert row["reason"].startswith("not testable on this machine: it needs 33 CPU cores; spec changed")
 
 
 def test_a_frozen_agent_below_a_band_fails_it_so_the_runs_in_the_band_are_shown_beyond_it() -> None:
