@@ -79,9 +79,9 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
     commits the runs trained at) and between the two verdicts' tests; where none differs, the same runs were judged
     by other rules (the commits the tables were made at). A verdict a control set (uninformative, or the runs not
     shown beyond their frozen arm), and a claim not judged now (not testable on this machine, say), lead with their
-    detail's first clause: that, not the provenance, is why it reads so. A
-    judged claim the spec removed or added since, in an
-    experiment both folders hold, is a row too ("claim removed", "claim added"); the counts are of the rest.
+    detail's first clause: that, not the provenance, is why it reads so. A judged claim the spec removed or added
+    since, in an experiment both folders hold, is a row too ("claim removed", "claim added"); the counts are of the
+    rest.
     """
     sides = {REMOVED: verdicts(before), ADDED: verdicts(now)}  # each folder's table JSONs read once
     result = _compare(sides[REMOVED], sides[ADDED])
