@@ -970,7 +970,7 @@ def _judge_share(claim: ThresholdClaim, cells: dict[tuple[str, str], CellResult]
     passing = sum(claim.passes(v) for v in values)
     low, high = stats.binomial_interval(passing, len(values))
     code = int(stats.decide_share(passing, len(values), share))
-    spread = f"{min(values):.3g}" + (f" to {max(values):.3g}" if max(values) > min(values) else "")
+    spread = f"{min(values):.3g} to {max(values):.3g}" if max(values) > min(values) else f"all {values[0]:.3g}"
     detail = (  # one clause up to the interval: a report's "ours" (rlrepro.results.claim_rows) shows the values too
         f"{claim.metric} of {claim.variant} on {claim.environment}: {passing} of {len(values)} seeds "
         f"{'lie' if claim.op == 'within' else 'reach'} {claim.requirement}, the seeds {spread}, share "

@@ -421,7 +421,7 @@ def test_a_share_of_seeds_is_judged_by_clopper_pearson_and_a_sample_with_no_spre
     claim = threshold("<=", 1.0, 0.0, seeds_share=0.5)
     [verdict] = judge_claims(make_spec(claim), "cpu", cells({("a", "catch"): [0.0] * 8}))
     assert verdict.verdict == REPRODUCED and verdict.method.startswith("share of seeds that pass: exact Clopper-Pearson")
-    assert "8 of 8 seeds reach <= 1 (tolerance 0), the seeds 0, share 1.00 [95% Clopper-Pearson 0.63, 1.00]" in (
+    assert "8 of 8 seeds reach <= 1 (tolerance 0), the seeds all 0, share 1.00 [95% Clopper-Pearson 0.63, 1.00]" in (
         verdict.detail)
     [by_mean] = judge_claims(make_spec(threshold("<=", 1.0, 0.0)), "cpu", cells({("a", "catch"): [0.0] * 8}))
     assert by_mean.verdict == INCONCLUSIVE and "no declared range" in by_mean.detail
