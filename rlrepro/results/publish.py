@@ -85,6 +85,13 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
     """
     sides = {REMOVED: verdicts(before), ADDED: verdicts(now)}  # each folder's table JSONs read once
     result = _compare(sides[REMOVED], sides[ADDED])
+    tables: dict[tuple[Path, str], dict] = {}  # an experiment's table JSON read once per folder, not once per claim
+
+    def _table(folder: Path, key: str) -> dict:
+        if (folder, key) not in tables:
+            tables[(folder, key)] = _read_table(folder, key)
+        return tables[(folder, key)]
+
     changed = []
     for key, claim, old, new in result.differ:
         a, b = (_table(folder, key) for folder in (before, now))
@@ -122,7 +129,7 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
             sum(1 for k in result.only_now if k not in listed))
 
 
-def _table(folder: Path, key: str) -> dict:
+def _read_table(folder: Path, key: str) -> dict:
     path = Path(folder) / "tables" / f"{key}.json"
     return json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
 
