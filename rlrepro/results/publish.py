@@ -12,6 +12,7 @@ verdict shows there.
 
 from __future__ import annotations
 
+import functools
 import html
 import json
 import re
@@ -85,12 +86,7 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
     """
     sides = {REMOVED: verdicts(before), ADDED: verdicts(now)}  # each folder's table JSONs read once
     result = _compare(sides[REMOVED], sides[ADDED])
-    tables: dict[tuple[Path, str], dict] = {}  # an experiment's table JSON read once per folder, not once per claim
-
-    def _table(folder: Path, key: str) -> dict:
-        if (folder, key) not in tables:
-            tables[(folder, key)] = _read_table(folder, key)
-        return tables[(folder, key)]
+    _table = functools.cache(_read_table)  # an experiment's table JSON read once per folder, not once per claim
 
     changed = []
     for key, claim, old, new in result.differ:
