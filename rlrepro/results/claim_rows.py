@@ -109,7 +109,7 @@ def paper_text(spec, claim) -> str:
 def rests_on_text(spec, claim, scale: str) -> str:
     """What the verdict rests on: the claim's ``rests_on``, the scale's, and the seeds and frames the scale runs
     where they differ from the paper's (derived from the spec)."""
-    items = [*getattr(claim, "rests_on", [])]
+    items = [*getattr(claim, "rests_on", []), *_environment_changes(spec, claim, scale)]
     if scale != "paper":
         run = spec.scale(scale)
         items += [item for item in run.rests_on if item not in items]
@@ -122,6 +122,17 @@ def rests_on_text(spec, claim, scale: str) -> str:
         if budget:
             items.append(f"{scale} scale: " + ", ".join(budget))
     return "; ".join(items) or "the paper's setting"
+
+
+def _environment_changes(spec, claim, scale: str) -> list[str]:
+    """The claim's environments whose version differs from the paper's in a way that matters (a MuJoCo task whose
+    ``comparable_to_paper`` is false: its ``changes_from_paper``), each named with the paper's version."""
+    one = getattr(claim, "environment", None)
+    ids = [one] if one else (getattr(claim, "environments", None) or spec.scale(scale).environments
+                             or [env.id for env in spec.environments])
+    by_id = {env.id: env for env in spec.environments}
+    return [f"{env.name}, not the paper's {env.paper_name}: {env.changes_from_paper}"
+            for env in (by_id[i] for i in ids if i in by_id) if getattr(env, "comparable_to_paper", True) is False]
 
 
 def claim_rows(experiment, verdicts: list[dict]) -> list[ClaimRow]:

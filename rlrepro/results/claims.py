@@ -196,6 +196,8 @@ def judge_claims(
         verdict = _judge(claim, spec, scale, runs, reps)
         if claim.control == FROZEN and verdict.verdict in OUTCOMES[:3]:
             verdict = _beside_frozen(claim, spec, scale, verdict, runs, frozen, reps)
+        elif verdict.verdict in OUTCOMES[:3]:  # control: none, a claim about the system: the reason is its control
+            verdict = replace(verdict, detail=f"{verdict.detail}. Control: none, {claim.control_reason}")
         verdicts.append(verdict)
     return verdicts
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rlrepro.results.claim_rows import ours_text, p_values_text, paper_text, rests_on_text, short
 from rlrepro.specs import validate_spec
+from rlrepro.specs.loading import load_spec
 from tests.factories import toy_spec_data
 
 # Evidence as the verdicts write it (rlrepro.results.claims), one per kind of test.
@@ -78,3 +79,18 @@ def test_rests_on_reads_the_claim_the_scale_and_the_budget_against_the_papers() 
         "cpu scale: 200k frames per run (paper 2M)")  # the seeds are the paper's: not listed
     assert rests_on_text(spec, spec.claims[1], "smoke") == "smoke scale: 1 seed (paper 5), 100 frames per run (paper 2M)"
     assert rests_on_text(spec, spec.claims[1], "paper") == "the paper's setting"
+
+
+def test_rests_on_names_a_mujoco_task_whose_version_differs_from_the_papers() -> None:
+    """The v5 tasks that are not the paper's v2 (``comparable_to_paper: false``) say how in every claim read on
+    them; HalfCheetah-v5 (no change to dynamics or reward) adds nothing."""
+    vracer = load_spec("specs/refer/mujoco_vracer.yaml")
+    band = next(c for c in vracer.claims if c.id == "refer_far_fraction_near_d")
+    assert rests_on_text(vracer, band, "cpu").startswith(
+        "InvertedPendulum-v5, not the paper's InvertedPendulum-v2: no alive reward on the terminating step")
+    ddpg = load_spec("specs/refer/mujoco_ddpg.yaml")
+    cheetah = next(c for c in ddpg.claims if c.id == "refer_rises_above_random_half_cheetah_reduced")
+    assert "HalfCheetah" not in rests_on_text(ddpg, cheetah, "cpu")
+    kl = next(c for c in ddpg.claims if c.id == "refer_memory_kl_below_er_ddpg_humanoid_walker")
+    text = rests_on_text(ddpg, kl, "paper")
+    assert "Humanoid-v5, not the paper's Humanoid-v2: " in text and "Walker2d-v5, not the paper's Walker2d-v2: " in text

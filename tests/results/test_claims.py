@@ -35,6 +35,11 @@ SCORED_ENVS = [
 RUNS_ALONE = {"control": "none", "control_reason": "the runs' statistics alone (the frozen arm: test_control.py)"}
 
 
+def runs_evidence(verdict: Verdict) -> str:
+    """A verdict's evidence before its control's (these tests' claims end with "Control: none, <reason>")."""
+    return verdict.detail.split(". Control: ")[0]
+
+
 def make_spec(*claims: dict[str, Any], environments: list[dict[str, Any]] | None = None) -> ExperimentSpec:
     extra = {"environments": environments} if environments else {}
     return validate_spec(
@@ -517,9 +522,9 @@ def test_best_1_of_n_is_a_program_a_search_found_not_its_seed() -> None:
     [seed_only] = judge_claims(make_spec(claim), "cpu", searches((1.0, 1.0), (0.0, 0.0), (1.0, 1.0), (0.0, 0.0)))
     assert seed_only.verdict == INCONCLUSIVE and "0 of 4 finished runs" in seed_only.detail
     assert "the best 1: 0;" in seed_only.detail  # of the searches that found a program of their own
-    assert seed_only.detail.endswith("a longer search (more proposals) would decide")
+    assert runs_evidence(seed_only).endswith("a longer search (more proposals) would decide")
     [refuted] = judge_claims(make_spec(claim), "cpu", searches((0.0, 0.0), (0.0, 0.0), (0.0, 0.0), (0.0, 0.0)))
-    assert refuted.verdict == NOT_REPRODUCED and refuted.detail.endswith("fewer than 1 can reach it")
+    assert refuted.verdict == NOT_REPRODUCED and runs_evidence(refuted).endswith("fewer than 1 can reach it")
 
 
 def test_a_search_in_which_no_program_cleared_the_hurdle_found_nothing() -> None:
@@ -537,7 +542,7 @@ def test_a_search_in_which_no_program_cleared_the_hurdle_found_nothing() -> None
     assert nothing.verdict == INCONCLUSIVE
     assert "(no program cleared the hurdle in 4 of 4 search(es): not a finding, not counted); the best 1: none;" \
         in nothing.detail
-    assert nothing.detail.endswith("only searches that found nothing could make up the count: a longer search "
+    assert runs_evidence(nothing).endswith("only searches that found nothing could make up the count: a longer search "
                                    "(more proposals) would decide")
     # one search got programs past the hurdle (60% rejected) and its best is not TD-like; the other three could
     # still have made the count: inconclusive. Four such findings refute it.

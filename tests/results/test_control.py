@@ -152,7 +152,9 @@ def test_a_claim_about_the_system_says_control_none_and_why() -> None:
         spec_with({**beats, "control_reason": "speed"})
     spec = spec_with({**beats, "control": "none", "control_reason": "frames per second: the machine, not learning"})
     verdict = judge(spec, {"a": [900.0, 950.0, 920.0, 910.0], "b": [500.0, 520.0, 480.0, 510.0]}, "frames_per_second")
-    assert verdict.verdict == REPRODUCED and "frozen" not in verdict.detail
+    assert verdict.verdict == REPRODUCED and "frozen" not in verdict.detail, verdict.detail
+    assert verdict.detail.endswith(". Control: none, frames per second: the machine, not learning"), verdict.detail
+    assert "frozen arm" not in verdict.method
 
 
 def test_a_frozen_arm_apart_by_rounding_alone_passes_nothing() -> None:
