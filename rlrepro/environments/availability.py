@@ -35,7 +35,9 @@ def missing_backend(env_spec: object) -> str | None:
     if kind == "atari":
         return _missing_module("ale_py", "ale-py") or _missing_module("cv2", "opencv-python-headless")
     if kind == "flow_control":
-        return FLOW_CONTROL_MESSAGE
+        e = env_spec
+        return (f"{FLOW_CONTROL_MESSAGE} The spec asks for the {e.solver} solver at Re {e.reynolds:g}, at most "
+                f"{e.max_actions} actions per episode, {e.parallel_simulations} simulations per learner.")
     if kind == "mujoco":
         return _missing_module("mujoco", "mujoco") or _missing_module("imageio", "imageio")
     if kind == "gym_suite":

@@ -58,8 +58,9 @@ def test_random_score_is_measured_once_and_cached_with_provenance(tmp_path):
 
 
 def test_flow_control_fails_at_once_with_a_clear_message():
-    spec = FlowControlEnvSpec(kind="flow_control", id="swimmer_wake", solver="cubismup_2d")
-    assert missing_backend(spec) == FLOW_CONTROL_MESSAGE
+    spec = FlowControlEnvSpec(kind="flow_control", id="swimmer_wake", solver="cubismup_2d", parallel_simulations=12)
+    assert missing_backend(spec) == (f"{FLOW_CONTROL_MESSAGE} The spec asks for the cubismup_2d solver at Re 400, "
+                                     "at most 400 actions per episode, 12 simulations per learner.")
     with pytest.raises(BackendMissingError, match="CUDA Navier-Stokes solver"):
         require_backend(spec)
     assert missing_backend(_spec()) is None
