@@ -12,13 +12,14 @@
 # project (MLflow run keys' namespace), search_executor/dask_address (where a loss search scores programs).
 # machine_cores (cores of a whole-machine job on a cluster, default 8), max_runtime (the partition's time limit in
 # minutes: longer jobs are cut there and resume from their checkpoints on retry), mem_mb (every training job's memory
-# on a cluster; default: the spec's measured memory at the scale with headroom, else 4000). See profiles/slurm.
+# request; default: the spec's measured memory at the scale with headroom, else 4000; on one machine jobs run side by
+# side only while their requests fit in its memory). See profiles/slurm.
 # MLFLOW_TRACKING_URI selects a tracking server.
 import os
 import sys
 from pathlib import Path
 
-from rlrepro.cluster import job_resources
+from rlrepro.cluster import job_resources, local_memory_mb
 from rlrepro.recovery import recover
 from rlrepro.specs import SCALES
 from rlrepro.specs.cache import use_spec_cache
@@ -145,10 +146,12 @@ rule mlflow_store:
 
 # One rule per experiment and seed range, its variant x environment grid as wildcards: a cluster executor submits
 # the grid as one array job (profiles/slurm), and the DAG has a few dozen rules rather than hundreds.
+_MEM_REQUESTS = []
 for _plan in PLANS:
     for _group in job_groups(_plan):
         # The group's jobs differ only in variant and environment: the same frames, so the same resources.
         _resources = job_resources(_group.jobs[0], _plan, SCALE, gpus=GPUS, max_runtime=MAX_RUNTIME, mem_mb=MEM_MB)
+        _MEM_REQUESTS.append(_resources["mem_mb"])
 
         rule:
             name:
@@ -182,6 +185,12 @@ for _plan in PLANS:
             shell:
                 "{params.py:q} -m rlrepro train --spec {params.spec:q} --scale {params.scale} --variant {params.variant:q}"
                 " --env {params.env:q} --seeds {params.seeds} --results {params.base:q} --progress lines > {log:q} 2>&1"
+
+# On one machine (no cluster executor: Snakemake's nodes unset), training jobs run side by side only while their
+# memory requests fit in its memory: two PBT populations (10.9 GB each at cpu) never share 24 GB. --resources
+# mem_mb=N sets another limit; jobs a cluster executor submits ask for their own memory and are not limited here.
+if workflow.global_resources["_nodes"].value is None:
+    workflow.global_resources.setdefault("mem_mb", local_memory_mb(_MEM_REQUESTS))
 
 
 def experiment_summaries(wildcards):

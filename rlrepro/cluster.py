@@ -63,6 +63,20 @@ def job_resources(
     return resources
 
 
+def machine_memory_mb() -> int:
+    """This machine's physical memory in MB (2**20 bytes)."""
+    import os
+
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
+
+
+def local_memory_mb(requests: list[int], machine_mb: int | None = None) -> int:
+    """The memory a run on one machine lets its jobs hold at once (Snakemake's global ``mem_mb``): jobs run side by
+    side only while their requests (``job_resources``) fit in the machine's memory; a job asking for more than the
+    machine has still runs, alone, rather than being refused."""
+    return max(machine_mb if machine_mb is not None else machine_memory_mb(), *requests, 0)
+
+
 #: ``scontrol show config``'s key naming the accounting plugin: ``accounting_storage/slurmdbd`` where sacct has a
 #: database to ask, ``accounting_storage/none`` (or absent) where it has none.
 ACCOUNTING_KEY = "AccountingStorageType"

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from snakemake.profiles import ProfileConfigFileParser
 
-from rlrepro.cluster import job_resources, status_command_for
+from rlrepro.cluster import job_resources, local_memory_mb, status_command_for
 from rlrepro.workflow.cost import FROZEN_COST, MEM_MB, RUNTIME_OVERHEAD_MINUTES, experiment_hours
 from rlrepro.plan_text import memory_lines
 from rlrepro.specs import SpecError, load_spec
@@ -226,3 +226,11 @@ def test_the_shipped_profile_read_by_snakemake_chooses_the_status_command(
     assert settings["slurm-status-command"] == expected
     assert settings["executor"] == "slurm" and "__use_yte__" not in settings and "__definitions__" not in settings
     assert f"profiles/slurm: job status via {expected} (AccountingStorageType = accounting_storage/" in capsys.readouterr().err
+
+
+def test_one_machine_holds_its_memory_and_a_job_larger_than_it_still_runs_alone() -> None:
+    """The Snakefile's limit on one machine (tests/test_snakemake.py runs it): its memory, or the largest job's
+    request where that is more, so Snakemake runs such a job alone rather than refusing it."""
+    assert local_memory_mb([4000, 16_900, 5_800], machine_mb=24_105) == 24_105
+    assert local_memory_mb([4000, 30_000], machine_mb=24_105) == 30_000
+    assert local_memory_mb([], machine_mb=24_105) == 24_105

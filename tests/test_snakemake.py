@@ -176,20 +176,47 @@ def test_the_aggregate_step_publishes_a_summary_run_with_the_seed_runs_as_childr
     assert {"toy_e2e.md", "toy_e2e.png", "verdicts.json"} <= artifacts
 
 
-def test_two_training_jobs_ran_side_by_side_without_a_database_error(pipeline: Pipeline, mlflow_runs):
+def _overlapping_jobs(runs: list) -> list[tuple[str, str]]:
+    """The pairs of training jobs (here one per variant) whose MLflow runs' spans overlap in time."""
     spans = {}
-    for run in mlflow_runs:
+    for run in runs:
         variant = run.data.tags["variant"]
         start, end = spans.get(variant, (run.info.start_time, run.info.end_time))
         spans[variant] = (min(start, run.info.start_time), max(end, run.info.end_time))
+    return [(a, b) for a in spans for b in spans if a < b and spans[a][0] < spans[b][1] and spans[b][0] < spans[a][1]]
+
+
+def test_two_training_jobs_ran_side_by_side_without_a_database_error(pipeline: Pipeline, mlflow_runs):
     # 4 jobs (2 variants and their frozen arms) on 2 cores: Snakemake pairs them as it likes; some two overlapped
-    pairs = [(a, b) for a in spans for b in spans if a < b]
-    assert any(spans[a][0] < spans[b][1] and spans[b][0] < spans[a][1] for a, b in pairs), f"no two jobs overlapped: {spans}"
+    assert _overlapping_jobs(mlflow_runs), "no two jobs overlapped"
     for variant in ARMS:
         log = pipeline.log(variant).read_text()
         for sign in ("TrackingWarning", "tracking disabled", "database is locked", "OperationalError", "Traceback"):
             assert sign not in log, f"{pipeline.log(variant)}:\n{log}"
         assert "peak memory: " in log  # the job's peak resident memory (issue 15)
+
+
+def test_on_one_machine_jobs_share_it_only_while_their_memory_requests_fit(tmp_path: Path, make_toy_spec,
+                                                                         subprocess_env):
+    """Every training job asks for more than half of this machine's memory (--config mem_mb): the Snakefile's
+    local limit (the machine's memory, rlrepro.cluster.local_memory_mb) runs them one at a time on 2 free cores,
+    where the pipeline above runs them side by side. A PBT population of 3 peaks at 10.9 GB at cpu: two at once
+    on 24 GB would be killed."""
+    from mlflow import MlflowClient
+
+    from rlrepro.cluster import machine_memory_mb
+
+    specs = tmp_path / "specs"
+    make_toy_spec(specs, experiment="toy_mem", smoke_environments=["catch"], smoke_frames=100)
+    base = tmp_path / "results"
+    result = snakemake(tmp_path, "-c2", "--config", "scale=smoke", f"specs={specs}", f"results={base}",
+                       f"mem_mb={machine_memory_mb() // 2 + 1}", env=subprocess_env)
+    assert result.returncode == 0, _output(result)
+    client = MlflowClient(tracking_uri=f"sqlite:///{base / 'mlflow.db'}")
+    runs = client.search_runs([client.get_experiment_by_name("toytest/toy_mem").experiment_id], max_results=100)
+    runs = [run for run in runs if "rlrepro.run_key" in run.data.tags]
+    assert len({run.data.tags["variant"] for run in runs}) == 4  # 2 variants and their frozen arms
+    assert _overlapping_jobs(runs) == []
 
 
 def test_running_snakemake_again_does_nothing(pipeline: Pipeline, subprocess_env):
