@@ -187,8 +187,8 @@ for _plan in PLANS:
                 " --env {params.env:q} --seeds {params.seeds} --results {params.base:q} --progress lines > {log:q} 2>&1"
 
 # On one machine (no cluster executor: Snakemake's nodes unset), training jobs run side by side only while their
-# memory requests fit in its memory: two PBT populations (10.9 GB each at cpu) never share 24 GB. --resources
-# mem_mb=N sets another limit; jobs a cluster executor submits ask for their own memory and are not limited here.
+# memory requests fit in its memory: two PBT populations (about 11.5 GB each at cpu while XLA compiles) never share
+# 24 GB. --resources mem_mb=N sets another limit; jobs a cluster executor submits ask for their own memory.
 if workflow.global_resources["_nodes"].value is None:
     workflow.global_resources.setdefault("mem_mb", local_memory_mb(_MEM_REQUESTS))
 

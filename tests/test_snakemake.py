@@ -200,8 +200,8 @@ def test_on_one_machine_jobs_share_it_only_while_their_memory_requests_fit(tmp_p
                                                                          subprocess_env):
     """Every training job asks for more than half of this machine's memory (--config mem_mb): the Snakefile's
     local limit (the machine's memory, rlrepro.cluster.local_memory_mb) runs them one at a time on 2 free cores,
-    where the pipeline above runs them side by side. A PBT population of 3 peaks at 10.9 GB at cpu: two at once
-    on 24 GB would be killed."""
+    where the pipeline above runs them side by side. A PBT population of 3 peaks at about 11.5 GB at cpu: two at
+    once on 24 GB would be killed."""
     from mlflow import MlflowClient
 
     from rlrepro.cluster import machine_memory_mb
