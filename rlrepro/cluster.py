@@ -9,6 +9,7 @@ Also the profile's job-status command (:func:`slurm_status_command`: ``sacct`` w
 from __future__ import annotations
 
 import math
+import os
 import shutil
 import subprocess
 import sys
@@ -65,8 +66,6 @@ def job_resources(
 
 def machine_memory_mb() -> int:
     """This machine's physical memory in MB (2**20 bytes)."""
-    import os
-
     return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") // 2**20
 
 

@@ -35,9 +35,9 @@ def missing_backend(env_spec: object) -> str | None:
     if kind == "atari":
         return _missing_module("ale_py", "ale-py") or _missing_module("cv2", "opencv-python-headless")
     if kind == "flow_control":
-        e = env_spec
-        return (f"{FLOW_CONTROL_MESSAGE} The spec asks for the {e.solver} solver at Re {e.reynolds:g}, at most "
-                f"{e.max_actions} actions per episode, {e.parallel_simulations} simulations per learner.")
+        return (f"{FLOW_CONTROL_MESSAGE} The spec asks for the {env_spec.solver} solver at Re "
+                f"{env_spec.reynolds:g}, at most {env_spec.max_actions} actions per episode, "
+                f"{env_spec.parallel_simulations} simulations per learner.")
     if kind == "mujoco":
         return _missing_module("mujoco", "mujoco") or _missing_module("imageio", "imageio")
     if kind == "gym_suite":
