@@ -69,15 +69,20 @@ def pipeline(tmp_path_factory: pytest.TempPathFactory, make_toy_spec, subprocess
     return p
 
 
-@pytest.fixture(scope="module")
-def mlflow_runs(pipeline: Pipeline) -> list:
+def seed_runs(uri: str, experiment_name: str) -> list:
+    """An experiment's seed runs in the MLflow store at ``uri`` (not its summary run)."""
     from mlflow import MlflowClient
 
-    client = MlflowClient(tracking_uri=pipeline.uri)
-    experiment = client.get_experiment_by_name("toytest/toy_e2e")
+    client = MlflowClient(tracking_uri=uri)
+    experiment = client.get_experiment_by_name(experiment_name)
     assert experiment is not None
     runs = client.search_runs([experiment.experiment_id], max_results=1000)
-    return [run for run in runs if "rlrepro.run_key" in run.data.tags]  # the seeds' runs (not the summary run)
+    return [run for run in runs if "rlrepro.run_key" in run.data.tags]
+
+
+@pytest.fixture(scope="module")
+def mlflow_runs(pipeline: Pipeline) -> list:
+    return seed_runs(pipeline.uri, "toytest/toy_e2e")
 
 
 def test_every_unit_has_a_summary(pipeline: Pipeline):
@@ -202,8 +207,6 @@ def test_on_one_machine_jobs_share_it_only_while_their_memory_requests_fit(tmp_p
     local limit (the machine's memory, rlrepro.cluster.local_memory_mb) runs them one at a time on 2 free cores,
     where the pipeline above runs them side by side. A PBT population of 3 peaks at about 11.5 GB at cpu: two at
     once on 24 GB would be killed."""
-    from mlflow import MlflowClient
-
     from rlrepro.cluster import machine_memory_mb
 
     specs = tmp_path / "specs"
@@ -212,9 +215,7 @@ def test_on_one_machine_jobs_share_it_only_while_their_memory_requests_fit(tmp_p
     result = snakemake(tmp_path, "-c2", "--config", "scale=smoke", f"specs={specs}", f"results={base}",
                        f"mem_mb={machine_memory_mb() // 2 + 1}", env=subprocess_env)
     assert result.returncode == 0, _output(result)
-    client = MlflowClient(tracking_uri=f"sqlite:///{base / 'mlflow.db'}")
-    runs = client.search_runs([client.get_experiment_by_name("toytest/toy_mem").experiment_id], max_results=100)
-    runs = [run for run in runs if "rlrepro.run_key" in run.data.tags]
+    runs = seed_runs(f"sqlite:///{base / 'mlflow.db'}", "toytest/toy_mem")
     assert len({run.data.tags["variant"] for run in runs}) == 4  # 2 variants and their frozen arms
     assert _overlapping_jobs(runs) == []
 

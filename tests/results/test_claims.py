@@ -542,8 +542,8 @@ def test_a_search_in_which_no_program_cleared_the_hurdle_found_nothing() -> None
     assert nothing.verdict == INCONCLUSIVE
     assert "(no program cleared the hurdle in 4 of 4 search(es): not a finding, not counted); the best 1: none;" \
         in nothing.detail
-    assert runs_evidence(nothing).endswith("only searches that found nothing could make up the count: a longer search "
-                                   "(more proposals) would decide")
+    assert runs_evidence(nothing).endswith("only searches that found nothing could make up the count: a longer "
+                                           "search (more proposals) would decide")
     # one search got programs past the hurdle (60% rejected) and its best is not TD-like; the other three could
     # still have made the count: inconclusive. Four such findings refute it.
     [open_] = judge_claims(make_spec(claim), "cpu", searches((0.0, 1.0), (0.0, 0.6), (0.0, 1.0), (0.0, 1.0)))
