@@ -83,7 +83,8 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str, seeds: int |
     permutation test needs to reach 0.025, or (at least k of m environments) Holm's first step 0.025 / m; fewer runs
     than a best-of-k count; a share of seeds the scale's count cannot bound; a range too wide for the seeds'
     distribution-free bounds to clear the bar or the margin even with every seed at its best (such a claim can at
-    most be refuted: the reason says so). `rlrepro plan` lists these apart from the claims a run decides. Seeds "at an end" of a return's range stand for seeds just inside it: a verdict
+    most be refuted: the reason says so), or to show a "matches or beats" claim's match with both variants alike
+    (only a clear win could pass: a claim decided by the seed count, not by the paper's outcome). `rlrepro plan` lists these apart from the claims a run decides. Seeds "at an end" of a return's range stand for seeds just inside it: a verdict
     leaves undecided a comparison whose seeds all sit at the floor or ceiling (``_at_bound``)."""
     n = spec.scale(scale).seeds if seeds is None else seeds
     refutable = " (at most refuted)"
@@ -145,6 +146,11 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str, seeds: int |
             return (f"{n} seeds' distribution-free interval on [{bounds[0]:g}, {bounds[1]:g}] cannot show the margin "
                     f"{claim.margin:g} even with every seed at an end of the range ({env})"
                     + (refutable if stats.CONTRADICTED in codes else ""))
+        alike = [int(stats.decide_ordering(claim.relation, e, e, claim.margin, bounds)) for e in ends]
+        if stats.SUPPORTED not in alike:  # matches_or_beats: a clear win could still pass, the match it names cannot
+            return (f"{n} seeds' distribution-free interval on [{bounds[0]:g}, {bounds[1]:g}] cannot show a match "
+                    f"within the margin {claim.margin:g} even with both variants' seeds all alike ({env}): only a "
+                    "clear win could show it reproduced")
     return ""
 
 
@@ -206,6 +212,12 @@ def _judge(claim: object, spec: ExperimentSpec, scale: str, cells: dict[tuple[st
            *, advise: bool = True) -> Verdict:
     """One claim's verdict on ``cells`` alone; ``advise``: an undecided verdict says what would decide it (the runs'
     verdict does; the frozen arm's, read as the control's evidence, does not: more frozen seeds decide nothing)."""
+    if not claim.judged_at:  # the spec states it for the record; no scale's seeds can decide it
+        why = cannot_show_at(spec, claim, scale)
+        fewest = fewest_seeds_to_show(spec, claim, scale) if why else None
+        detail = "judged at no scale" + (f": {why}" if why else "") + (
+            f"; the fewest seeds per variant that could: {fewest}" if fewest else "")
+        return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence)
     if scale not in claim.judged_at:
         seeds = spec.scale(scale).seeds
         detail = (
@@ -607,8 +619,9 @@ def _what_would_decide(claim: OrderingClaim, comparisons: list[_Comparison]) -> 
         )
     if any(c.at_bound for c in comparisons):
         texts.append("Runs that leave the floor/ceiling (more frames) would decide the comparisons stuck there")
-    if any(c.bounds is not None and c.outcome == stats.UNDECIDED for c in comparisons) and claim.relation != "beats":
-        texts.append("The distribution-free interval narrows as 1/sqrt(n): more seeds (or a wider margin) would decide")
+    if claim.relation != "beats" and (bounded := [c for c in comparisons if c.bounds is not None
+                                                  and c.outcome == stats.UNDECIDED and not c.at_bound]):
+        texts.append(_bounded_seeds_note(claim, bounded))
     if any(c.bounds is None for c in comparisons) and claim.relation != "beats":
         texts.append(
             "The metric has no declared range, and a difference of means over seeds has no bound without one: seeds "
@@ -624,6 +637,31 @@ def _what_would_decide(claim: OrderingClaim, comparisons: list[_Comparison]) -> 
     if not texts:
         texts.append("The observed differences point the other way: more seeds would more likely contradict it")
     return "; ".join(texts)
+
+
+def _bounded_seeds_note(claim: OrderingClaim, comparisons: list[_Comparison]) -> str:
+    """What would decide undecided matches / matches_or_beats comparisons (distribution-free intervals), if each
+    side's seeds were spread as observed: the interval narrows about as 1/sqrt(n) around the observed difference."""
+    sign = 1.0 if claim.higher_is_better else -1.0  # c.bounds and c.interval are of the signed values
+    seeds = [(stats.seeds_for_bounded_ordering(claim.relation, sign * np.asarray(c.a), sign * np.asarray(c.b),
+                                               claim.margin, c.bounds, MOST_SEEDS), c) for c in comparisons]
+    out_of_reach = [c for n, c in seeds if n is None]
+    wrong_side = [c for c in out_of_reach if float(c.interval.point) <= -claim.margin
+                  or (claim.relation == "matches" and float(c.interval.point) >= claim.margin)]
+    if wrong_side:
+        c = wrong_side[0]
+        return (f"The observed difference is beyond the margin ({c.env}, {claim.better} vs {c.worse}: "
+                f"{float(c.interval.point):+.3g}, margin {claim.margin:g}): more seeds would more likely contradict it")
+    if out_of_reach:
+        c = out_of_reach[0]
+        low, high = c.bounds
+        return (f"Even {MOST_SEEDS} seeds per side spread like these would not decide it ({c.env}, {claim.better} vs "
+                f"{c.worse}: observed difference {float(c.interval.point):+.3g}, margin {claim.margin:g}, on a range "
+                f"{high - low:g} wide that a bound valid for any distribution must allow for); only a wider margin "
+                "would, where the paper's words allow one")
+    n, c = max(seeds, key=lambda x: x[0])
+    return (f"If each side's seeds were spread as observed, about {n} seeds per side would decide it ({c.env}, "
+            f"{claim.better} vs {c.worse}; the distribution-free interval narrows about as 1/sqrt(n))")
 
 
 def _power_text(comparisons: list[_Comparison]) -> str:

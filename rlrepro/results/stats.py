@@ -58,6 +58,7 @@ for a threshold at n = 2 with 10% collapsed seeds). The choices, each measured b
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
@@ -371,24 +372,48 @@ def bounded_mean_interval(values: npt.ArrayLike, low: float, high: float, alpha:
     return Interval(point, anderson_lower(x, low, high, alpha), anderson_upper(x, low, high, alpha), nan, nan)
 
 
-def seeds_for_bounded_threshold(values: npt.ArrayLike, low: float, high: float, op: str, bound: float, most: int = 256) -> int | None:
-    """Fewest seeds whose sample, spread like ``values`` (its empirical distribution), would put Anderson's bound on
-    the claimed side of ``bound``; None when even ``most`` would not (the observed mean is on the wrong side)."""
-    x = np.sort(np.asarray(values, dtype=np.float64))
+def spread_like(values: npt.ArrayLike, n: int) -> np.ndarray:
+    """``n`` seeds spread like ``values``: their empirical distribution's quantiles at (i + 0.5) / n."""
+    return np.quantile(np.sort(np.asarray(values, dtype=np.float64)), (np.arange(n) + 0.5) / n, method="inverted_cdf")
 
-    def decides(n: int) -> bool:
-        grid = np.quantile(x, (np.arange(n) + 0.5) / n, method="inverted_cdf")
-        if op == ">=":
-            return bool(anderson_lower(grid, low, high) >= bound)
-        return bool(anderson_upper(grid, low, high) <= bound)
 
+def _fewest_seeds(decides: Callable[[int], bool], start: int, most: int) -> int | None:
+    """Fewest n in (start, most] with ``decides(n)`` (which only becomes true as n grows, up to the grid's rounding);
+    None when even ``most`` does not."""
     if not decides(most):
         return None
-    small, large = len(x) - 1, most  # bisection: the bound tightens as n grows (up to the grid's rounding)
+    small, large = start, most
     while large - small > 1:
         middle = (small + large) // 2
         small, large = (small, middle) if decides(middle) else (middle, large)
     return large
+
+
+def seeds_for_bounded_threshold(values: npt.ArrayLike, low: float, high: float, op: str, bound: float, most: int = 256) -> int | None:
+    """Fewest seeds whose sample, spread like ``values`` (its empirical distribution), would put Anderson's bound on
+    the claimed side of ``bound``; None when even ``most`` would not (the observed mean is on the wrong side)."""
+
+    def decides(n: int) -> bool:
+        grid = spread_like(values, n)
+        if op == ">=":
+            return bool(anderson_lower(grid, low, high) >= bound)
+        return bool(anderson_upper(grid, low, high) <= bound)
+
+    return _fewest_seeds(decides, np.size(values) - 1, most)
+
+
+def seeds_for_bounded_ordering(
+    relation: str, better: npt.ArrayLike, worse: npt.ArrayLike, margin: float, bounds: tuple[float, float], most: int = 256
+) -> int | None:
+    """Fewest seeds per side whose samples, each spread like the observed one, would show a matches /
+    matches_or_beats comparison (signed: positive = better is better) by its distribution-free interval
+    (``decide_ordering``); None when even ``most`` would not (the observed difference too near the margin, or beyond it)."""
+
+    def decides(n: int) -> bool:
+        code = decide_ordering(relation, spread_like(better, n), spread_like(worse, n), margin, bounds)
+        return bool(code == SUPPORTED)
+
+    return _fewest_seeds(decides, max(np.size(better), np.size(worse)) - 1, most)
 
 
 def zero_width(interval: Interval) -> np.ndarray:

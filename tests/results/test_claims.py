@@ -202,7 +202,25 @@ def test_matches_is_an_equivalence_test_against_the_margin() -> None:
     # interval spanned 0; 3 seeds bound nothing near a margin of 0.4
     [wide] = judge_claims(spec, "cpu", cells({("a", "catch"): [0.2, 0.95, 0.3], ("b", "catch"): [0.9, 1.0, 0.85]}))
     assert wide.verdict == INCONCLUSIVE and "a - b = -0.433" in wide.detail
-    assert "more seeds (or a wider margin) would decide" in wide.detail
+    assert ("The observed difference is beyond the margin (catch, a vs b: -0.433, margin 0.4): more seeds would more "
+            "likely contradict it") in wide.detail
+
+
+def test_an_undecided_match_says_how_many_seeds_would_decide_it() -> None:
+    """Both variants' seeds all at 0.9: the interval is [-d_n, +d_n] (above), inside +-0.4 once d_n < 0.4, first at
+    n = 13 (d_12 = 0.409, d_13 = 0.394); inside +-0.05 only past 800 seeds (d_n about sqrt(ln(80) / 2n))."""
+    spec = make_spec(ordering(relation="matches", margin=0.4, **UNIT_RANGE))
+    [few] = judge_claims(spec, "cpu", cells({("a", "catch"): [0.9] * 3, ("b", "catch"): [0.9] * 3}))
+    assert few.verdict == INCONCLUSIVE
+    assert "If each side's seeds were spread as observed, about 13 seeds per side would decide it (catch, a vs b;" in few.detail
+    narrow = make_spec(ordering(relation="matches", margin=0.05, **UNIT_RANGE))
+    [never] = judge_claims(narrow, "cpu", cells({("a", "catch"): [0.9] * 16, ("b", "catch"): [0.9] * 16}))
+    assert never.verdict == INCONCLUSIVE
+    assert ("Even 256 seeds per side spread like these would not decide it (catch, a vs b: observed difference +0, "
+            "margin 0.05, on a range 1 wide") in never.detail
+    lower = make_spec(ordering(relation="matches_or_beats", margin=0.4, higher_is_better=False, **UNIT_RANGE))
+    [error] = judge_claims(lower, "cpu", cells({("a", "catch"): [0.1] * 3, ("b", "catch"): [0.1] * 3}))
+    assert "about 13 seeds per side would decide it" in error.detail  # the low end -d_n, on the signed values
 
 
 def test_matches_or_beats_is_non_inferiority_against_the_margin() -> None:
@@ -602,7 +620,7 @@ def _spec_at(seeds: int, *claims: dict[str, Any]) -> ExperimentSpec:
 
 def test_a_claim_the_seeds_cannot_show_is_named_and_its_best_data_stay_inconclusive() -> None:
     """Each reason, with the data most in the claim's favour: not reproduced, and reproduced one step past it."""
-    from rlrepro.results.claims import cannot_show_at
+    from rlrepro.results.claims import cannot_show_at, fewest_seeds_to_show
 
     def verdict(spec: ExperimentSpec, a: list[float], b: list[float]) -> str:
         [v] = judge_claims(spec, "cpu", cells({("a", "catch"): a, ("b", "catch"): b}))
@@ -645,6 +663,26 @@ def test_a_claim_the_seeds_cannot_show_is_named_and_its_best_data_stay_inconclus
     assert verdict(spec, [-1.0] * 16, [1.0] * 16) == NOT_REPRODUCED and verdict(spec, [0.9] * 16, [0.9] * 16) == INCONCLUSIVE
     spec = _spec_at(64, match)  # both at 0.9: 0.9 - 1.9 d - (0.9 + 0.1 d) = -2 d = -0.364, inside -0.4
     assert cannot_show_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9] * 64, [0.9] * 64) == REPRODUCED
+    # matches or beats within 0.4 on [-1, 1]: a clear win (1 v 0) gives 1 - 2 d - d, above -0.4 once d < 0.4667,
+    # from 10 seeds (d_9 = 0.4681, d_10 = 0.4456; d_16 = 0.357: +0.071), but the match it names, both variants
+    # alike, gives -2 d: shown only once d < 0.2, from 53 seeds (d_52 = 0.2016, d_53 = 0.1997). Below that a
+    # verdict is decided by the seed count.
+    either = ordering(environments=["catch"], relation="matches_or_beats", margin=0.4)
+    spec = _spec_at(16, either)
+    assert cannot_show_at(spec, spec.claims[0], "cpu") == (
+        "16 seeds' distribution-free interval on [-1, 1] cannot show a match within the margin 0.4 even with both "
+        "variants' seeds all alike (catch): only a clear win could show it reproduced")
+    assert verdict(spec, [1.0] * 16, [0.0] * 16) == REPRODUCED and verdict(spec, [0.9] * 16, [0.9] * 16) == INCONCLUSIVE
+    assert fewest_seeds_to_show(spec, spec.claims[0], "cpu") == 53
+    spec = _spec_at(53, either)
+    assert cannot_show_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9] * 53, [0.9] * 53) == REPRODUCED
+    # stated for the record and judged at no scale: not judged anywhere, with the reason and the seeds that could
+    [record] = judge_claims(_spec_at(16, {**either, "judged_at": []}), "cpu",
+                            cells({("a", "catch"): [0.9] * 16, ("b", "catch"): [0.9] * 16}))
+    assert record.verdict == NOT_JUDGED and record.detail == (
+        "judged at no scale: 16 seeds' distribution-free interval on [-1, 1] cannot show a match within the margin "
+        "0.4 even with both variants' seeds all alike (catch): only a clear win could show it reproduced; the fewest "
+        "seeds per variant that could: 53")
     # the best k of the runs: a count, always decidable
     spec = _spec_at(1, threshold(">=", 0.5, 0.0, best_of=1))
     assert cannot_show_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9], [0.0]) == REPRODUCED
