@@ -338,11 +338,20 @@ def _ordering_beyond(claim: OrderingClaim, spec: ExperimentSpec, runs: dict, fro
         p = max(float(stats.aggregate_permutation_p(sign * a, sign * b, claim.aggregate)) for a, b in mats.values())
         return p, f"each variant's {claim.aggregate} against its frozen arm's, whole runs permuted, one-sided 0.025"
     by_env: dict[str, float] = {}
+    same: list[str] = []  # comparisons whose frozen arms are one agent: the runs' own permutation test
     for env in envs:
         get = lambda cells, name: sign * np.asarray(_finite(cells[(name, env)].values(claim.metric)))  # noqa: E731
         if claim.relation == "beats":
-            p = max(control.did_p(get(runs, claim.better), get(runs, w), get(frozen, claim.better), get(frozen, w))
-                    for w in claim.worse)
+            ps = []
+            for w in claim.worse:
+                if control.same_agent(frozen[(claim.better, env)].values(claim.metric), frozen[(w, env)].values(claim.metric),
+                                      frozen[(claim.better, env)].seeds, frozen[(w, env)].seeds):
+                    same.append(f"{claim.better} v {w} on {env}")
+                    ps.append(control.beyond_p(get(runs, claim.better), get(runs, w)))
+                else:
+                    ps.append(control.did_p(get(runs, claim.better), get(runs, w), get(frozen, claim.better),
+                                            get(frozen, w)))
+            p = max(ps)
         else:
             p = max(control.beyond_p(get(runs, name), get(frozen, name)) for name in claim_variants(claim))
         by_env[env] = p
@@ -350,6 +359,8 @@ def _ordering_beyond(claim: OrderingClaim, spec: ExperimentSpec, runs: dict, fro
     p = ranked[claim.at_least - 1] if claim.holds_on == "at_least" else ranked[-1]
     test = control.DID_METHOD if claim.relation == "beats" else ("each variant's runs against its frozen runs, "
                                                                  + control.BEYOND_METHOD)
+    if same:
+        test += f"; {control.SAME_AGENT_TEXT}: {', '.join(same)}"
     return p, test + (f", on at least {claim.at_least} of {len(by_env)} environments" if claim.holds_on == "at_least"
                       else "")
 

@@ -9,8 +9,9 @@ arm in their place (``rlrepro.specs.control``). Two rules follow, both measured 
    match, so it is replaced by rule 2 alone, applied to each variant.)
 2. **The runs are not shown beyond the frozen arm**: a claim the runs support is reproduced only when they also
    differ from the frozen arm in the claim's own direction at one-sided 0.025: for 'beats', the difference between
-   the variants is larger in the runs than in the frozen arm (a difference-in-differences permutation test); for a
-   threshold on a mean, the variant's runs beat its frozen runs (the permutation test); for a share of seeds, more
+   the variants is larger in the runs than in the frozen arm (a difference-in-differences permutation test; where
+   the variants' frozen arms are one agent, equal on every frozen seed, their difference is zero without error and
+   the runs' own permutation test is that test: ``same_agent``); for a threshold on a mean, the variant's runs beat its frozen runs (the permutation test); for a share of seeds, more
    runs pass than frozen runs (Fisher's exact test); for 'matches' (and an aggregate), every variant's runs beat its
    frozen runs. A claim whose frozen arm passes it is rule 1's; one whose runs pass but are not shown beyond the
    frozen arm is *inconclusive* (matches: *uninformative*, as the trivial-level check reads it), saying what would
@@ -68,6 +69,22 @@ def _split_moments(runs: npt.ArrayLike, frozen: npt.ArrayLike, seed: int) -> tup
         var = np.maximum(total_sq / n - mean**2, 0.0) * n / max(n - 1, 1)
         sides.append((mean, var / n))
     return tuple(sides)
+
+
+#: Rule 2 for 'beats' where the frozen arms are one agent (``same_agent``).
+SAME_AGENT_TEXT = ("where the variants' frozen arms are the same agent (equal on every frozen seed: they differ only "
+                   "in how they learn), the design gives no difference, so the runs' own permutation test stands")
+
+
+def same_agent(better: list[float], worse: list[float], better_seeds: list[int], worse_seeds: list[int]) -> bool:
+    """Whether two variants' frozen arms are one agent: the same seeds (at least 2), every value equal. Variants that
+    differ only in how they learn (a loss, a correction, a replay ratio) act alike with learning off, so their frozen
+    difference is zero on every seed, known without error: rule 2's difference-in-differences would charge the
+    runs with the frozen arm's spread between seeds (which cancels within a seed) and lose its power for nothing."""
+    if better_seeds != worse_seeds or len(better_seeds) < 2:
+        return False
+    a, b = np.asarray(better, float), np.asarray(worse, float)
+    return bool(np.all(np.isfinite(a)) and np.array_equal(a, b))
 
 
 def beyond_p(runs: npt.ArrayLike, frozen: npt.ArrayLike) -> float:

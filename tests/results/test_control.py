@@ -109,6 +109,23 @@ def test_vtrace_beating_no_correction_at_lag_32_stays_reproduced() -> None:
     assert verdict.verdict == REPRODUCED, verdict.detail
 
 
+def test_variants_whose_frozen_arms_are_one_agent_are_judged_by_the_runs_own_test() -> None:
+    """DQNReg against DDQN on Empty-6x6 (the published cpu run): they differ only in their loss, so with learning off
+    they are one agent, equal on every frozen seed (run_return 0.006, 0.25, 0.007, 0.002). The frozen difference is
+    zero on each seed, known without error; the runs' 0.077 gap, every DQNReg run above its DDQN run, is then shown
+    beyond it by the runs' own permutation test. The difference-in-differences, which treats the two frozen arms as
+    independent samples, charged the gap with their spread between seeds (the 0.25) and read p = 0.2. Frozen arms
+    with the same values on other seeds are two agents: the difference-in-differences applies."""
+    spec = spec_with(claim("ordering", better="a", worse=["b"]), seeds=10)
+    a = [0.80 + 0.01 * i for i in range(10)]
+    runs = {"a": a, "b": [x - 0.0766 for x in a]}
+    one = judge(spec, {**runs, "a@frozen": [0.006, 0.25, 0.007, 0.002], "b@frozen": [0.006, 0.25, 0.007, 0.002]})
+    assert one.verdict == REPRODUCED, one.detail
+    assert "frozen arms are the same agent (equal on every frozen seed" in one.detail and "a v b on catch" in one.detail
+    two = judge(spec, {**runs, "a@frozen": [0.006, 0.25, 0.007, 0.002], "b@frozen": [0.25, 0.006, 0.007, 0.002]})
+    assert two.verdict == INCONCLUSIVE and "difference-in-differences" in two.detail and "same agent" not in two.detail
+
+
 def test_two_frozen_agents_match_so_a_match_must_be_shown_beyond_the_frozen_arms() -> None:
     """'a matches b' within 0.4 on [-1, 1] with 64 seeds (the interval's half-width 0.364): runs that learned (0.9)
     match and beat their frozen arms (0.3: an untrained policy this task's design already rewards, above the random
