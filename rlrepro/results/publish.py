@@ -77,8 +77,9 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
     the reason their tables give; and how many are the same, judged only before, only now.
 
     A reason is read, never typed: what differs between the two tables' provenance (the spec's hash, the seeds, the
-    commits the runs trained at) and between the two verdicts' tests; where none differs, the same runs were judged
-    by other rules (the commits the tables were made at). A verdict a control set (uninformative, or the runs not
+    commits the runs trained at) and between the two verdicts' tests; where the runs and the test are the same, the
+    same runs were judged by other rules (the commits the tables were made at), beside a changed spec hash (which
+    may be a field the claim does not read). A verdict a control set (uninformative, or the runs not
     shown beyond their frozen arm), and a claim not judged now (not testable on this machine, say), lead with their
     detail's first clause: that, not the provenance, is why it reads so. A judged claim the spec removed or added
     since, in an experiment both folders hold, is a row too ("claim removed", "claim added"); the counts are of the
@@ -100,9 +101,11 @@ def changed_verdicts(before: Path, now: Path) -> tuple[list[dict[str, str]], int
             reasons.append(f"seeds {pa.get('seeds')} -> {pb.get('seeds')}")
         if pa.get("run_commits") != pb.get("run_commits"):
             reasons.append("runs trained again (at " + ", ".join(c[:12] for c in pb.get("run_commits", [])) + ")")
-        if (va.get("method") or "") != (vb.get("method") or ""):
+        same_test = (va.get("method") or "") == (vb.get("method") or "")
+        if not same_test:
             reasons.append(f"test now: {vb.get('method') or 'none'}")
-        if not reasons:
+        same_runs = pa.get("seeds") == pb.get("seeds") and pa.get("run_commits") == pb.get("run_commits")
+        if not reasons or (same_runs and same_test and pa.get("table_commit") != pb.get("table_commit")):
             reasons.append(f"the same runs judged by the rules of another commit (tables at "
                            f"{str(pa.get('table_commit', '?'))[:12]} -> {str(pb.get('table_commit', '?'))[:12]})")
         if vb.get("detail") and (new == NOT_JUDGED or vb["detail"].startswith(CONTROL_LEADS)):

@@ -216,6 +216,16 @@ def test_a_changed_verdict_leads_its_reason_with_the_control_or_why_it_is_not_ju
                                  "claims": [untestable.as_dict()]}), encoding="utf-8")
     [row], *_ = changed_verdicts(tmp_path / "before", tmp_path / "now")
     assert row["reason"].startswith("not testable on this machine: it needs 33 CPU cores; spec changed")
+    # the same runs and test, judged anew by another commit's rules beside a spec edit elsewhere: both are named
+    for name, verdict, spec_hash, table_commit in (("before", now, "aaa", "c1"), ("now", before, "bbb", "c2")):
+        table = tmp_path / name / "tables" / "toy" / "mini.json"
+        table.write_text(json.dumps({"provenance": {"spec_hash": spec_hash, "seeds": 7, "run_commits": ["r"],
+                                                    "table_commit": table_commit}, "rows": [],
+                                     "claims": [dataclasses.replace(verdict, method="one test").as_dict()]}),
+                         encoding="utf-8")
+    [row], *_ = changed_verdicts(tmp_path / "before", tmp_path / "now")
+    assert row["reason"] == ("spec changed (hash aaa -> bbb); the same runs judged by the rules of another commit "
+                             "(tables at c1 -> c2)")
 
 
 def test_a_frozen_agent_below_a_band_fails_it_so_the_runs_in_the_band_are_shown_beyond_it() -> None:
