@@ -359,8 +359,10 @@ def _ordering_beyond(claim: OrderingClaim, spec: ExperimentSpec, runs: dict, fro
     p = ranked[claim.at_least - 1] if claim.holds_on == "at_least" else ranked[-1]
     test = control.DID_METHOD if claim.relation == "beats" else ("each variant's runs against its frozen runs, "
                                                                  + control.BEYOND_METHOD)
-    if same:
-        test += f"; {control.SAME_AGENT_TEXT}: {', '.join(same)}"
+    if same:  # every comparison, or some: the difference-in-differences named only where it ran
+        whole = len(same) == len(envs) * len(claim.worse)
+        test = (f"{control.SAME_AGENT_TEXT}: {', '.join(same)}" if whole
+                else f"{test}; {control.SAME_AGENT_TEXT}: {', '.join(same)}")
     return p, test + (f", on at least {claim.at_least} of {len(by_env)} environments" if claim.holds_on == "at_least"
                       else "")
 

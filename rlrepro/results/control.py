@@ -72,8 +72,8 @@ def _split_moments(runs: npt.ArrayLike, frozen: npt.ArrayLike, seed: int) -> tup
 
 
 #: Rule 2 for 'beats' where the frozen arms are one agent (``same_agent``).
-SAME_AGENT_TEXT = ("where the variants' frozen arms are the same agent (equal on every frozen seed: they differ only "
-                   "in how they learn), the design gives no difference, so the runs' own permutation test stands")
+SAME_AGENT_TEXT = ("the runs' own permutation test where the variants' frozen arms are one agent (equal on every "
+                   "frozen seed: they differ only in how they learn, so the design gives no difference)")
 
 
 def same_agent(better: list[float], worse: list[float], better_seeds: list[int], worse_seeds: list[int]) -> bool:

@@ -121,9 +121,18 @@ def test_variants_whose_frozen_arms_are_one_agent_are_judged_by_the_runs_own_tes
     runs = {"a": a, "b": [x - 0.0766 for x in a]}
     one = judge(spec, {**runs, "a@frozen": [0.006, 0.25, 0.007, 0.002], "b@frozen": [0.006, 0.25, 0.007, 0.002]})
     assert one.verdict == REPRODUCED, one.detail
-    assert "frozen arms are the same agent (equal on every frozen seed" in one.detail and "a v b on catch" in one.detail
+    assert ("the runs beyond the frozen arm: p = 0.00025 (the runs' own permutation test where the variants' frozen "
+            "arms are one agent (equal on every frozen seed") in one.detail and "a v b on catch" in one.detail
+    assert "difference-in-differences" not in one.detail
     two = judge(spec, {**runs, "a@frozen": [0.006, 0.25, 0.007, 0.002], "b@frozen": [0.25, 0.006, 0.007, 0.002]})
-    assert two.verdict == INCONCLUSIVE and "difference-in-differences" in two.detail and "same agent" not in two.detail
+    assert two.verdict == INCONCLUSIVE and "difference-in-differences" in two.detail and "one agent" not in two.detail
+    # against two variants, one of them the same agent frozen: each comparison by its own test, both named
+    spec = spec_with(claim("ordering", better="a", worse=["b", "c"]), variants=("a", "b", "c"), seeds=10)
+    mixed = judge(spec, {**runs, "c": runs["b"], "a@frozen": [0.006, 0.25, 0.007, 0.002],
+                         "b@frozen": [0.006, 0.25, 0.007, 0.002], "c@frozen": [0.25, 0.006, 0.007, 0.002]})
+    assert mixed.verdict == INCONCLUSIVE  # the difference-in-differences against c decides it
+    assert "difference-in-differences" in mixed.detail and "frozen arms are one agent" in mixed.detail
+    assert "so the design gives no difference): a v b on catch" in mixed.detail
 
 
 def test_two_frozen_agents_match_so_a_match_must_be_shown_beyond_the_frozen_arms() -> None:
