@@ -330,6 +330,17 @@ def beats_power_rate(n: int, *, effect: float = 1.5, sims: int = 2000, seed: int
     return float(np.mean(stats.permutation_p(better, worse) <= stats.ALPHA))
 
 
+def added_seeds_rate(n: int, more: int, shape: str, *, sims: int = 2000, seed: int = 2) -> tuple[float, float]:
+    """'beats' at no difference, both sides drawn alike from an RL shape: P(reproduced) of one experiment of n + more
+    seeds, and of n seeds judged, then, when undecided, ``more`` seeds added and judged again (what an
+    "inconclusive: about N seeds would decide it" invites): the second look raises the false 'reproduced' rate."""
+    rng = np.random.default_rng(seed)
+    a, b = rl_draw(rng, shape, (sims, n + more)), rl_draw(rng, shape, (sims, n + more))
+    first = stats.permutation_p(a[:, :n], b[:, :n]) <= stats.ALPHA
+    whole = stats.permutation_p(a, b) <= stats.ALPHA
+    return float(whole.mean()), float((first | whole).mean())
+
+
 def rl_table(seed_counts: tuple[int, ...] = RL_SEED_COUNTS, *, sims: int = 2000, aggregate_sims: int = 300) -> str:
     """Markdown: P(reproduced) at the null for every claim kind and RL shape (rows) and seed count (columns)."""
     lines = ["| claim kind | shape | " + " | ".join(f"n = {n}" for n in seed_counts) + " |",
@@ -485,6 +496,10 @@ def _main() -> None:
         print(rl_table(sims=args.sims, aggregate_sims=max(args.sims // 5, 100)), "\n")
         print("Power of 'beats', normal seeds 1.5 SD apart: " + ", ".join(
             f"n = {n}: {beats_power_rate(n, sims=args.sims):.3f}" for n in RL_SEED_COUNTS))
+        print("\nSeeds added after looking ('beats', no difference; one experiment of 20 seeds / 10 judged, then 10 "
+              "more when undecided): " + ", ".join(
+                  "{}: {:.3f} / {:.3f}".format(shape, *added_seeds_rate(10, 10, shape, sims=args.sims))
+                  for shape in ("bimodal_0.5", "collapse_0.2", "at_random")))
         sims = max(args.sims // 5, 100)
         print(f"\nThe frozen arm beside a claim (rlrepro.results.control), {sims} simulated experiments per cell; "
               "frozen seeds min(n, 4). 'as the runs': a frozen agent passes the claim as well: P(reproduced) "

@@ -2,7 +2,8 @@
 
 - *reproduced*: the data support the claim at one-sided level 0.025 (a 95% interval on the claimed side);
 - *not reproduced*: the data contradict it (the interval lies wholly on the other side);
-- *inconclusive*: this scale cannot decide (the detail says about how many seeds would);
+- *inconclusive*: this scale cannot decide (the detail says about how many seeds would: a new experiment at that
+  count, not seeds added to these after seeing them, which would raise the chance of a false "reproduced");
 - *not judged*: not run, scale below the claim's ``judged_at``, or missing runs.
 
 A threshold claim that a uniform-random policy already passes (``informative: false``) is *uninformative*:
@@ -45,7 +46,8 @@ UNINFORMATIVE = "uninformative"  # a random policy passes the claim: reported ap
 VERDICT_MEANING = {
     REPRODUCED: "the data support the claim (one-sided test at 0.025 per comparison)",
     NOT_REPRODUCED: "the data contradict the claim (its 95% interval lies wholly on the other side)",
-    INCONCLUSIVE: "this scale cannot decide (the detail says about how many seeds would)",
+    INCONCLUSIVE: "this scale cannot decide (the detail says about how many seeds would: an experiment run anew at "
+    "that count, since seeds added to these after seeing them raise the chance of a false 'reproduced')",
     NOT_JUDGED: "not run, below the claim's scale, or missing runs",
     UNINFORMATIVE: "a trivial policy (uniform random, always action 0, zero action) or the same agent with its "
     "learning switched off (the frozen arm) already passes the claim, or the variants that match are not shown above "
