@@ -86,8 +86,9 @@ def cannot_show_at(spec: ExperimentSpec, claim: object, scale: str, seeds: int |
     than a best-of-k count; a share of seeds the scale's count cannot bound; a range too wide for the seeds'
     distribution-free bounds to clear the bar or the margin even with every seed at its best (such a claim can at
     most be refuted: the reason says so), or to show a "matches or beats" claim's match with both variants alike
-    (only a clear win could pass: a claim decided by the seed count, not by the paper's outcome). `rlrepro plan` lists these apart from the claims a run decides. Seeds "at an end" of a return's range stand for seeds just inside it: a verdict
-    leaves undecided a comparison whose seeds all sit at the floor or ceiling (``_at_bound``)."""
+    (only a clear win could pass: a claim decided by the seed count, not by the paper's outcome). `rlrepro plan`
+    lists these apart from the claims a run decides. Seeds "at an end" of a return's range stand for seeds just
+    inside it: a verdict leaves undecided a comparison whose seeds all sit at the floor or ceiling (``_at_bound``)."""
     n = spec.scale(scale).seeds if seeds is None else seeds
     refutable = " (at most refuted)"
     if _frozen_rule_applies(claim) and control.smallest_beyond_p(n, control_seeds(n)) > stats.ALPHA:
@@ -344,10 +345,10 @@ def _ordering_beyond(claim: OrderingClaim, spec: ExperimentSpec, runs: dict, fro
     for env in envs:
         get = lambda cells, name: sign * np.asarray(_finite(cells[(name, env)].values(claim.metric)))  # noqa: E731
         if claim.relation == "beats":
-            ps = []
+            ps, still = [], frozen[(claim.better, env)]
             for w in claim.worse:
-                if control.same_agent(frozen[(claim.better, env)].values(claim.metric), frozen[(w, env)].values(claim.metric),
-                                      frozen[(claim.better, env)].seeds, frozen[(w, env)].seeds):
+                if control.same_agent(still.values(claim.metric), frozen[(w, env)].values(claim.metric), still.seeds,
+                                      frozen[(w, env)].seeds):
                     same.append(f"{claim.better} v {w} on {env}")
                     ps.append(control.beyond_p(get(runs, claim.better), get(runs, w)))
                 else:

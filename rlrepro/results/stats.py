@@ -403,11 +403,13 @@ def seeds_for_bounded_threshold(values: npt.ArrayLike, low: float, high: float, 
 
 
 def seeds_for_bounded_ordering(
-    relation: str, better: npt.ArrayLike, worse: npt.ArrayLike, margin: float, bounds: tuple[float, float], most: int = 256
+    relation: str, better: npt.ArrayLike, worse: npt.ArrayLike, margin: float, bounds: tuple[float, float],
+    most: int = 256,
 ) -> int | None:
     """Fewest seeds per side whose samples, each spread like the observed one, would show a matches /
     matches_or_beats comparison (signed: positive = better is better) by its distribution-free interval
-    (``decide_ordering``); None when even ``most`` would not (the observed difference too near the margin, or beyond it)."""
+    (``decide_ordering``); None when even ``most`` would not (the observed difference too near the margin, or
+    beyond it)."""
 
     def decides(n: int) -> bool:
         code = decide_ordering(relation, spread_like(better, n), spread_like(worse, n), margin, bounds)

@@ -212,7 +212,8 @@ def test_an_undecided_match_says_how_many_seeds_would_decide_it() -> None:
     spec = make_spec(ordering(relation="matches", margin=0.4, **UNIT_RANGE))
     [few] = judge_claims(spec, "cpu", cells({("a", "catch"): [0.9] * 3, ("b", "catch"): [0.9] * 3}))
     assert few.verdict == INCONCLUSIVE
-    assert "If each side's seeds were spread as observed, about 13 seeds per side would decide it (catch, a vs b;" in few.detail
+    assert ("If each side's seeds were spread as observed, about 13 seeds per side would decide it (catch, a vs b;"
+            in few.detail)
     narrow = make_spec(ordering(relation="matches", margin=0.05, **UNIT_RANGE))
     [never] = judge_claims(narrow, "cpu", cells({("a", "catch"): [0.9] * 16, ("b", "catch"): [0.9] * 16}))
     assert never.verdict == INCONCLUSIVE
