@@ -15,8 +15,9 @@ arm in their place (``rlrepro.specs.control``). Two rules follow, both measured 
    its frozen runs (the permutation test); for a share of seeds, more runs pass than frozen runs (Fisher's exact
    test); for 'matches' (and an aggregate), every variant's runs beat its frozen runs. A claim whose frozen arm
    passes it is rule 1's; one whose runs pass but are not shown beyond the frozen arm is *inconclusive* (matches:
-   *uninformative*, as the trivial-level check reads it), saying what would decide. So a claim whose data a frozen agent would give as well reads reproduced at most 0.025 of the time,
-   whatever the seeds' distribution (rule 2 alone bounds it; rule 1 names the cause where it can).
+   *uninformative*, as the trivial-level check reads it), saying what would decide. So a claim whose data a frozen
+   agent would give as well reads reproduced at most 0.025 of the time, whatever the seeds' distribution (rule 2
+   alone bounds it; rule 1 names the cause where it can).
 
 Claims stated per run over the paper's own best runs (``best_of``) and a run's evaluation games against the trivial
 policies (``above_trivial``) get rule 1 only: one run per game cannot be compared with one frozen run.
