@@ -13,7 +13,7 @@ import pytest
 from snakemake.profiles import ProfileConfigFileParser
 
 from rlrepro.cluster import job_resources, local_memory_mb, status_command_for
-from rlrepro.workflow.cost import FROZEN_COST, MEM_MB, RUNTIME_OVERHEAD_MINUTES, experiment_hours
+from rlrepro.workflow.cost import FROZEN_COST, MEM_MB, RUNTIME_OVERHEAD_MINUTES, estimated_minutes, experiment_hours
 from rlrepro.plan_text import memory_lines
 from rlrepro.specs import SpecError, load_spec
 from rlrepro.workflow import plan, plan_experiment
@@ -234,3 +234,22 @@ def test_one_machine_holds_its_memory_and_a_job_larger_than_it_still_runs_alone(
     assert local_memory_mb([4000, 16_900, 5_800], machine_mb=24_105) == 24_105
     assert local_memory_mb([4000, 30_000], machine_mb=24_105) == 30_000
     assert local_memory_mb([], machine_mb=24_105) == 24_105
+
+
+def test_jobs_two_of_which_do_not_fit_in_memory_run_one_at_a_time(tmp_path: Path):
+    """The Snakefile's memory limit runs two jobs side by side only where their requests fit in the machine's memory
+    together. The toy's 2 equal jobs (measured 0.5 min, no claim: no frozen arm) each took the whole 0.5 min on a
+    core of their own when each asks for 1,000 x 1.5 + 512 = 2,012 MB; asking for 12,000 x 1.5 + 512 = 18,512 MB (two
+    above 24 GiB) they ran one after the other, half the measured minutes each. IMPALA's multi-task cpu scale (a PBT
+    job of 3 members' frames, 17.8 GB asked, and the single agent's) takes its measured 110 minutes, not the 165 of
+    the PBT job's three quarters of the frames over 2 lanes."""
+    data = toy_run_spec_data(smoke_environments=["catch"])
+    data["claims"] = []
+    for mem, each in ((1000, 0.5), (12000, 0.25)):
+        data["scales"]["smoke"]["expected_mem_mb"] = mem
+        experiment = _experiment(write_spec(tmp_path, data), "smoke")
+        assert [job.variant for job in experiment.jobs] == ["vtrace", "none"]
+        assert [estimated_minutes(job, experiment, "smoke") for job in experiment.jobs] == pytest.approx([each] * 2)
+        assert experiment_hours(experiment, "smoke")[0] * 60 == pytest.approx(0.5)
+    multitask = _experiment(REPO / "specs" / "impala" / "atari57_multitask.yaml", "cpu")
+    assert experiment_hours(multitask, "cpu")[0] * 60 == pytest.approx(110)

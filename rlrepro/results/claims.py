@@ -215,11 +215,12 @@ def _judge(claim: object, spec: ExperimentSpec, scale: str, cells: dict[tuple[st
            *, advise: bool = True) -> Verdict:
     """One claim's verdict on ``cells`` alone; ``advise``: an undecided verdict says what would decide it (the runs'
     verdict does; the frozen arm's, read as the control's evidence, does not: more frozen seeds decide nothing)."""
-    if not claim.judged_at:  # the spec states it for the record; no scale's seeds can decide it
+    if not claim.judged_at:  # the spec states it for the record; no scale of it can decide it
         why = cannot_show_at(spec, claim, scale)
         fewest = fewest_seeds_to_show(spec, claim, scale) if why else None
-        detail = "judged at no scale" + (f": {why}" if why else "") + (
-            f"; the fewest seeds per variant that could: {fewest}" if fewest else "")
+        detail = f"judged at no scale: {claim.not_judged_because.strip().rstrip('.')}" + (
+            f" (by the verdicts' rules at '{scale}': {why}" + (
+                f"; the fewest seeds per variant that could: {fewest}" if fewest else "") + ")" if why else "")
         return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence)
     if scale not in claim.judged_at:
         seeds = spec.scale(scale).seeds

@@ -206,9 +206,21 @@ class ClaimBase(SpecModel):
         "uninformative. 'none': a claim about the system, not what was learned (control_reason says why).",
     )
     control_reason: str = Field("", description="With control: none, why no frozen arm can test the claim.")
+    not_judged_because: str = Field(
+        "",
+        description="With judged_at: [] (the paper's claim kept for the record, judged at no scale): why no scale of "
+        "this spec can decide it, with what was measured and what would decide it; the report's row says it. "
+        "Required then, and only then.",
+    )
 
     @model_validator(mode="after")
-    def _check_control(self) -> "ClaimBase":
+    def _check_reasons(self) -> "ClaimBase":
+        if not self.judged_at and not self.not_judged_because.strip():
+            raise ValueError(f"claim {self.id}: judged_at: [] (judged at no scale) needs not_judged_because: why no "
+                             "scale of this spec can decide it, and what would")
+        if self.judged_at and self.not_judged_because.strip():
+            raise ValueError(f"claim {self.id}: not_judged_because is only for a claim judged at no scale "
+                             f"(judged_at: []); this one is judged at {', '.join(self.judged_at)}")
         if self.control == "none" and not self.control_reason.strip():
             raise ValueError(f"claim {self.id}: control: none needs a control_reason (why a frozen agent cannot pass "
                              "it: e.g. a claim about frames per second, not about what was learned)")

@@ -6,8 +6,8 @@ hardware, from stored throughput figures (``rlrepro plan``'s cost columns).
 the hardware it was (or would be) obtained on, ``measured`` (run here, with the command and date) or ``estimate``
 (a published or derived figure, with its source: GPU figures stay estimates until a GPU machine measures them with the
 same command). Experiments without a stored CPU row fall back to the spec's own measured cpu-scale minutes
-(``scales.cpu.expected_minutes``: the real pipeline, 2 jobs at a time, on the reference machine). At a reduced scale
-whose minutes the spec states, those measured minutes are the CPU figure: a stored benchmark runs the paper's
+(``scales.cpu.expected_minutes``: the real pipeline, 2 jobs at a time where two fit in its memory, on the reference
+machine). At a reduced scale whose minutes the spec states, those measured minutes are the CPU figure: a stored benchmark runs the paper's
 configuration (e.g. IMPALA's 32 x 20 batches), not that scale's, and the plan's own time column shows the same minutes.
 
 Imports no JAX: ``rlrepro plan`` stays light.
@@ -45,6 +45,9 @@ MEM_MB = 4000
 #: library builds.
 MEM_FACTOR = 1.5
 MEM_OVERHEAD_MB = 512
+#: The reference machine's memory (2 cores, 24 GiB): two jobs whose requests do not fit in it together run one at a
+#: time under the Snakefile's memory limit, as they did when their minutes were measured (IMPALA's PBT jobs).
+REFERENCE_MEMORY_MB = 24 * 1024
 #: Added for jobs given GPUs: the CUDA libraries' host memory (cuDNN, cuBLAS, the driver's context), which a
 #: CPU-only measurement cannot show. An allowance, not measured here (no GPU on the reference machine).
 GPU_HOST_MB = 2048
@@ -109,15 +112,16 @@ def experiment_hours(experiment: ExperimentPlan, scale: Scale) -> tuple[float | 
     at this scale (else its cpu-scale rate scaled by frames); the control arm added at ``FROZEN_COST``. None: the
     spec states no minutes.
 
-    From the measured minutes (its own variants' jobs, as many at a time as there were of them up to 2): each job's
-    minutes by its frames (a control job's weighted by ``FROZEN_COST``), shared over the lanes all the jobs run in (2
-    at a time, one for whole-machine jobs), and never less than the longest job: an experiment of one job and its
-    frozen arm runs the two side by side (about the longer of them), not one after the other.
+    From the measured minutes (its own variants' jobs, as many at a time as there were of them up to 2, one where two
+    do not fit in memory): each job's minutes by its frames (a control job's weighted by ``FROZEN_COST``), shared over
+    the lanes all the jobs run in (2 at a time, one for whole-machine jobs and jobs two of which do not fit in
+    memory), and never less than the longest job: an experiment of one job and its frozen arm runs the two side by
+    side (about the longer of them), not one after the other.
     """
     if measured := experiment.spec.scale(scale).expected_minutes:
-        per_frame = measured * _lanes(experiment, _own_jobs(experiment)) / training_frames(experiment)  # core-min/frame
-        minutes = [job_weight(job, experiment) * per_frame for job in experiment.jobs]
-        return max(sum(minutes) / _lanes(experiment, experiment.jobs), max(minutes)) / 60.0, True
+        per_frame = measured * _lanes(experiment, _own_jobs(experiment), scale) / training_frames(experiment)
+        minutes = [job_weight(job, experiment) * per_frame for job in experiment.jobs]  # core-minutes each
+        return max(sum(minutes) / _lanes(experiment, experiment.jobs, scale), max(minutes)) / 60.0, True
     rate = cpu_rate(experiment.spec)
     if rate is None:
         return None, False
@@ -130,9 +134,12 @@ def _own_jobs(experiment: ExperimentPlan) -> list[Job]:
     return [job for job in experiment.jobs if not is_control(job)]
 
 
-def _lanes(experiment: ExperimentPlan, jobs) -> int:
-    """How many of ``jobs`` run at once on the reference machine: 2 (its cores), 1 for whole-machine jobs."""
-    return 1 if experiment.jobs[0].whole_machine else min(2, len(jobs))
+def _lanes(experiment: ExperimentPlan, jobs, scale: Scale) -> int:
+    """How many of ``jobs`` run at once on the reference machine: 2 (its cores), 1 for whole-machine jobs and for
+    jobs two of whose memory requests do not fit in its memory together."""
+    if experiment.jobs[0].whole_machine or 2 * memory_mb(experiment, scale)[0] > REFERENCE_MEMORY_MB:
+        return 1
+    return min(2, len(jobs))
 
 
 def estimated_minutes(job: Job, experiment: ExperimentPlan, scale: Scale) -> float | None:
@@ -140,14 +147,15 @@ def estimated_minutes(job: Job, experiment: ExperimentPlan, scale: Scale) -> flo
 
     The cost model is ``rlrepro plan``'s (one place: the lead may swap it): the spec's minutes measured at this
     scale, which are its own variants' jobs (the control arm's came later) run as many at a time as there were of
-    them up to 2, or else its cpu-scale rate (frames over measured minutes, 2 jobs at a time on 2 cores); a job gets
-    its share by frames (a control job's weighted by ``FROZEN_COST``). None when the spec states no minutes.
+    them up to 2 (one where two do not fit in memory), or else its cpu-scale rate (frames over measured minutes, 2
+    jobs at a time on 2 cores); a job gets its share by frames (a control job's weighted by ``FROZEN_COST``). None
+    when the spec states no minutes.
     """
     concurrency = 1 if job.whole_machine else 2
     weight = job_weight(job, experiment) * sum(unit.frames for unit in job.units) / max(job.frames_emulated, 1)
     measured = experiment.spec.scale(scale).expected_minutes
     if measured:
-        return measured * _lanes(experiment, _own_jobs(experiment)) * weight / training_frames(experiment)
+        return measured * _lanes(experiment, _own_jobs(experiment), scale) * weight / training_frames(experiment)
     rate = cpu_rate(experiment.spec)
     if rate is None:
         return None

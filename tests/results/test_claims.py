@@ -677,13 +677,15 @@ def test_a_claim_the_seeds_cannot_show_is_named_and_its_best_data_stay_inconclus
     assert fewest_seeds_to_show(spec, spec.claims[0], "cpu") == 53
     spec = _spec_at(53, either)
     assert cannot_show_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9] * 53, [0.9] * 53) == REPRODUCED
-    # stated for the record and judged at no scale: not judged anywhere, with the reason and the seeds that could
-    [record] = judge_claims(_spec_at(16, {**either, "judged_at": []}), "cpu",
-                            cells({("a", "catch"): [0.9] * 16, ("b", "catch"): [0.9] * 16}))
+    # stated for the record and judged at no scale: not judged anywhere, with the spec's reason, then the verdicts'
+    # rules' own reason and the seeds that could
+    record = {**either, "judged_at": [], "not_judged_because": "the paper's 16 seeds could only show a clear win."}
+    [record] = judge_claims(_spec_at(16, record), "cpu", cells({("a", "catch"): [0.9] * 16, ("b", "catch"): [0.9] * 16}))
     assert record.verdict == NOT_JUDGED and record.detail == (
-        "judged at no scale: 16 seeds' distribution-free interval on [-1, 1] cannot show a match within the margin "
-        "0.4 even with both variants' seeds all alike (catch): only a clear win could show it reproduced; the fewest "
-        "seeds per variant that could: 53")
+        "judged at no scale: the paper's 16 seeds could only show a clear win (by the verdicts' rules at 'cpu': 16 "
+        "seeds' distribution-free interval on [-1, 1] cannot show a match within the margin 0.4 even with both "
+        "variants' seeds all alike (catch): only a clear win could show it reproduced; the fewest seeds per variant "
+        "that could: 53)")
     # the best k of the runs: a count, always decidable
     spec = _spec_at(1, threshold(">=", 0.5, 0.0, best_of=1))
     assert cannot_show_at(spec, spec.claims[0], "cpu") == "" and verdict(spec, [0.9], [0.0]) == REPRODUCED
@@ -797,8 +799,10 @@ def test_the_multitask_agents_games_are_tested_against_the_trivial_policies_game
     from rlrepro.specs.loading import load_spec
 
     spec = load_spec("specs/impala/atari57_multitask.yaml")
-    claim = next(c for c in spec.claims if c.id == "above_trivial_pong_cpu")
-    assert cannot_show_at(spec, claim, "cpu") == ""  # one seed decides it (the cpu scale runs 4 for the PBT comparison)
+    claim = next(c for c in spec.claims if c.id == "above_trivial_pong_cpu")  # judged at no scale: judged here at cpu
+    claim = claim.model_copy(update={"judged_at": ["cpu"], "not_judged_because": ""})
+    spec = spec.model_copy(update={"claims": [claim]})
+    assert cannot_show_at(spec, claim, "cpu") == ""  # one seed decides it
 
     def verdict(games: list[float]):
         cell = CellResult("pbt", "pong", seeds=[0], final=[float(np.mean(games)) if games else math.nan],
