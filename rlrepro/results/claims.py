@@ -217,10 +217,11 @@ def _judge(claim: object, spec: ExperimentSpec, scale: str, cells: dict[tuple[st
     verdict does; the frozen arm's, read as the control's evidence, does not: more frozen seeds decide nothing)."""
     if not claim.judged_at:  # the spec states it for the record; no scale of it can decide it
         why = cannot_show_at(spec, claim, scale)
-        fewest = fewest_seeds_to_show(spec, claim, scale) if why else None
-        detail = f"judged at no scale: {claim.not_judged_because.strip().rstrip('.')}" + (
-            f" (by the verdicts' rules at '{scale}': {why}" + (
-                f"; the fewest seeds per variant that could: {fewest}" if fewest else "") + ")" if why else "")
+        if fewest := fewest_seeds_to_show(spec, claim, scale) if why else None:
+            why += f"; the fewest seeds per variant that could: {fewest}"
+        given = claim.not_judged_because.strip().rstrip(".")
+        reasons = [f"{given} (by the verdicts' rules at '{scale}': {why})" if given and why else given or why]
+        detail = ": ".join(["judged at no scale", *filter(None, reasons)])
         return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence)
     if scale not in claim.judged_at:
         seeds = spec.scale(scale).seeds

@@ -5,7 +5,7 @@ from __future__ import annotations
 import itertools
 from typing import Annotated, Any, Literal, Union
 
-from pydantic import Field, model_validator
+from pydantic import Field, model_serializer, model_validator
 
 from rlrepro.specs.agents import AgentSpec
 from rlrepro.specs.common import Name, PositiveCount, Scale, SpecModel
@@ -209,15 +209,22 @@ class ClaimBase(SpecModel):
     not_judged_because: str = Field(
         "",
         description="With judged_at: [] (the paper's claim kept for the record, judged at no scale): why no scale of "
-        "this spec can decide it, with what was measured and what would decide it; the report's row says it. "
-        "Required then, and only then.",
+        "this spec can decide it, with what was measured and what would decide it; the report's row says it. Needed "
+        "where the verdicts' rules cannot tell (the budget, not the seeds, decides it; the rules' reason, where they "
+        "have one, follows it): tests/specs/test_claims_decidable.py holds every spec to one. Only with judged_at: [].",
     )
+
+    @model_serializer(mode="wrap")
+    def _dump(self, handler: Any) -> dict[str, Any]:
+        """The canonical form (``spec_hash``) of a claim without ``not_judged_because`` is what it was before the
+        field existed: a spec that leaves it empty keeps its hash, and its published table stays publishable."""
+        data = handler(self)
+        if isinstance(data, dict) and not self.not_judged_because:
+            data.pop("not_judged_because", None)
+        return data
 
     @model_validator(mode="after")
     def _check_reasons(self) -> "ClaimBase":
-        if not self.judged_at and not self.not_judged_because.strip():
-            raise ValueError(f"claim {self.id}: judged_at: [] (judged at no scale) needs not_judged_because: why no "
-                             "scale of this spec can decide it, and what would")
         if self.judged_at and self.not_judged_because.strip():
             raise ValueError(f"claim {self.id}: not_judged_because is only for a claim judged at no scale "
                              f"(judged_at: []); this one is judged at {', '.join(self.judged_at)}")

@@ -25,3 +25,14 @@ def test_no_claim_of_the_real_specs_is_judged_where_its_seeds_cannot_show_it() -
                     offending.append(f"{Path(path).relative_to(REPO)} {claim.id} at {scale} "
                                      f"({spec.scale(scale).seeds} seeds): {why}; {fix}")
     assert not offending, f"{len(offending)} claim(s) judged where their seeds cannot show them:\n" + "\n".join(offending)
+
+
+def test_every_claim_judged_at_no_scale_says_why() -> None:
+    """A claim kept for the record with judged_at: [] carries its reason into the report: the verdicts' rules' own
+    (``cannot_show_at`` at the scales it would run) or the spec's ``not_judged_because`` (a budget, not the seeds)."""
+    silent = [f"{Path(path).relative_to(REPO)} {claim.id}"
+              for path, spec in load_specs([REPO / "specs"]) for claim in spec.claims
+              if not claim.judged_at and not claim.not_judged_because.strip()
+              and not all(cannot_show_at(spec, claim, scale) for scale in ("cpu", "paper"))]
+    assert not silent, "judged at no scale without a reason (give not_judged_because):\n" + "\n".join(silent)
+
