@@ -118,15 +118,15 @@ def test_the_stored_cpu_atari_rows_give_paper_hours_and_the_cpu_scale_keeps_its_
 
 def test_a_multitask_experiment_counts_frames_the_same_way_in_time_and_machine_hours(monkeypatch, capsys):
     """impala/atari57_multitask: its jobs' frames count once for all their games (``Job.frames_emulated``): at cpu
-    scale 4 seeds x (3 PBT members + the single agent) x 100,000 = 1.6e6 (in the spec's cpu ``expected_minutes``; the
-    frozen arm is not), at paper scale 285e9 (24 members and the single agent, 11.4e9 each) and the frozen arm of pbt
-    (its 24 members' 273.6e9) at IMPALA's measured cost 1.46, so both columns are (285e9 + 273.6e9 x 1.46) / (1.6e6 /
+    scale 1 seed x (3 PBT members + the single agent) x 100,000 = 4e5 (in the spec's cpu ``expected_minutes``; no
+    frozen arm there), at paper scale 285e9 (24 members and the single agent, 11.4e9 each) and the frozen arm of pbt
+    (its 24 members' 273.6e9) at IMPALA's measured cost 1.46, so both columns are (285e9 + 273.6e9 x 1.46) / (4e5 /
     (60 * minutes)) / 3,600 h. The machine-hours used to divide by the sum of per-game frames: 2/3 of the time."""
     monkeypatch.chdir(REPO)
     spec = load_spec(REPO / "specs/impala/atari57_multitask.yaml")
     minutes = spec.scales["cpu"].expected_minutes
-    assert training_frames(plan_experiment(Path("x.yaml"), spec, "cpu")) == 4 * (3 + 1) * 100_000
-    hours = (285e9 + 273.6e9 * FROZEN_COST["impala"]) / (1.6e6 / (60 * minutes)) / 3_600
+    assert training_frames(plan_experiment(Path("x.yaml"), spec, "cpu")) == 1 * (3 + 1) * 100_000
+    hours = (285e9 + 273.6e9 * FROZEN_COST["impala"]) / (4e5 / (60 * minutes)) / 3_600
     assert main(["plan", "--scale", "paper", "--only", "impala/atari57_multitask"]) == 0
     out = capsys.readouterr().out
     # the machine-hours equal the time: one column shows both (issue 31), and the CPU total says the same figure
