@@ -219,9 +219,10 @@ def _judge(claim: object, spec: ExperimentSpec, scale: str, cells: dict[tuple[st
         why = cannot_show_at(spec, claim, scale)
         if fewest := fewest_seeds_to_show(spec, claim, scale) if why else None:
             why += f"; the fewest seeds per variant that could: {fewest}"
-        given = claim.not_judged_because.strip().rstrip(".")
-        reasons = [f"{given} (by the verdicts' rules at '{scale}': {why})" if given and why else given or why]
-        detail = ": ".join(["judged at no scale", *filter(None, reasons)])
+        reason = claim.not_judged_because.strip().rstrip(".")  # the spec's (a budget), then the rules' (the seeds)
+        if why:
+            reason = f"{reason} (by the verdicts' rules at '{scale}': {why})" if reason else why
+        detail = "judged at no scale" + (f": {reason}" if reason else "")
         return Verdict(claim.id, claim.statement, NOT_JUDGED, detail, claim.paper_evidence)
     if scale not in claim.judged_at:
         seeds = spec.scale(scale).seeds

@@ -7,8 +7,9 @@ the hardware it was (or would be) obtained on, ``measured`` (run here, with the 
 (a published or derived figure, with its source: GPU figures stay estimates until a GPU machine measures them with the
 same command). Experiments without a stored CPU row fall back to the spec's own measured cpu-scale minutes
 (``scales.cpu.expected_minutes``: the real pipeline, 2 jobs at a time where two fit in its memory, on the reference
-machine). At a reduced scale whose minutes the spec states, those measured minutes are the CPU figure: a stored benchmark runs the paper's
-configuration (e.g. IMPALA's 32 x 20 batches), not that scale's, and the plan's own time column shows the same minutes.
+machine). At a reduced scale whose minutes the spec states, those measured minutes are the CPU figure: a stored
+benchmark runs the paper's configuration (e.g. IMPALA's 32 x 20 batches), not that scale's, and the plan's own time
+column shows the same minutes.
 
 Imports no JAX: ``rlrepro plan`` stays light.
 """

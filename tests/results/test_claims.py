@@ -680,7 +680,8 @@ def test_a_claim_the_seeds_cannot_show_is_named_and_its_best_data_stay_inconclus
     # stated for the record and judged at no scale: not judged anywhere, with the spec's reason, then the verdicts'
     # rules' own reason and the seeds that could
     record = {**either, "judged_at": [], "not_judged_because": "the paper's 16 seeds could only show a clear win."}
-    [record] = judge_claims(_spec_at(16, record), "cpu", cells({("a", "catch"): [0.9] * 16, ("b", "catch"): [0.9] * 16}))
+    [record] = judge_claims(_spec_at(16, record), "cpu",
+                            cells({("a", "catch"): [0.9] * 16, ("b", "catch"): [0.9] * 16}))
     assert record.verdict == NOT_JUDGED and record.detail == (
         "judged at no scale: the paper's 16 seeds could only show a clear win (by the verdicts' rules at 'cpu': 16 "
         "seeds' distribution-free interval on [-1, 1] cannot show a match within the margin 0.4 even with both "
