@@ -211,7 +211,7 @@ class ClaimBase(SpecModel):
         description="With judged_at: [] (the paper's claim kept for the record, judged at no scale): why no scale of "
         "this spec can decide it, with what was measured and what would decide it; the report's row says it. Needed "
         "where the verdicts' rules cannot tell (the budget, not the seeds, decides it; the rules' reason, where they "
-        "have one, follows it): tests/specs/test_claims_decidable.py holds every spec to one. Only with judged_at: [].",
+        "have one, follows it): the test suite holds every spec to one. Only with judged_at: [].",
     )
 
     @model_serializer(mode="wrap")

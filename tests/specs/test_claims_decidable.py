@@ -35,4 +35,3 @@ def test_every_claim_judged_at_no_scale_says_why() -> None:
               if not claim.judged_at and not claim.not_judged_because.strip()
               and not all(cannot_show_at(spec, claim, scale) for scale in ("cpu", "paper"))]
     assert not silent, "judged at no scale without a reason (give not_judged_because):\n" + "\n".join(silent)
-
