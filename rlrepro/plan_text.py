@@ -256,7 +256,7 @@ def cost_lines(plans: list, scale: str, throughput: Path | None = None, *, detai
     unknown = sum(c.time == "unknown" for c in costs)
     note = f"; {unknown} experiment(s) without an estimate" if unknown else ""
     lines.append(f"estimated total time: {hours_text(sum(c.hours or 0.0 for c in costs))}{note}.")
-    lines += wrap(f"time here: on {REFERENCE_MACHINE}, 2 jobs at a time: "
+    lines += wrap(f"time here: on {REFERENCE_MACHINE}, 2 jobs at a time (one where two do not fit in its memory): "
                   + ("[m] " if detail else "") + "the spec's minutes measured at this "
                   "scale; else (paper scale) its cpu-scale minutes scaled by frames, at the cpu scale's batch sizes; "
                   "the frozen arm (each variant a claim reads, learning off) added at its kind's measured cost"

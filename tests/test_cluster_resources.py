@@ -242,7 +242,8 @@ def test_jobs_two_of_which_do_not_fit_in_memory_run_one_at_a_time(tmp_path: Path
     core of their own when each asks for 1,000 x 1.5 + 512 = 2,012 MB; asking for 12,000 x 1.5 + 512 = 18,512 MB (two
     above 24 GiB) they ran one after the other, half the measured minutes each. IMPALA's multi-task cpu scale (a PBT
     job of 3 members' frames, 17.8 GB asked, and the single agent's) takes its measured 110 minutes, not the 165 of
-    the PBT job's three quarters of the frames over 2 lanes."""
+    the PBT job's three quarters of the frames over 2 lanes; at the paper scale its jobs' minutes come from that
+    one-lane rate."""
     data = toy_run_spec_data(smoke_environments=["catch"])
     data["claims"] = []
     for mem, each in ((1000, 0.5), (12000, 0.25)):
@@ -253,3 +254,12 @@ def test_jobs_two_of_which_do_not_fit_in_memory_run_one_at_a_time(tmp_path: Path
         assert experiment_hours(experiment, "smoke")[0] * 60 == pytest.approx(0.5)
     multitask = _experiment(REPO / "specs" / "impala" / "atari57_multitask.yaml", "cpu")
     assert experiment_hours(multitask, "cpu")[0] * 60 == pytest.approx(110)
+    # each job its frames' share, one after the other: the PBT job steps its 3 members (a member's frames once for
+    # all 3 games), the single agent one member, so 3/4 and 1/4 of the 110 minutes
+    assert [job.variant for job in multitask.jobs] == ["pbt", "no_pbt"]
+    assert [estimated_minutes(job, multitask, "cpu") for job in multitask.jobs] == pytest.approx([82.5, 27.5])
+    # at the paper scale (no measured minutes) a job's minutes come from the cpu scale's rate, which one job at a
+    # time measured: the jobs' minutes add up to the experiment's hours, not to twice them
+    paper = _experiment(REPO / "specs" / "impala" / "atari57_multitask.yaml", "paper")
+    assert sum(estimated_minutes(job, paper, "paper") for job in paper.jobs) == pytest.approx(
+        experiment_hours(paper, "paper")[0] * 60)

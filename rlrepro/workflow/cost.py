@@ -100,12 +100,19 @@ def control_share(experiment: ExperimentPlan) -> float:
 
 
 def cpu_rate(spec) -> float | None:
-    """Frames per second (all of an experiment's own jobs, 2 at a time) on the reference machine: the cpu scale's
-    frames of its own variants over its measured expected minutes. None when the spec states no minutes."""
+    """Frames per second (all of an experiment's own jobs, ``cpu_lanes`` at a time) on the reference machine: the cpu
+    scale's frames of its own variants over its measured expected minutes. None when the spec states no minutes."""
     minutes = spec.scale("cpu").expected_minutes
     if not minutes:
         return None
     return training_frames(plan_experiment(Path("x.yaml"), spec, "cpu")) / (minutes * 60.0)
+
+
+def cpu_lanes(spec) -> int:
+    """How many of its own jobs ran at once when the spec's cpu-scale minutes were measured (``_lanes``): one job's
+    frames per second is ``cpu_rate`` over these."""
+    experiment = plan_experiment(Path("x.yaml"), spec, "cpu")
+    return _lanes(experiment, _own_jobs(experiment), "cpu")
 
 
 def experiment_hours(experiment: ExperimentPlan, scale: Scale) -> tuple[float | None, bool]:
@@ -148,18 +155,18 @@ def estimated_minutes(job: Job, experiment: ExperimentPlan, scale: Scale) -> flo
 
     The cost model is ``rlrepro plan``'s (one place: the lead may swap it): the spec's minutes measured at this
     scale, which are its own variants' jobs (the control arm's came later) run as many at a time as there were of
-    them up to 2 (one where two do not fit in memory), or else its cpu-scale rate (frames over measured minutes, 2
-    jobs at a time on 2 cores); a job gets its share by frames (a control job's weighted by ``FROZEN_COST``). None
-    when the spec states no minutes.
+    them up to 2 (one where two do not fit in memory), or else its cpu-scale rate (frames over measured minutes, its
+    jobs ``cpu_lanes`` at a time), one job's share of it; a job gets its share by frames (a control job's weighted by
+    ``FROZEN_COST``). None when the spec states no minutes.
     """
-    concurrency = 1 if job.whole_machine else 2
-    weight = job_weight(job, experiment) * sum(unit.frames for unit in job.units) / max(job.frames_emulated, 1)
+    weight = job_weight(job, experiment)  # the frames it steps: a multi-task member's once for all its games
     measured = experiment.spec.scale(scale).expected_minutes
     if measured:
         return measured * _lanes(experiment, _own_jobs(experiment), scale) * weight / training_frames(experiment)
     rate = cpu_rate(experiment.spec)
     if rate is None:
         return None
+    concurrency = 1 if job.whole_machine else cpu_lanes(experiment.spec)
     return weight / (rate / concurrency) / 60.0
 
 
@@ -246,8 +253,9 @@ def cpu_hours(key: str, frames: int, rows: list[Throughput], spec: Any, referenc
     None without any."""
     if scale in ("smoke", "cpu") and (measured := spec.scale(scale).expected_minutes):
         experiment = plan_experiment(Path("x.yaml"), spec, scale)
+        lanes = _lanes(experiment, experiment.jobs, scale)
         return DeviceHours("cpu", reference_machine, experiment_hours(experiment, scale)[0], "measured",
-                           f"the spec's {scale}-scale minutes (the pipeline, 2 jobs at a time)"
+                           f"the spec's {scale}-scale minutes (the pipeline, {_at_a_time(lanes)})"
                            + (", the frozen arm added at FROZEN_COST" if control_share(experiment) else ""))
     row = _stored(key, rows, ("cpu",))
     if row is not None:
@@ -257,7 +265,11 @@ def cpu_hours(key: str, frames: int, rows: list[Throughput], spec: Any, referenc
     if rate is None:
         return None
     return DeviceHours("cpu", reference_machine, frames / rate / 3600.0, "measured",
-                       "the spec's cpu-scale minutes (the pipeline, 2 jobs at a time)")
+                       f"the spec's cpu-scale minutes (the pipeline, {_at_a_time(cpu_lanes(spec))})")
+
+
+def _at_a_time(lanes: int) -> str:
+    return "2 jobs at a time" if lanes == 2 else "one job at a time"
 
 
 def accelerator_hours(key: str, frames: int, rows: list[Throughput]) -> DeviceHours | None:
