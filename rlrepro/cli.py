@@ -9,6 +9,7 @@ import argparse
 import dataclasses
 import errno
 import json
+import os
 import signal
 import sys
 import textwrap
@@ -148,18 +149,25 @@ def cmd_train(args: argparse.Namespace) -> int:
 
 
 def job_summary_line(run_dirs: list[Path]) -> str:
-    """The job's last lines: each seed's final return, the frames and the wall time; then where the run folders are
-    (relative to the working directory when under it), on a line of its own so that the first fits 80 columns."""
+    """The job's last lines: each run's final return, the frames and the wall time; then where the run folders are
+    (relative to the working directory when under it), on a line of its own so that the first fits 80 columns. A
+    multi-task job (a run folder per task and seed) names each run beside its return, on a line of its own."""
     summaries = [read_json(d / SUMMARY) for d in run_dirs]
-    values = [s["final"].get("final_return", float("nan")) for s in summaries]
-    finals = ", ".join("no episode finished" if v != v else f"{v:.4g}" for v in values)
+    finals = ["no episode finished" if v != v else f"{v:.4g}"
+              for v in (s["final"].get("final_return", float("nan")) for s in summaries)]
+    tasks = list(dict.fromkeys(d.parent.name for d in run_dirs))  # run folders are <task>/seed<N>
+    seeds = len(run_dirs) // len(tasks)
     wall = max(s["wall_time"] for s in summaries)
-    folder = (run_dirs[0].parent if len(run_dirs) > 1 else run_dirs[0]).absolute()
+    folder = Path(os.path.commonpath([d.absolute() for d in run_dirs]))
     if folder.is_relative_to(Path.cwd()):
         folder = folder.relative_to(Path.cwd())
-    return (f"done: final return {finals} ({len(run_dirs)} seed{'s' if len(run_dirs) > 1 else ''}); "
-            f"{summaries[0]['frames']:,} {summaries[0].get('frames_unit', 'frames')} per seed in "
-            f"{wall / 60:.1f} min\nruns in {folder}")
+    took = (f"{summaries[0]['frames']:,} {summaries[0].get('frames_unit', 'frames')} per seed in "
+            f"{wall / 60:.1f} min")
+    if len(tasks) == 1:
+        return f"done: final return {', '.join(finals)} ({seeds} seed{'s' if seeds > 1 else ''}); {took}\nruns in {folder}"
+    runs = ", ".join(f"{d.parent.name}{' ' + d.name if seeds > 1 else ''} {v}" for d, v in zip(run_dirs, finals))
+    return (f"done: {len(tasks)} tasks x {seeds} seed{'s' if seeds > 1 else ''}; {took}\n"
+            f"final return {runs}\nruns in {folder}")
 
 
 def cmd_aggregate(args: argparse.Namespace) -> int:

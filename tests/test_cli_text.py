@@ -32,6 +32,22 @@ def test_a_job_ends_with_its_summary_and_where_its_runs_are(tmp_path: Path, monk
     assert job_summary_line(dirs[:1]).endswith("min\nruns in runs/p/e/v/catch/seed0")
 
 
+def test_a_multi_task_job_names_each_task_beside_its_return(tmp_path: Path, monkeypatch) -> None:
+    """A multi-task job writes a run folder per task (IMPALA's one agent on 3 games, one seed): its summary counts
+    tasks, not 3 seeds, names each task's return, and points to the variant's folder, not to the first game's."""
+    dirs = []
+    for game, final in (("pong", -19.5), ("breakout", 1.786), ("boxing", math.nan)):
+        run = tmp_path / "runs" / "p" / "e" / "v" / game / "seed0"
+        run.mkdir(parents=True)
+        (run / "summary.json").write_text(json.dumps({"frames": 128_000, "wall_time": 1152.0,
+                                                      "final": {"final_return": final}}))
+        dirs.append(run)
+    monkeypatch.chdir(tmp_path)
+    assert job_summary_line(dirs) == ("done: 3 tasks x 1 seed; 128,000 frames per seed in 19.2 min\n"
+                                      "final return pong -19.5, breakout 1.786, boxing no episode finished\n"
+                                      "runs in runs/p/e/v")
+
+
 def test_a_run_ends_with_the_reports_path_and_the_verdict_tally(tmp_path: Path) -> None:
     from rlrepro.results.report import TALLY_FILE, run_end_text
 
