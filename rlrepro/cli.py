@@ -202,14 +202,15 @@ def _compare(before: Path, now: Path) -> int:
 def cmd_publish(args: argparse.Namespace) -> int:
     from rlrepro.results.publish import publish, summary_line
 
-    root = _results_root(args)
+    root = None if args.refresh else _results_root(args)
     try:
-        written, dropped = publish(root, args.to, args.specs)
+        written, dropped = publish(root, args.to, args.specs, scale=args.scale)
     except (FileNotFoundError, ValueError, SpecError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2
     size = sum(path.stat().st_size for path in written)
-    print("\n".join([f"published {root} to {args.to}: {len(written)} file(s), {size / 2**20:.1f} MB", *dropped,
+    done = f"re-judged the tables in {args.to}" if root is None else f"published {root} to {args.to}"
+    print("\n".join([f"{done}: {len(written)} file(s), {size / 2**20:.1f} MB", *dropped,
                      summary_line(args.to, args.scale)]))
     return 0
 
@@ -400,6 +401,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="The folder (e.g. docs/results/cpu): its tables of experiments this job did not run are kept.")
     p.add_argument("--specs", nargs="+", default=["specs"],
                    help="The specs whose claims judge the runs anew (default: this checkout's specs).")
+    p.add_argument("--refresh", action="store_true",
+                   help="Add no run: judge the tables --to holds and write its report anew with this checkout's "
+                        "specs and code (after a change to claims or rules; tables whose spec changed are left out).")
     _add_results(p)
     p.set_defaults(func=cmd_publish)
 

@@ -254,7 +254,8 @@ def _coverage(dest: Path, specs: list[str | Path] | None = None) -> str:
     return text
 
 
-def publish(root: Path, dest: Path, specs: list[str | Path] | None = None) -> tuple[list[Path], list[str]]:
+def publish(root: Path | None, dest: Path, specs: list[str | Path] | None = None, *, scale: str | None = None
+            ) -> tuple[list[Path], list[str]]:
     """Publish the experiments ``root`` (a results root at one scale) has tables of into ``dest``.
 
     Each is judged anew from its runs with ``specs`` (default: this checkout's ``specs``) and this code: runs trained
@@ -266,40 +267,50 @@ def publish(root: Path, dest: Path, specs: list[str | Path] | None = None) -> tu
     published from it: the earlier publication's table stays where its spec is unchanged.
     Returns the files of the published folder and a note per experiment not published from ``root`` and per
     published table left out (its spec changed since).
+
+    ``root`` None (``rlrepro publish --refresh``): no run is added; ``dest``'s tables at ``scale`` are judged and
+    its report written anew with this checkout's specs and code, so that what the report says of the experiments it
+    does not hold (their not-run lines) and its verdict rules are today's. Its training record is kept as it was.
     """
     from rlrepro.results.report import write_report  # noqa: PLC0415 -- report imports the planner
     from rlrepro.results.tables import aggregate_experiment  # noqa: PLC0415 -- matplotlib
     from rlrepro.specs import spec_hash  # noqa: PLC0415
     from rlrepro.workflow import DEFAULT_SET, cannot_run, plan  # noqa: PLC0415
 
-    root, dest, specs = Path(root), Path(dest), list(specs or ["specs"])
-    if dest.resolve() == root.resolve() or root.resolve() in dest.resolve().parents:
-        raise ValueError(f"--to {dest}: inside the results root {root} it would replace the tables it copies; "
-                         "publish to a folder outside it (e.g. docs/results/cpu)")
-    new = experiments_with_tables(root)
-    if not new:
-        raise FileNotFoundError(f"no table under {root / 'tables'}: run at least one experiment to its table first")
-    plans = plan(specs, root.name)
+    dest, specs = Path(dest), list(specs or ["specs"])
+    if root is None:
+        if not experiments_with_tables(dest):
+            raise FileNotFoundError(f"--refresh: no published table under {dest / 'tables'}")
+        scale, new = scale or dest.name, []
+    else:
+        root, scale = Path(root), root.name
+        if dest.resolve() == root.resolve() or root.resolve() in dest.resolve().parents:
+            raise ValueError(f"--to {dest}: inside the results root {root} it would replace the tables it copies; "
+                             "publish to a folder outside it (e.g. docs/results/cpu)")
+        new = experiments_with_tables(root)
+        if not new:
+            raise FileNotFoundError(f"no table under {root / 'tables'}: run at least one experiment to its table first")
+    plans = plan(specs, scale)
     by_key = {p.key: p for p in plans}
     if missing := [key for key in new if key not in by_key]:
         raise ValueError(f"{', '.join(missing)}: tables under {root / 'tables'} with no spec in {', '.join(map(str, specs))}")
     unfinished = {}
     for key in new:  # judged anew: this checkout's claims and rules on the runs' numbers
         try:
-            aggregate_experiment(by_key[key].spec_path, scale=root.name, results=root.parent)
+            aggregate_experiment(by_key[key].spec_path, scale=scale, results=root.parent)
         except MissingRunsError as error:  # the session ended mid-experiment: its table in root is an older one's
             unfinished[key] = f"{str(error).splitlines()[0].rstrip(':')}: not published from {root} (its runs finish first)"
     new = [key for key in new if key not in unfinished]
-    if not new:
+    if root is not None and not new:
         raise MissingRunsError("nothing to publish: " + "; ".join(unfinished.values()))
     dest.parent.mkdir(parents=True, exist_ok=True)
     # The new folder is written beside ``dest`` and swapped in whole: an interrupted publication leaves the old one.
     with tempfile.TemporaryDirectory(dir=dest.parent, prefix=f".{dest.name}.") as tmp:
-        stage = Path(tmp) / root.name
+        stage = Path(tmp) / scale
         kept, dropped = _stage_tables(root, dest, stage, new, {p.key: spec_hash(p.spec) for p in plans})
         dropped = [*unfinished.values(), *dropped]
         earlier = dest if experiments_with_tables(dest) else None  # the verdicts changed since: a section
-        write_report(specs, scale=root.name, results=Path(tmp), compare_to=earlier)
+        write_report(specs, scale=scale, results=Path(tmp), compare_to=earlier)
         for path in stage.iterdir():
             if path.is_file() and path.name not in REPORT_FILES:
                 path.unlink()  # spec_sets.json (this machine's paths), the standalone page (every figure inlined)
@@ -355,7 +366,7 @@ def _record_publication(root: Path, dest: Path, stage: Path, new: list[str], kep
     """Write ``stage``'s :data:`MANIFEST`: ``dest``'s publications and this one (its experiments, training hours,
     machines, commits), with the experiments of the scale's default job (``job``: what a complete publication
     holds); earlier publications lose the experiments this one replaces (one left with none is removed; one left
-    with some is marked, its hours counted still)."""
+    with some is marked, its hours counted still). A refresh (nothing ``new``) records no publication of its own."""
     sessions = []
     for session in _manifest(dest)["sessions"]:
         left = [key for key in session["experiments"] if key in kept]
@@ -363,6 +374,9 @@ def _record_publication(root: Path, dest: Path, stage: Path, new: list[str], kep
             gone = [key for key in session["experiments"] if key not in left]
             sessions.append({**session, "experiments": left,
                              **({"replaced": session.get("replaced", []) + gone} if gone else {})})
+    if not new:
+        (stage / MANIFEST).write_text(json.dumps({"job": job, "sessions": sessions}, indent=2) + "\n", encoding="utf-8")
+        return
     in_job = {key for key in new if key in job}  # the main job's wall time; opt-in experiments published beside it apart
     busy, span, last = run_span(root, in_job)
     extra = run_span(root, set(new) - in_job)[0]

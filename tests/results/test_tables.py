@@ -5,6 +5,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -985,3 +986,36 @@ def test_experiments_with_no_table_yet_are_one_line_after_a_run_of_a_few() -> No
     assert groups == {("p/run", "too small to tell"): ["c1"]} and unrun == {"p/x": 2, "p/y": 1}
     groups, unrun = not_judged_groups(rows[:3])  # one experiment without a table keeps its own line
     assert unrun == {} and groups[("p/x", NO_TABLE_YET)] == ["c2", "c3"]
+
+
+def test_a_refresh_rewrites_the_published_report_with_todays_specs_and_adds_no_run(tmp_path: Path, capsys) -> None:
+    """``rlrepro publish --refresh``: after a spec of an experiment the publication does not hold changes (here the
+    opt-in set of IMPALA's multi-task run), its not-run line says what the spec says today, with no run added: the
+    tables, the verdicts, the training record and the provenance line stay as they were. A table whose spec changed
+    since is left out with a note, as ``publish`` leaves it out."""
+    repo = Path(__file__).resolve().parents[2]
+    dest, specs = tmp_path / "cpu", tmp_path / "specs"
+    shutil.copytree(repo / "docs" / "results" / "cpu", dest)
+    shutil.copytree(repo / "specs", specs)
+    multitask = specs / "impala" / "atari57_multitask.yaml"
+    multitask.write_text(multitask.read_text().replace("opt_in: curves", "opt_in: multitask_path"))
+    before = {path.relative_to(dest): path.read_bytes() for path in dest.rglob("*") if path.is_file()}
+    assert main(["publish", "--scale", "cpu", "--to", str(dest), "--specs", str(specs), "--refresh"]) == 0
+    assert capsys.readouterr().out.startswith(f"re-judged the tables in {dest}: ")
+    after = {path.relative_to(dest): path.read_bytes() for path in dest.rglob("*") if path.is_file()}
+    assert after.keys() == before.keys()
+    assert all(after[p] == before[p] for p in after if p.parts[0] == "tables" or p.name in ("verdicts.json",
+                                                                                               "published.json"))
+    report, earlier = (dest / "REPORT.md").read_text(), before[Path("REPORT.md")].decode()
+    assert report.splitlines()[0] == earlier.splitlines()[0]  # the provenance line: the same runs, machines, hours
+    assert "impala/atari57_multitask: 63 claim(s)" in report and "set=multitask_path`" in report
+    assert "set=multitask_path" not in earlier and "0 changed" in report
+    # a published experiment's spec changed: its table is left out, and the refresh says so
+    toy = specs / "impala" / "offpolicy_correction_toy.yaml"
+    toy.write_text(toy.read_text().replace("statement: \"", "statement: \"(edited) ", 1))
+    assert main(["publish", "--scale", "cpu", "--to", str(dest), "--specs", str(specs), "--refresh"]) == 0
+    assert "impala/offpolicy_correction_toy: left out, its spec changed since" in capsys.readouterr().out
+    assert not (dest / "tables" / "impala" / "offpolicy_correction_toy.json").exists()
+    # nothing published: nothing to refresh
+    assert main(["publish", "--scale", "cpu", "--to", str(tmp_path / "empty"), "--refresh"]) == 2
+    assert "--refresh: no published table under" in capsys.readouterr().err
