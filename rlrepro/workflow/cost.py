@@ -100,19 +100,21 @@ def control_share(experiment: ExperimentPlan) -> float:
 
 
 def cpu_rate(spec) -> float | None:
-    """Frames per second (all of an experiment's own jobs, ``cpu_lanes`` at a time) on the reference machine: the cpu
-    scale's frames of its own variants over its measured expected minutes. None when the spec states no minutes."""
+    """Frames per second (all of an experiment's own jobs, as many at a time as measured them) on the reference
+    machine: the cpu scale's frames of its own variants over its measured expected minutes. None when the spec
+    states no minutes."""
+    measured = _cpu_measured(spec)
+    return measured[0] if measured else None
+
+
+def _cpu_measured(spec) -> tuple[float, int] | None:
+    """``cpu_rate`` and how many of the experiment's own jobs ran at once when its cpu-scale minutes were measured
+    (``_lanes``: one job's frames per second is the rate over these), from one plan of the cpu scale."""
     minutes = spec.scale("cpu").expected_minutes
     if not minutes:
         return None
-    return training_frames(plan_experiment(Path("x.yaml"), spec, "cpu")) / (minutes * 60.0)
-
-
-def cpu_lanes(spec) -> int:
-    """How many of its own jobs ran at once when the spec's cpu-scale minutes were measured (``_lanes``): one job's
-    frames per second is ``cpu_rate`` over these."""
     experiment = plan_experiment(Path("x.yaml"), spec, "cpu")
-    return _lanes(experiment, _own_jobs(experiment), "cpu")
+    return training_frames(experiment) / (minutes * 60.0), _lanes(experiment, _own_jobs(experiment), "cpu")
 
 
 def experiment_hours(experiment: ExperimentPlan, scale: Scale) -> tuple[float | None, bool]:
@@ -156,18 +158,17 @@ def estimated_minutes(job: Job, experiment: ExperimentPlan, scale: Scale) -> flo
     The cost model is ``rlrepro plan``'s (one place: the lead may swap it): the spec's minutes measured at this
     scale, which are its own variants' jobs (the control arm's came later) run as many at a time as there were of
     them up to 2 (one where two do not fit in memory), or else its cpu-scale rate (frames over measured minutes, its
-    jobs ``cpu_lanes`` at a time), one job's share of it; a job gets its share by frames (a control job's weighted by
+    jobs as many at a time as measured them), one job's share of it; a job gets its share by frames (a control job's weighted by
     ``FROZEN_COST``). None when the spec states no minutes.
     """
     weight = job_weight(job, experiment)  # the frames it steps: a multi-task member's once for all its games
     measured = experiment.spec.scale(scale).expected_minutes
     if measured:
         return measured * _lanes(experiment, _own_jobs(experiment), scale) * weight / training_frames(experiment)
-    rate = cpu_rate(experiment.spec)
-    if rate is None:
+    if (cpu := _cpu_measured(experiment.spec)) is None:
         return None
-    concurrency = 1 if job.whole_machine else cpu_lanes(experiment.spec)
-    return weight / (rate / concurrency) / 60.0
+    rate, lanes = cpu
+    return weight / (rate / (1 if job.whole_machine else lanes)) / 60.0
 
 
 def memory_mb(experiment: ExperimentPlan, scale: Scale, *, gpus: int = 0) -> tuple[int, bool]:
@@ -261,11 +262,11 @@ def cpu_hours(key: str, frames: int, rows: list[Throughput], spec: Any, referenc
     if row is not None:
         return DeviceHours("cpu", row.hardware, frames / row.frames_per_s / 3600.0, row.status,
                            f"{row.command} ({row.date})")
-    rate = cpu_rate(spec)  # frames counted as the plan counts them: a multi-task job's once for all its games
-    if rate is None:
+    if (cpu := _cpu_measured(spec)) is None:  # frames counted as the plan counts them: a multi-task job's once
         return None
+    rate, lanes = cpu
     return DeviceHours("cpu", reference_machine, frames / rate / 3600.0, "measured",
-                       f"the spec's cpu-scale minutes (the pipeline, {_at_a_time(cpu_lanes(spec))})")
+                       f"the spec's cpu-scale minutes (the pipeline, {_at_a_time(lanes)})")
 
 
 def _at_a_time(lanes: int) -> str:
